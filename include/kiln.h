@@ -40,6 +40,12 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility: what this header declares is
+ * the whole exported interface of libkiln.so. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define KILN_VERSION "0.1.0"
 
 /* Status codes: name, value, message. One list feeds the enum and kiln_strerror(). */
@@ -404,6 +410,10 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
 /* Writes the built-in demo model `which` ("cnn" or "transformer") with weights
  * drawn from `seed` to `path`. */
 int kiln_demo_write(const char *which, const char *path, uint64_t seed, kiln_error *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
