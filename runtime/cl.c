@@ -225,6 +225,9 @@ static void cache_put(kiln_device *d, const char *key, const unsigned char *bin,
 
 void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db) { d->bin_db = db; }
 
+static cl_program build_program_opts(kiln_device *d, const char *file, const char *src, const char *opts, const char *bopts,
+                                     const char *key, kiln_error *err);
+
 static cl_program build_program(kiln_device *d, const char *file, const char *src, const char *opts, kiln_error *err) {
   uint64_t h = 1469598103934665603ull;
   h = fnv1a(h, src, strlen(src));
@@ -235,6 +238,22 @@ static cl_program build_program(kiln_device *d, const char *file, const char *sr
   h = fnv1a(h, d->info.platform, strlen(d->info.platform));
   char key[32];
   snprintf(key, sizeof key, "%016llx", (unsigned long long)h);
+  /* -w: compiler warnings are for kiln's developers (clang on the .cl files),
+   * not for users; POCL's clang otherwise prints "N warnings generated" for
+   * e.g. 16-wide vectors on an AVX2 target (-Wpsabi). Not part of the key:
+   * it changes no code. */
+  size_t olen = strlen(opts);
+  char *bopts = malloc(olen + 4);
+  if (!bopts) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+  memcpy(bopts, opts, olen);
+  memcpy(bopts + olen, " -w", 4);
+  cl_program prog = build_program_opts(d, file, src, opts, bopts, key, err);
+  free(bopts);
+  return prog;
+}
+
+static cl_program build_program_opts(kiln_device *d, const char *file, const char *src, const char *opts, const char *bopts,
+                                     const char *key, kiln_error *err) {
   cl_int e;
   cl_program prog = NULL;
   unsigned char *bin = NULL;
@@ -243,7 +262,7 @@ static cl_program build_program(kiln_device *d, const char *file, const char *sr
     const unsigned char *bp = bin;
     cl_int st;
     prog = clCreateProgramWithBinary(d->ctx, 1, &d->dev, &blen, &bp, &st, &e);
-    if (e != CL_SUCCESS || st != CL_SUCCESS || clBuildProgram(prog, 1, &d->dev, opts, NULL, NULL) != CL_SUCCESS) {
+    if (e != CL_SUCCESS || st != CL_SUCCESS || clBuildProgram(prog, 1, &d->dev, bopts, NULL, NULL) != CL_SUCCESS) {
       if (prog) clReleaseProgram(prog);
       prog = NULL;
     }
@@ -253,7 +272,7 @@ static cl_program build_program(kiln_device *d, const char *file, const char *sr
   double t0 = now_ms();
   prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &e);
   if (e != CL_SUCCESS) { kiln__err(err, KILN_ECL, "%s: clCreateProgramWithSource: %s", file, kiln__clerror(e)); return NULL; }
-  e = clBuildProgram(prog, 1, &d->dev, opts, NULL, NULL);
+  e = clBuildProgram(prog, 1, &d->dev, bopts, NULL, NULL);
   d->compile_ms += now_ms() - t0;
   d->programs_compiled++;
   if (e != CL_SUCCESS) {
