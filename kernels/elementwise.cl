@@ -14,8 +14,10 @@
  * 0 on broadcast axes), with rank r. The host drops size-1 axes and merges
  * axes that are contiguous in every input; r == 0 means every input is
  * contiguous with the output's size (the fast path: no index arithmetic).
- * One work-item per output element: unary kernels run on a 1-D grid of n,
- * broadcast kernels on (innermost dim, outer elements) when r > 0. */
+ * EW_WPI consecutive output elements per work-item (tunable family
+ * "eltwise"; 1 by default): unary kernels run on a 1-D grid of
+ * ceil(n / EW_WPI), broadcast kernels on (ceil(innermost dim / EW_WPI),
+ * outer elements) when r > 0. */
 
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -58,19 +60,24 @@ typedef T CT;
 #define LD_HALF(p, i) vload_half((i), (p))
 #define LD_BF16(p, i) as_float((uint)(p)[i] << 16)
 
-/* Unary kernels: one element per work-item (1-D grid of n). */
-#define EW_LOOP                 \
-  long i = get_global_id(0);    \
-  if (i < n)
+#ifndef EW_WPI
+  #define EW_WPI 1 // consecutive elements (innermost for broadcast kernels) per work-item (1, 2, 4, 8)
+#endif
+
+/* Unary kernels: EW_WPI consecutive elements per work-item (1-D grid of
+ * ceil(n / EW_WPI)). */
+#define EW_LOOP for (long i = get_global_id(0) * EW_WPI, e_ = min(i + EW_WPI, n); i < e_; i++)
 
 /* Broadcast kernels: output element i and its offsets ia, ib, ic in the
- * inputs. r == 0: 1-D grid of n, i is the offset everywhere. r > 0: 2-D grid
- * (innermost dim, the rest): the innermost coordinate comes from the grid,
- * only the outer axes need divisions. */
+ * inputs, for step k_ of the work-item's EW_WPI. r == 0: 1-D grid of
+ * ceil(n / EW_WPI), i is the offset everywhere. r > 0: 2-D grid
+ * (ceil(innermost dim / EW_WPI), the rest): the innermost coordinate comes
+ * from the grid, only the outer axes need divisions. Indices grow with k_,
+ * so the first one out of range ends the work-item (return). */
 #define EW_BIDX(r, m, n)                                          \
   long i, ia, ib, ic;                                             \
   {                                                               \
-    long g0_ = get_global_id(0), g1_ = get_global_id(1);          \
+    long g0_ = get_global_id(0) * EW_WPI + k_, g1_ = get_global_id(1); \
     if (r == 0) {                                                 \
       i = ia = ib = ic = g0_;                                     \
       if (i >= n) return;                                         \
@@ -98,10 +105,12 @@ typedef T CT;
   __kernel void name(__global const ST *pa, __global const TB *pb, __global TO *py,                    \
                      __global const long *meta, int moff, int r, long n) {                           \
     __global const long *m = meta + moff;                                                              \
-    EW_BIDX(r, m, n);                                                                                  \
-    CT a = LD(pa, ia);                                                                                 \
-    BT b = LDB(pb, ib);                                                                                \
-    STO(py, i, (expr));                                                                                \
+    for (int k_ = 0; k_ < EW_WPI; k_++) {                                                              \
+      EW_BIDX(r, m, n);                                                                                \
+      CT a = LD(pa, ia);                                                                               \
+      BT b = LDB(pb, ib);                                                                              \
+      STO(py, i, (expr));                                                                              \
+    }                                                                                                  \
   }
 #define EW_SAME(name, expr) EW_BIN(name, ST, CT, LD, ST, SV, expr)
 #define EW_PRED(name, expr) EW_BIN(name, ST, CT, LD, uchar, PL_ST, (uchar)(expr))
@@ -270,8 +279,10 @@ EW_PRED(ew_xor, (a != 0) != (b != 0))
 __kernel void ew_where(__global const uchar *pc, __global const RT *px, __global const RT *pyy, __global RT *out,
                        __global const long *meta, int moff, int r, long n) {
   __global const long *m = meta + moff;
-  EW_BIDX(r, m, n);
-  out[i] = pc[ia] ? px[ib] : pyy[ic];
+  for (int k_ = 0; k_ < EW_WPI; k_++) {
+    EW_BIDX(r, m, n);
+    out[i] = pc[ia] ? px[ib] : pyy[ic];
+  }
 }
 
 /* ---- unary ops ---- */

@@ -55,6 +55,33 @@ inline long inner_off(__global const long *meta, long j) {
   return off;
 }
 
+#ifndef NORM_VW
+  #define NORM_VW 1   // norm_rows: elements per vector load along a contiguous row (1, 2, 4, 8; the host sets >1 only for rows with unit inner stride)
+#endif
+#define NR_CAT_(a, b) a##b
+#define NR_CAT(a, b) NR_CAT_(a, b)
+#if NORM_VW > 1
+typedef NR_CAT(T, NORM_VW) VT;
+#define VLOAD(i, p) NR_CAT(vload, NORM_VW)((i), (p))
+#define VSTORE(v, i, p) NR_CAT(vstore, NORM_VW)((v), (i), (p))
+inline T vsum(VT a) {
+#if NORM_VW == 2
+  return a.s0 + a.s1;
+#elif NORM_VW == 4
+  return (a.s0 + a.s1) + (a.s2 + a.s3);
+#else
+  return ((a.s0 + a.s1) + (a.s2 + a.s3)) + ((a.s4 + a.s5) + (a.s6 + a.s7));
+#endif
+}
+#endif
+
+/* Activation after a normalization (flags bits 128.. of norm_rows). */
+inline T norm_act(T v, int flags) {
+  if (flags & 128) return fmax(v, (T)0);                 /* Relu */
+  if (flags & 256) return v / ((T)1 + exp(-v));         /* SiLU: x * Sigmoid(x) */
+  return v;
+}
+
 /* norm_rows: one work-group (NORM_WG items) per row r (get_group_id(0)).
  * meta (longs): [0] L (row length), [1] no, [2..] outer dims[8], outer
  * strides[8], [2+2*MAXR] ni, inner dims[8], inner strides[8], then
@@ -62,7 +89,10 @@ inline long inner_off(__global const long *meta, long j) {
  * of row r is ((r / rdiv) % rmod) * rmul + (j / jdiv) % jmod.
  * flags: 1 scale, 2 bias, 4 epsilon added to the std dev instead of the
  * variance (MeanVarianceNormalization), 8 write mean[r], 16 write invstd[r],
- * 32 scale is a single value, 64 bias is a single value. */
+ * 32 scale is a single value, 64 bias is a single value, 128 Relu after,
+ * 256 SiLU (x * Sigmoid(x)) after.
+ * NORM_VW > 1: the row is contiguous (one inner axis of stride 1); its first
+ * L / NORM_VW * NORM_VW elements are read as vectors, the tail one by one. */
 __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1)))
 void norm_rows(__global const T *x, __global T *y, __global const long *meta,
                __global const T *scale, __global const T *bias, const int flags, const T eps,
@@ -83,22 +113,64 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
   const long jdiv = sp[3], jmod = sp[4];
 
   T s = 0;
+#if NORM_VW > 1
+  __global const T *xr = x + base;
+  const long nv = L / NORM_VW, tail = nv * NORM_VW;
+  {
+    VT a = (VT)0;
+    for (long v = l; v < nv; v += NORM_WG) a += VLOAD(v, xr);
+    s = vsum(a);
+    for (long j = tail + l; j < L; j += NORM_WG) s += xr[j];
+  }
+#else
   for (long j = l; j < L; j += NORM_WG) s += x[base + inner_off(meta, j)];
+#endif
   const T mean = wg_sum(s, red) / (T)max(L, (long)1);
   s = 0;
+#if NORM_VW > 1
+  {
+    VT a = (VT)0;
+    for (long v = l; v < nv; v += NORM_WG) {
+      VT d = VLOAD(v, xr) - (VT)mean;
+      a += d * d;
+    }
+    s = vsum(a);
+    for (long j = tail + l; j < L; j += NORM_WG) {
+      T d = xr[j] - mean;
+      s += d * d;
+    }
+  }
+#else
   for (long j = l; j < L; j += NORM_WG) {
     T d = x[base + inner_off(meta, j)] - mean;
     s += d * d;
   }
+#endif
   const T var = wg_sum(s, red) / (T)max(L, (long)1);
   const T inv = (flags & 4) ? (T)1 / (sqrt(var) + eps) : (T)1 / sqrt(var + eps);
+#if NORM_VW > 1
+  for (long v = l; v < nv; v += NORM_WG) {
+    T t[NORM_VW];
+    VSTORE((VLOAD(v, xr) - (VT)mean) * (VT)inv, 0, t);
+    for (int k = 0; k < NORM_VW; k++) {
+      const long j = v * NORM_VW + k;
+      T e = t[k];
+      long si = srow + (j / jdiv) % jmod;
+      if (flags & 1) e *= scale[(flags & 32) ? 0 : si];
+      if (flags & 2) e += bias[(flags & 64) ? 0 : si];
+      y[base + j] = norm_act(e, flags);
+    }
+  }
+  for (long j = tail + l; j < L; j += NORM_WG) {
+#else
   for (long j = l; j < L; j += NORM_WG) {
+#endif
     long o = base + inner_off(meta, j);
     T v = (x[o] - mean) * inv;
     long si = srow + (j / jdiv) % jmod;
     if (flags & 1) v *= scale[(flags & 32) ? 0 : si];
     if (flags & 2) v += bias[(flags & 64) ? 0 : si];
-    y[o] = v;
+    y[o] = norm_act(v, flags);
   }
   if (l == 0) {
     if (flags & 8) mean_out[r] = mean;

@@ -20,15 +20,23 @@
 #define ACC float
 #endif
 
-__kernel void pool_fwd(__global const T *x, __global T *y, __global long *ind, __global const int *m,
-                       int mode, float p, int with_ind, int storage_order) {
+#ifndef PL_WPI
+  #define PL_WPI 1 // pool_fwd: consecutive outputs per work-item (1, 2, 4, 8)
+#endif
+#ifndef PL_WG
+  #define PL_WG 64 // gpool_wg: work-items per (n, c) plane (power of two)
+#endif
+#ifndef PL_VW
+  #define PL_VW 1  // gpool_wg: consecutive elements per work-item step
+#endif
+
+/* Output q of plane nc. */
+inline void pool_at(__global const T *x, __global T *y, __global long *ind, __global const int *m,
+                    int mode, float p, int with_ind, int storage_order, const long q, const long nc) {
   const int ID = m[2], IH = m[3], IW = m[4], OD = m[5], OH = m[6], OW = m[7];
   const int KD = m[8], KH = m[9], KW = m[10], SD = m[11], SH = m[12], SW = m[13];
   const int DD = m[14], DH = m[15], DW = m[16];
   const long P = (long)OD * OH * OW;
-  const long q = get_global_id(0);
-  const long nc = get_global_id(1);
-  if (q >= P || nc >= (long)m[0] * m[1]) return;
   const int ow = q % OW, oh = (q / OW) % OH, od = q / ((long)OW * OH);
   const int d0 = od * SD - m[17], h0 = oh * SH - m[18], w0 = ow * SW - m[19];
   const long isz = (long)ID * IH * IW;
@@ -82,6 +90,51 @@ __kernel void pool_fwd(__global const T *x, __global T *y, __global long *ind, _
     y[yo] = cnt ? (T)(acc / (ACC)cnt) : (T)0;
   }
 }
+
+/* grid: (ceil(P / PL_WPI), N*C); work-item g0 computes outputs
+ * g0 * PL_WPI .. + PL_WPI - 1 of its plane. */
+__kernel void pool_fwd(__global const T *x, __global T *y, __global long *ind, __global const int *m,
+                       int mode, float p, int with_ind, int storage_order) {
+  const long P = (long)m[5] * m[6] * m[7];
+  const long nc = get_global_id(1);
+  if (nc >= (long)m[0] * m[1]) return;
+  const long q0 = get_global_id(0) * PL_WPI;
+  for (int t = 0; t < PL_WPI; t++) {
+    if (q0 + t >= P) return;
+    pool_at(x, y, ind, m, mode, p, with_ind, storage_order, q0 + t, nc);
+  }
+}
+
+#if T_IS_FLOAT
+/* Global pools over planes of S elements: one work-group of PL_WG items per
+ * plane (grid N*C*PL_WG); modes 0 max, 1/2 average, 3 Lp. */
+__kernel __attribute__((reqd_work_group_size(PL_WG, 1, 1)))
+void gpool_wg(__global const T *x, __global T *y, const long S, int mode, float p) {
+  __local ACC buf[PL_WG];
+  const long nc = get_group_id(0);
+  const int l = (int)get_local_id(0);
+  __global const T *xc = x + nc * S;
+  ACC acc = mode == 0 ? (ACC)(-INFINITY) : (ACC)0;
+  for (long j0 = (long)l * PL_VW; j0 < S; j0 += PL_WG * PL_VW)
+    for (int k = 0; k < PL_VW; k++) {
+      if (j0 + k >= S) break;
+      const ACC v = (ACC)xc[j0 + k];
+      if (mode == 0) acc = fmax(acc, v);
+      else if (mode == 3) acc += pow(fabs(v), (ACC)p);
+      else acc += v;
+    }
+  buf[l] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = PL_WG / 2; s > 0; s >>= 1) {
+    if (l < s) buf[l] = mode == 0 ? fmax(buf[l], buf[l + s]) : buf[l] + buf[l + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l == 0) {
+    const ACC r = buf[0];
+    y[nc] = (T)(mode == 0 ? r : mode == 3 ? pow(r, (ACC)1 / (ACC)p) : S ? r / (ACC)S : (ACC)0);
+  }
+}
+#endif
 
 __kernel void fill_zero(__global T *y, long n) {
   const long i = get_global_id(0);

@@ -23,6 +23,9 @@
 #ifndef RD_WG
   #define RD_WG 64 // work-items per work-group in the *_wg and nll_reduce kernels (power of two, 16..256; the host uses 64)
 #endif
+#ifndef RD_VW
+  #define RD_VW 1 // reduce_* / softmax_*: consecutive elements per work-item step along a contiguous line (1, 2, 4, 8; the host sets >1 only for unit-stride lines)
+#endif
 #ifndef TI
   #define TI long // element type of class-index targets (NLL / SCE)
 #endif
@@ -131,7 +134,19 @@ __kernel void reduce_item(__global const T *x, __global T *y, __global const lon
   }
 #endif
   acc_t acc = rd_init(op);
+#if RD_VW > 1
+  /* a unit-stride reduced line: RD_VW independent partial results */
+  __global const T *xl = x + base;
+  acc_t part[RD_VW];
+  for (int k = 0; k < RD_VW; k++) part[k] = rd_init(op);
+  long j = 0;
+  for (; j + RD_VW <= rc; j += RD_VW)
+    for (int k = 0; k < RD_VW; k++) part[k] = rd_comb(op, part[k], rd_map(op, xl[j + k], m));
+  for (; j < rc; j++) acc = rd_comb(op, acc, rd_map(op, xl[j], m));
+  for (int k = 0; k < RD_VW; k++) acc = rd_comb(op, acc, part[k]);
+#else
   for (long j = 0; j < rc; j++) acc = rd_comb(op, acc, rd_map(op, x[base + rd_off(meta, j)], m));
+#endif
   y[o] = (T)rd_final(op, acc, rc, m);
 }
 
@@ -159,7 +174,15 @@ void reduce_wg(__global const T *x, __global T *y, __global const long *meta, lo
   }
 #endif
   acc_t acc = rd_init(op);
+#if RD_VW > 1
+  /* a unit-stride reduced line: each item takes RD_VW consecutive elements per step */
+  __global const T *xl = x + base;
+  for (long j0 = (long)l * RD_VW; j0 < rc; j0 += RD_WG * RD_VW)
+    for (int k = 0; k < RD_VW; k++)
+      if (j0 + k < rc) acc = rd_comb(op, acc, rd_map(op, xl[j0 + k], m));
+#else
   for (long j = l; j < rc; j += RD_WG) acc = rd_comb(op, acc, rd_map(op, x[base + rd_off(meta, j)], m));
+#endif
   buf[l] = acc;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int s = RD_WG / 2; s > 0; s >>= 1) {
@@ -238,15 +261,33 @@ __kernel void topk_rank(__global const T *x, __global T *vals, __global long *id
 #define SM_LOGSOFTMAX 1
 #define SM_HARDMAX 2
 
+/* Softmax inputs: v_j = x[base + j * inner] * scale + mask[mbase + j * mstep]
+ * (mask only when has_mask; the plan-time pass of passes.c fuses a scalar
+ * Mul/Div and an additive mask in front of the softmax; plain nodes pass
+ * scale 1 and no mask). mmeta (longs): nd, dims[8] of the rows' outer
+ * coordinates, the mask's strides[8] over them, mstep. */
+inline long sm_mbase(__global const long *mm, long r) {
+  const int nd = (int)mm[0];
+  long o = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    o += (r % mm[1 + d]) * mm[1 + MAXR + d];
+    r /= mm[1 + d];
+  }
+  return o;
+}
+#define SM_LD(j) (x[base + (j) * inner] * scale + (has_mask ? mask[mbase + (j) * mstep] : (T)0))
+
 /* One work-item per line; numerically stable (max subtracted). */
-__kernel void softmax_item(__global const T *x, __global T *y, long rows, long len, long inner, int mode) {
+__kernel void softmax_item(__global const T *x, __global T *y, long rows, long len, long inner, int mode,
+                           const T scale, int has_mask, __global const T *mask, __global const long *mmeta) {
   long r = get_global_id(0);
   if (r >= rows) return;
   long base = (r / inner) * len * inner + r % inner;
+  const long mbase = has_mask ? sm_mbase(mmeta, r) : 0, mstep = has_mask ? mmeta[1 + 2 * MAXR] : 0;
   T m = -INFINITY;
   long am = 0;
   for (long j = 0; j < len; j++) {
-    T v = x[base + j * inner];
+    T v = SM_LD(j);
     if (v > m) { m = v; am = j; }
   }
   if (mode == SM_HARDMAX) {
@@ -254,26 +295,47 @@ __kernel void softmax_item(__global const T *x, __global T *y, long rows, long l
     return;
   }
   T s = 0;
-  for (long j = 0; j < len; j++) s += exp(x[base + j * inner] - m);
+#if RD_VW > 1
+  /* unit-stride lines (inner == 1): RD_VW partial sums */
+  T part[RD_VW];
+  for (int k = 0; k < RD_VW; k++) part[k] = 0;
+  long j = 0;
+  for (; j + RD_VW <= len; j += RD_VW)
+    for (int k = 0; k < RD_VW; k++) part[k] += exp(SM_LD(j + k) - m);
+  for (; j < len; j++) s += exp(SM_LD(j) - m);
+  for (int k = 0; k < RD_VW; k++) s += part[k];
+#else
+  for (long j = 0; j < len; j++) s += exp(SM_LD(j) - m);
+#endif
   if (mode == SM_SOFTMAX) {
     T inv = (T)1 / s;
-    for (long j = 0; j < len; j++) y[base + j * inner] = exp(x[base + j * inner] - m) * inv;
+    for (long j = 0; j < len; j++) y[base + j * inner] = exp(SM_LD(j) - m) * inv;
   } else {
     T ls = m + log(s);
-    for (long j = 0; j < len; j++) y[base + j * inner] = x[base + j * inner] - ls;
+    for (long j = 0; j < len; j++) y[base + j * inner] = SM_LD(j) - ls;
   }
 }
 
+/* Loop of work-item l over a line of a work-group: RD_VW consecutive
+ * elements per step (unit-stride lines) or one. */
+#if RD_VW > 1
+#define SM_FOR(j) for (long j##0 = (long)l * RD_VW; j##0 < len; j##0 += RD_WG * RD_VW) for (long j = j##0; j < j##0 + RD_VW && j < len; j++)
+#else
+#define SM_FOR(j) for (long j = l; j < len; j += RD_WG)
+#endif
+
 /* One work-group of RD_WG items per line (long lines); modes softmax / log-softmax. */
 __kernel __attribute__((reqd_work_group_size(RD_WG, 1, 1)))
-void softmax_wg(__global const T *x, __global T *y, long rows, long len, long inner, int mode) {
+void softmax_wg(__global const T *x, __global T *y, long rows, long len, long inner, int mode,
+                const T scale, int has_mask, __global const T *mask, __global const long *mmeta) {
   __local T buf[RD_WG];
   long r = get_group_id(0);
   int l = (int)get_local_id(0);
   if (r >= rows) return; /* uniform over the group */
   long base = (r / inner) * len * inner + r % inner;
+  const long mbase = has_mask ? sm_mbase(mmeta, r) : 0, mstep = has_mask ? mmeta[1 + 2 * MAXR] : 0;
   T m = -INFINITY;
-  for (long j = l; j < len; j += RD_WG) m = fmax(m, x[base + j * inner]);
+  SM_FOR(j) m = fmax(m, SM_LD(j));
   buf[l] = m;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int s = RD_WG / 2; s > 0; s >>= 1) {
@@ -283,7 +345,7 @@ void softmax_wg(__global const T *x, __global T *y, long rows, long len, long in
   m = buf[0];
   barrier(CLK_LOCAL_MEM_FENCE);
   T s = 0;
-  for (long j = l; j < len; j += RD_WG) s += exp(x[base + j * inner] - m);
+  SM_FOR(j) s += exp(SM_LD(j) - m);
   buf[l] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int h = RD_WG / 2; h > 0; h >>= 1) {
@@ -293,10 +355,10 @@ void softmax_wg(__global const T *x, __global T *y, long rows, long len, long in
   s = buf[0];
   if (mode == SM_SOFTMAX) {
     T inv = (T)1 / s;
-    for (long j = l; j < len; j += RD_WG) y[base + j * inner] = exp(x[base + j * inner] - m) * inv;
+    SM_FOR(j) y[base + j * inner] = exp(SM_LD(j) - m) * inv;
   } else {
     T ls = m + log(s);
-    for (long j = l; j < len; j += RD_WG) y[base + j * inner] = x[base + j * inner] - ls;
+    SM_FOR(j) y[base + j * inner] = SM_LD(j) - ls;
   }
 }
 

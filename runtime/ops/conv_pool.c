@@ -911,6 +911,89 @@ static int pool_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
   return 0;
 }
 
+/* ---- tunable families "pool" (windowed: outputs per work-item and
+ * work-group size of pool_fwd) and "gpool" (global pools: a work-item per
+ * plane, or a work-group per plane with a step of consecutive elements) ---- */
+
+enum { PP_A, PP_B, PP_COUNT };      /* pool: PL_WPI, PL_WG; gpool: PL_WG, PL_VW */
+enum { PD_PLANES, PD_OUT, PD_IN, PD_WIN, PD_ESIZE, PD_FLOAT };
+
+static int pool_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
+  size_t maxwg = dev && dev->max_work_group ? dev->max_work_group : 256;
+  if (!strcmp(t->family, "pool")) {
+    const int wpi = p[PP_A], wg = p[PP_B];
+    if ((size_t)wg > maxwg) return 1;
+    if (wpi > 1 && (int64_t)wpi > t->dims[PD_OUT]) return 1;       /* more than a plane's outputs */
+    if (wg > 0 && (int64_t)wg * wpi / 2 >= t->dims[PD_OUT] * t->dims[PD_PLANES]) return 1;
+    return 0;
+  }
+  const int wg = p[PP_A], vw = p[PP_B];
+  if ((size_t)wg > maxwg) return 1;
+  if (wg > 1 && !t->dims[PD_FLOAT]) return 1;                          /* gpool_wg: float types */
+  if (wg == 1 && vw > 1) return 1;
+  if (wg > 16 && (int64_t)wg * vw / 2 >= t->dims[PD_IN]) return 1;
+  return 0;
+}
+
+static void pool_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  const double planes = (double)t->dims[PD_PLANES], out = (double)t->dims[PD_OUT], in = (double)t->dims[PD_IN];
+  const double win = (double)t->dims[PD_WIN], es = (double)t->dims[PD_ESIZE];
+  memset(f, 0, sizeof *f);
+  f->flops = planes * out * win;
+  f->launches = 1;
+  if (!strcmp(t->family, "pool")) {
+    f->bytes = planes * (out * win + out) * es; /* windows overlap: counted per output (caches catch some) */
+    f->vec = p[PP_A];
+    f->wg_size = p[PP_B] ? p[PP_B] : 64;
+    f->work_groups = ceil(planes * ceil(out / p[PP_A]) / f->wg_size);
+  } else {
+    f->bytes = planes * (in + 1) * es;
+    f->wg_size = p[PP_A];
+    f->vec = p[PP_B];
+    f->work_groups = p[PP_A] > 1 ? planes : ceil(planes / 64);
+    f->bytes_local = p[PP_A] > 1 ? planes * p[PP_A] * es : 0;
+  }
+}
+
+/* Descriptor of a pooling node (families "pool" and "gpool"). */
+static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
+  int mode;
+  bool global;
+  pool_kind(n, &mode, &global);
+  win_geom w;
+  kiln_error e = {0};
+  kiln_value *xv = kiln_in(g, n, 0);
+  if (!xv || win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, &e)) return 1;
+  memset(t, 0, sizeof *t);
+  t->family = global ? "gpool" : "pool";
+  t->file = "pool.cl";
+  t->dtype = xv->dtype;
+  int o = snprintf(t->shape_key, sizeof t->shape_key, "%s:x=", n->op_type);
+  for (int i = 0; i < xv->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)xv->dims[i]);
+  if (o < (int)sizeof t->shape_key)
+    snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",k=%lldx%lldx%lld,s=%lldx%lldx%lld,d=%lldx%lldx%lld,p=%lld.%lld.%lld.%lld.%lld.%lld,mode=%d,ind=%d",
+             (long long)w.k[0], (long long)w.k[1], (long long)w.k[2], (long long)w.s[0], (long long)w.s[1], (long long)w.s[2], (long long)w.d[0],
+             (long long)w.d[1], (long long)w.d[2], (long long)w.pb[0], (long long)w.pb[1], (long long)w.pb[2], (long long)w.pe[0], (long long)w.pe[1],
+             (long long)w.pe[2], mode, kiln_has_out(n, 1));
+  t->nparams = PP_COUNT;
+  if (global) {
+    t->params[PP_A] = (kiln_kparam){"PL_WG", 6, {1, 16, 32, 64, 128, 256}, 1};
+    t->params[PP_B] = (kiln_kparam){"PL_VW", 4, {1, 2, 4, 8}, 1};
+  } else {
+    t->params[PP_A] = (kiln_kparam){"PL_WPI", 4, {1, 2, 4, 8}, 1};
+    t->params[PP_B] = (kiln_kparam){"PL_WG", 5, {0, 32, 64, 128, 256}, 0};
+  }
+  t->dims[PD_PLANES] = w.n * w.c;
+  t->dims[PD_OUT] = w.out[0] * w.out[1] * w.out[2];
+  t->dims[PD_IN] = w.in[0] * w.in[1] * w.in[2];
+  t->dims[PD_WIN] = w.k[0] * w.k[1] * w.k[2];
+  t->dims[PD_ESIZE] = (int64_t)kiln_dtype_size(xv->dtype);
+  t->dims[PD_FLOAT] = xv->dtype == KILN_DT_FLOAT || xv->dtype == KILN_DT_DOUBLE;
+  t->valid = pool_valid;
+  t->features = pool_features;
+  return 0;
+}
+
 static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   int mode;
@@ -919,6 +1002,27 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   win_geom w;
   int rc = win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
   if (rc) return rc;
+  kiln_tunable t;
+  int pa = global ? 1 : 1, pb = global ? 1 : 0;
+  if (pool_tunable(g, n, &t) == 0) {
+    const int *p = kiln_exec_tparams(x, n, &t);
+    pa = p[PP_A];
+    pb = p[PP_B];
+  }
+  char opts[300], tb[256];
+  cl_float p = mode == POOL_LP ? (cl_float)kiln_attr_int(n, "p", 2) : 0.f;
+  cl_int cm = mode;
+  if (global && pa > 1) { /* a work-group per plane */
+    snprintf(opts, sizeof opts, "%s -DPL_WG=%d -DPL_VW=%d", kiln_cl_type_opts(kiln_in(g, n, 0)->dtype, tb, sizeof tb), pa, pb);
+    cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", opts, "gpool_wg", err);
+    if (!k) return err->status;
+    cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
+    cl_long S = w.in[0] * w.in[1] * w.in[2];
+    if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(S), KARG(cm), KARG(p), KEND)) return err->status;
+    size_t gws = (size_t)(w.n * w.c) * (size_t)pa, lws = (size_t)pa;
+    return kiln_exec_launch(x, k, 1, &gws, &lws, err);
+  }
+  int wpi = global ? 1 : pa, wg = global ? 0 : pb;
   cl_int m[27], pm[23];
   if ((rc = win_meta(&w, m, 27, err))) return rc;
   /* pool.cl layout: N, C, in[3], out[3], k[3], s[3], d[3], pb[3], pe[3] */
@@ -929,16 +1033,19 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   }
   cl_mem mb = kiln_exec_param(x, n, 0, pm, sizeof pm, err);
   if (!mb) return err->status;
-  char opts[256];
-  cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", kiln_cl_type_opts(kiln_in(g, n, 0)->dtype, opts, sizeof opts), "pool_fwd", err);
+  /* the defaults build the program every pool.cl kernel shares */
+  kiln_cl_type_opts(kiln_in(g, n, 0)->dtype, opts, sizeof opts);
+  if (wpi > 1) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_WPI=%d", wpi);
+  cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", opts, "pool_fwd", err);
   if (!k) return err->status;
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0), bi = kiln_out_buf(x, n, 1);
-  cl_int with_ind = bi != NULL, order = (cl_int)kiln_attr_int(n, "storage_order", 0), cm = mode;
-  cl_float p = mode == POOL_LP ? (cl_float)kiln_attr_int(n, "p", 2) : 0.f;
+  cl_int with_ind = bi != NULL, order = (cl_int)kiln_attr_int(n, "storage_order", 0);
   if (!bi) bi = by;
   if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(bi), KARG(mb), KARG(cm), KARG(p), KARG(with_ind), KARG(order), KEND)) return err->status;
-  size_t gws[2] = {(size_t)(w.out[0] * w.out[1] * w.out[2]), (size_t)(w.n * w.c)};
-  return kiln_exec_launch(x, k, 2, gws, NULL, err);
+  size_t P = (size_t)(w.out[0] * w.out[1] * w.out[2]), g0 = (P + (size_t)wpi - 1) / (size_t)wpi;
+  if (wg > 0) g0 = (g0 + (size_t)wg - 1) / (size_t)wg * (size_t)wg; /* the kernel skips items past the plane */
+  size_t gws[2] = {g0, (size_t)(w.n * w.c)}, lws[2] = {(size_t)wg, 1};
+  return kiln_exec_launch(x, k, 2, gws, wg > 0 ? lws : NULL, err);
 }
 
 static int pool_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -1486,12 +1593,12 @@ static int gs_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 const kiln_op_def kiln_ops_conv_pool[] = {
   {"Conv", conv_infer, conv_ref, conv_dev, conv_check, conv_tunable},
   {"ConvTranspose", conv_infer, conv_ref, conv_dev, conv_check, NULL},
-  {"MaxPool", pool_infer, pool_ref, pool_dev, pool_check, NULL},
-  {"AveragePool", pool_infer, pool_ref, pool_dev, pool_check, NULL},
-  {"LpPool", pool_infer, pool_ref, pool_dev, pool_check, NULL},
-  {"GlobalAveragePool", pool_infer, pool_ref, pool_dev, pool_check, NULL},
-  {"GlobalMaxPool", pool_infer, pool_ref, pool_dev, pool_check, NULL},
-  {"GlobalLpPool", pool_infer, pool_ref, pool_dev, pool_check, NULL},
+  {"MaxPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
+  {"AveragePool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
+  {"LpPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
+  {"GlobalAveragePool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
+  {"GlobalMaxPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
+  {"GlobalLpPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
   {"MaxUnpool", unpool_infer, unpool_ref, unpool_dev, unpool_check, NULL},
   {"Resize", resize_infer, resize_ref, resize_dev, resize_check, NULL},
   {"Upsample", resize_infer, resize_ref, resize_dev, resize_check, NULL},

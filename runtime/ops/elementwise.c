@@ -602,30 +602,130 @@ static int ew_meta(int r, const int64_t *od, int k, int64_t (*st)[KILN_MAX_RANK]
   return nd;
 }
 
+/* ---- tunable family "eltwise": elements per work-item (EW_WPI) and
+ * work-group size (0: the driver's choice) of the unary, clip and broadcast
+ * kernels of elementwise.cl (casts keep elementwise_cast.cl's one element
+ * per work-item). Nodes computed by a fused kernel have no descriptor. ---- */
+
+enum { EP_WPI, EP_WG, EP_COUNT };
+static const kiln_kparam ew_tparams[EP_COUNT] = {
+  [EP_WPI] = {"EW_WPI", 4, {1, 2, 4, 8}, 1},
+  [EP_WG] = {"EW_WG", 4, {0, 64, 128, 256}, 0},
+};
+enum { ED_TOTAL, ED_INNER, ED_BYTES, ED_LAUNCHES };
+
+static int ew_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
+  const int wpi = p[EP_WPI], wg = p[EP_WG];
+  if (dev && dev->max_work_group && (size_t)wg > dev->max_work_group) return 1;
+  if (wpi > 1 && wpi > t->dims[ED_INNER]) return 1;                   /* steps beyond the innermost run */
+  if (wg > 0 && (int64_t)wg * wpi / 2 >= t->dims[ED_TOTAL]) return 1;  /* a group wider than the tensor */
+  return 0;
+}
+
+static void ew_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  memset(f, 0, sizeof *f);
+  const double total = (double)t->dims[ED_TOTAL];
+  f->flops = total * (double)t->dims[ED_LAUNCHES];
+  f->bytes = (double)t->dims[ED_BYTES];
+  f->vec = p[EP_WPI];
+  f->wg_size = p[EP_WG] ? p[EP_WG] : 64;
+  f->work_groups = ceil(total / p[EP_WPI] / f->wg_size);
+  f->launches = (double)t->dims[ED_LAUNCHES];
+}
+
+static int ew_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
+  int op = ew_find(n);
+  if (op < 0 || ew_ops[op].kind == K_CAST || n->fuse_root >= 0 || n->skip_dev) return 1;
+  kiln_value *y = kiln_out(g, n, 0);
+  if (!y || y->rank < 0) return 1;
+  int64_t total = kiln_value_numel(y);
+  if (total == 0) return 1;
+  memset(t, 0, sizeof *t);
+  t->family = "eltwise";
+  t->file = "elementwise.cl";
+  t->dtype = ew_ops[op].kind == K_WHERE ? kiln_in(g, n, 1)->dtype : kiln_in(g, n, 0)->dtype;
+  int o = snprintf(t->shape_key, sizeof t->shape_key, "%s:y=", n->op_type);
+  for (int i = 0; i < y->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)y->dims[i]);
+  double bytes = (double)total * (double)kiln_dtype_size(y->dtype);
+  for (int k = 0; k < n->nin && o < (int)sizeof t->shape_key; k++) {
+    kiln_value *v = kiln_in(g, n, k);
+    if (!v) continue;
+    bytes += (double)kiln_value_numel(v) * (double)kiln_dtype_size(v->dtype);
+    o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",in%d=", k);
+    for (int i = 0; i < v->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)v->dims[i]);
+  }
+  t->nparams = EP_COUNT;
+  memcpy(t->params, ew_tparams, sizeof ew_tparams);
+  int kind = ew_ops[op].kind, nb = kind == K_UNARY || kind == K_CLIP ? 1 : ew_nbcast(n, kind);
+  t->dims[ED_TOTAL] = total;
+  /* the innermost run a work-item's steps stay in: the whole tensor for
+   * unary kernels and contiguous broadcasts, else the output's last dim */
+  bool flat = kind == K_UNARY || kind == K_CLIP || nb == 1;
+  for (int k = 0; k < n->nin && !flat; k++) {
+    kiln_value *v = kiln_in(g, n, k);
+    if (v && kiln_value_numel(v) != total) break;
+    if (k == n->nin - 1) flat = true;
+  }
+  t->dims[ED_INNER] = flat ? total : y->dims[y->rank - 1];
+  t->dims[ED_BYTES] = (int64_t)bytes;
+  t->dims[ED_LAUNCHES] = kind == K_VARIADIC && nb > 1 ? nb - 1 + (op == OP_Mean) : 1;
+  t->valid = ew_valid;
+  t->features = ew_features;
+  return 0;
+}
+
+/* Tuned (or default) EW_WPI / EW_WG of node n. */
+static void ew_launch_params(kiln_exec *x, kiln_node *n, int *wpi, int *wg) {
+  kiln_tunable t;
+  *wpi = 1;
+  *wg = 0;
+  if (ew_tunable(x->g, n, &t) == 0) {
+    const int *p = kiln_exec_tparams(x, n, &t);
+    *wpi = p[EP_WPI];
+    *wg = p[EP_WG];
+  }
+}
+
+static cl_kernel ew_kernel_w(kiln_exec *x, const char *file, int dtype, int wpi, const char *name, kiln_error *err) {
+  char opts[300];
+  kiln_cl_type_opts(dtype, opts, sizeof opts);
+  if (wpi > 1) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DEW_WPI=%d", wpi); /* defaults: the shared program */
+  return kiln_cl_kernel(x->d, file, opts, name, err);
+}
+
 static cl_kernel ew_kernel(kiln_exec *x, const char *file, int dtype, const char *name, kiln_error *err) {
-  char opts[256];
-  return kiln_cl_kernel(x->d, file, kiln_cl_type_opts(dtype, opts, sizeof opts), name, err);
+  return ew_kernel_w(x, file, dtype, 1, name, err);
 }
 
 /* One work-item per element. */
 static size_t ew_gws(int64_t total) { return (size_t)total; }
 
+/* 1-D launch over `total` elements, wpi per work-item, groups of wg (0: driver). */
+static int ew_launch1(kiln_exec *x, cl_kernel k, int64_t total, int wpi, int wg, kiln_error *err) {
+  size_t gws = ((size_t)total + (size_t)wpi - 1) / (size_t)wpi, lws = (size_t)wg;
+  if (wg > 0) gws = (gws + lws - 1) / lws * lws;
+  return kiln_exec_launch(x, k, 1, &gws, wg > 0 ? &lws : NULL, err);
+}
+
 static int dev_unary(kiln_exec *x, kiln_node *n, int op, kiln_error *err) {
   kiln_value *v = kiln_in(x->g, n, 0), *y = kiln_out(x->g, n, 0);
-  cl_kernel k = ew_kernel(x, "elementwise.cl", v->dtype, ew_ops[op].kernel, err);
+  int wpi, wg;
+  ew_launch_params(x, n, &wpi, &wg);
+  cl_kernel k = ew_kernel_w(x, "elementwise.cl", v->dtype, wpi, ew_ops[op].kernel, err);
   if (!k) return err->status;
   float alpha, beta;
   ew_params(n, op, &alpha, &beta);
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
   cl_long total = kiln_value_numel(y);
   if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(total), KARG(alpha), KARG(beta), KEND)) return err->status;
-  size_t gws = ew_gws(total);
-  return kiln_exec_launch(x, k, 1, &gws, NULL, err);
+  return ew_launch1(x, k, total, wpi, wg, err);
 }
 
 static int dev_clip(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_value *v = kiln_in(x->g, n, 0), *y = kiln_out(x->g, n, 0);
-  cl_kernel k = ew_kernel(x, "elementwise.cl", v->dtype, "ew_clip", err);
+  int wpi, wg;
+  ew_launch_params(x, n, &wpi, &wg);
+  cl_kernel k = ew_kernel_w(x, "elementwise.cl", v->dtype, wpi, "ew_clip", err);
   if (!k) return err->status;
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0), blo = bx, bhi = bx;
   cl_int lo_mode = 0, hi_mode = 0;
@@ -639,8 +739,7 @@ static int dev_clip(kiln_exec *x, kiln_node *n, kiln_error *err) {
   }
   cl_long total = kiln_value_numel(y);
   if (kiln_cl_args(k, err, KARG(bx), KARG(blo), KARG(bhi), KARG(by), KARG(total), KARG(lo_mode), KARG(hi_mode), KARG(flo), KARG(fhi), KEND)) return err->status;
-  size_t gws = ew_gws(total);
-  return kiln_exec_launch(x, k, 1, &gws, NULL, err);
+  return ew_launch1(x, k, total, wpi, wg, err);
 }
 
 static int dev_cast(kiln_exec *x, kiln_node *n, kiln_error *err) {
@@ -667,12 +766,13 @@ static int dev_bcast(kiln_exec *x, kiln_node *n, int op, kiln_error *err) {
   int nb = ew_nbcast(n, o->kind);
   int dt = o->kind == K_WHERE ? kiln_in(g, n, 1)->dtype : kiln_in(g, n, 0)->dtype;
   cl_mem by = kiln_out_buf(x, n, 0);
-  size_t gws = ew_gws(total);
+  int wpi, wg;
+  ew_launch_params(x, n, &wpi, &wg);
   if (nb == 1) { /* variadic op with one input: a copy */
-    cl_kernel k = ew_kernel(x, "elementwise.cl", dt, "ew_copy", err);
+    cl_kernel k = ew_kernel_w(x, "elementwise.cl", dt, wpi, "ew_copy", err);
     cl_mem bx = kiln_in_buf(x, n, 0);
     if (!k || kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(total), KEND)) return err->status;
-    return kiln_exec_launch(x, k, 1, &gws, NULL, err);
+    return ew_launch1(x, k, total, wpi, wg, err);
   }
   int64_t (*st)[KILN_MAX_RANK] = calloc((size_t)nb, sizeof *st);
   int nsteps = o->kind == K_VARIADIC ? nb - 1 : 1;
@@ -700,7 +800,7 @@ static int dev_bcast(kiln_exec *x, kiln_node *n, int op, kiln_error *err) {
   else if (op == OP_Mod && kiln_attr_int(n, "fmod", 0)) snprintf(name, sizeof name, "ew_fmod");
   else if (op == OP_BitShift && strcmp(kiln_attr_str(n, "direction", ""), "LEFT")) snprintf(name, sizeof name, "ew_shr");
   else snprintf(name, sizeof name, "%s", o->kernel);
-  cl_kernel k = ew_kernel(x, "elementwise.cl", dt, name, err);
+  cl_kernel k = ew_kernel_w(x, "elementwise.cl", dt, wpi, name, err);
   if (!k) { free(meta); free(ranks); return err->status; }
   for (int s = 0; s < nsteps && !rc; s++) {
     cl_mem ba = kiln_in_buf(x, n, 0), bb = kiln_in_buf(x, n, 1), bc = kiln_in_buf(x, n, 2);
@@ -713,17 +813,18 @@ static int dev_bcast(kiln_exec *x, kiln_node *n, int op, kiln_error *err) {
     }
     /* rank 0: 1-D over all elements; else (innermost dim, outer elements) */
     int64_t inner = ranks[s] ? meta[(size_t)s * EW_META + ranks[s] - 1] : total;
-    size_t gws2[2] = {(size_t)inner, (size_t)(total / inner)};
-    if (!rc) rc = kiln_exec_launch(x, k, 2, gws2, NULL, err);
+    size_t gws2[2] = {((size_t)inner + (size_t)wpi - 1) / (size_t)wpi, (size_t)(total / inner)}, lws2[2] = {(size_t)wg, 1};
+    if (wg > 0) gws2[0] = (gws2[0] + lws2[0] - 1) / lws2[0] * lws2[0];
+    if (!rc) rc = kiln_exec_launch(x, k, 2, gws2, wg > 0 ? lws2 : NULL, err);
   }
   free(meta);
   free(ranks);
   if (rc || op != OP_Mean) return rc;
-  cl_kernel kd = ew_kernel(x, "elementwise.cl", dt, "ew_divn", err);
+  cl_kernel kd = ew_kernel_w(x, "elementwise.cl", dt, wpi, "ew_divn", err);
   if (!kd) return err->status;
   float cnt = (float)nb, unused = 0;
   if (kiln_cl_args(kd, err, KARG(by), KARG(by), KARG(total), KARG(cnt), KARG(unused), KEND)) return err->status;
-  return kiln_exec_launch(x, kd, 1, &gws, NULL, err);
+  return ew_launch1(x, kd, total, wpi, wg, err);
 }
 
 static int ew_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
@@ -760,7 +861,7 @@ static int ew_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
  * own element of the partial result: all of them can run in place. */
 const kiln_op_def kiln_ops_elementwise[] = {
 #define XX(op, kind, kern, types) \
-  {.name = #op, .infer = ew_infer, .ref = ew_ref, .dev = ew_dev, .dev_check = ew_check, .flags = KILN_OP_INPLACE},
+  {.name = #op, .infer = ew_infer, .ref = ew_ref, .dev = ew_dev, .dev_check = ew_check, .tunable = ew_tunable, .flags = KILN_OP_INPLACE},
   EW_OPS(XX)
 #undef XX
   {NULL},

@@ -1385,7 +1385,8 @@ static int64_t nl_off(int cnt, const int64_t *dims, const int64_t *st, int64_t i
 
 /* CPU reference of a row normalization (double accumulation). flags as in
  * norm.cl: 1 scale, 2 bias, 4 epsilon on the std dev, 8 mean, 16 invstd,
- * 32 single-valued scale, 64 single-valued bias. */
+ * 32 single-valued scale, 64 single-valued bias, 128 Relu after, 256 SiLU
+ * (x * Sigmoid(x)) after. */
 static void norm_rows_ref(const norm_layout *l, int flags, double eps, const void *x, void *y, int dt, const void *scale, int sdt,
                           const void *bias, int bdt, void *mean, void *inv, int mdt) {
   for (int64_t r = 0; r < l->rows; r++) {
@@ -1405,6 +1406,8 @@ static void norm_rows_ref(const norm_layout *l, int flags, double eps, const voi
       double t = (kiln_load_f(x, dt, o) - mu) * iv;
       if (flags & 1) t *= kiln_load_f(scale, sdt, (flags & 32) ? 0 : si);
       if (flags & 2) t += kiln_load_f(bias, bdt, (flags & 64) ? 0 : si);
+      if (flags & 128) t = t > 0 ? t : 0;
+      else if (flags & 256) t = t / (1.0 + exp(-t));
       kiln_store_f(y, dt, o, t);
     }
     if ((flags & 8) && mean) kiln_store_f(mean, mdt, r, mu);
@@ -1412,8 +1415,75 @@ static void norm_rows_ref(const norm_layout *l, int flags, double eps, const voi
   }
 }
 
+/* ---- the "norm" tunable family: norm.cl's norm_rows ---- */
+
+enum { NP_WG, NP_VW, NP_COUNT };
+static const kiln_kparam norm_params[NP_COUNT] = {
+  [NP_WG] = {"NORM_WG", 6, {1, 16, 32, 64, 128, 256}, NORM_WG}, /* work-items per row (one work-group per row) */
+  [NP_VW] = {"NORM_VW", 4, {1, 2, 4, 8}, 1},                     /* vector width of the loads along a contiguous row */
+};
+enum { ND_ROWS, ND_L, ND_CONTIG, ND_ESIZE, ND_AFFINE };
+
+/* Activation fused after a normalization by the plan-time pass (passes.c,
+ * internal attribute "kiln_activation"): norm.cl flag bits. */
+static int norm_act_flags(const kiln_node *n) {
+  const char *a = kiln_attr_str(n, "kiln_activation", "");
+  return !strcmp(a, "Relu") ? 128 : !strcmp(a, "SiLU") ? 256 : 0;
+}
+
+static int norm_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
+  const int wg = p[NP_WG], vw = p[NP_VW];
+  const int64_t L = t->dims[ND_L];
+  if (dev && dev->max_work_group && (size_t)wg > dev->max_work_group) return 1;
+  if (vw > 1 && (!t->dims[ND_CONTIG] || L < vw)) return 1;
+  /* work-items with nothing to do: a smaller group covers the row (the
+   * default stays valid for every shape) */
+  if (wg > norm_params[NP_WG].dflt && (int64_t)wg * vw / 2 >= L) return 1;
+  if (wg > 16 && vw > 1 && (int64_t)wg * vw / 2 >= L) return 1;
+  return 0;
+}
+
+static void norm_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  const double rows = (double)t->dims[ND_ROWS], L = (double)t->dims[ND_L], es = (double)t->dims[ND_ESIZE];
+  memset(f, 0, sizeof *f);
+  f->flops = rows * L * (6 + 2 * (double)t->dims[ND_AFFINE]);
+  f->bytes = rows * L * es * 4;              /* three passes over x, one write of y */
+  f->bytes_local = rows * (double)p[NP_WG] * es * 4;
+  f->work_groups = rows;
+  f->wg_size = p[NP_WG];
+  f->vec = p[NP_VW];
+  f->launches = 1;
+}
+
+/* Descriptor of node n's row normalization with layout l and flags. */
+static void norm_tunable_fill(kiln_graph *g, const kiln_node *n, const norm_layout *l, int flags, kiln_tunable *t) {
+  memset(t, 0, sizeof *t);
+  const kiln_value *xv = kiln_in(g, n, 0);
+  t->family = "norm";
+  t->file = "norm.cl";
+  t->dtype = xv->dtype;
+  int o = snprintf(t->shape_key, sizeof t->shape_key, "%s:x=", n->op_type);
+  for (int i = 0; i < xv->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)xv->dims[i]);
+  if (o < (int)sizeof t->shape_key)
+    snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",rows=%lld,L=%lld,flags=%d", (long long)l->rows, (long long)l->L, flags & 127);
+  snprintf(t->epilogue, sizeof t->epilogue, "%s", (flags & 128) ? "relu" : (flags & 256) ? "silu" : "");
+  t->nparams = NP_COUNT;
+  memcpy(t->params, norm_params, sizeof norm_params);
+  t->dims[ND_ROWS] = l->rows;
+  t->dims[ND_L] = l->L;
+  t->dims[ND_CONTIG] = l->ni == 1 && l->is[0] == 1;
+  t->dims[ND_ESIZE] = (int64_t)kiln_dtype_size(xv->dtype);
+  t->dims[ND_AFFINE] = (flags & 3) != 0;
+  t->valid = norm_valid;
+  t->features = norm_features;
+}
+
 static int norm_rows_dev(kiln_exec *x, kiln_node *n, const norm_layout *l, int flags, double eps, int dt, cl_mem bx, cl_mem by, cl_mem bs,
                          cl_mem bb, cl_mem bm, cl_mem bi, kiln_error *err) {
+  kiln_tunable t;
+  norm_tunable_fill(x->g, n, l, flags, &t);
+  const int *p = kiln_exec_tparams(x, n, &t);
+  int wg = p[NP_WG], vw = t.dims[ND_CONTIG] ? p[NP_VW] : 1;
   int64_t meta[3 + 4 * MAXR + 5] = {0};
   meta[0] = l->L;
   meta[1] = l->no;
@@ -1424,8 +1494,11 @@ static int norm_rows_dev(kiln_exec *x, kiln_node *n, const norm_layout *l, int f
   sp[0] = l->rdiv; sp[1] = l->rmod; sp[2] = l->rmul; sp[3] = l->jdiv; sp[4] = l->jmod;
   cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
   if (!mb) return err->status;
-  char opts[260];
-  cl_kernel k = kiln_cl_kernel(x->d, "norm.cl", norm_opts(dt, opts, sizeof opts), "norm_rows", err);
+  char opts[300], tb[200];
+  /* the defaults build the same program as the other norm.cl kernels */
+  if (vw > 1) snprintf(opts, sizeof opts, "%s -DNORM_WG=%d -DNORM_VW=%d", kiln_cl_type_opts(dt, tb, sizeof tb), wg, vw);
+  else snprintf(opts, sizeof opts, "%s -DNORM_WG=%d", kiln_cl_type_opts(dt, tb, sizeof tb), wg);
+  cl_kernel k = kiln_cl_kernel(x->d, "norm.cl", opts, "norm_rows", err);
   if (!k) return err->status;
   if (!bs) bs = bx;
   if (!bb) bb = bx;
@@ -1435,7 +1508,7 @@ static int norm_rows_dev(kiln_exec *x, kiln_node *n, const norm_layout *l, int f
   targ te = targ_make(dt, eps);
   if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(mb), KARG(bs), KARG(bb), KARG(fl), TARG(te), KARG(bm), KARG(bi), KEND)) return err->status;
   if (l->rows == 0) return 0;
-  size_t gws = (size_t)l->rows * NORM_WG, lws = NORM_WG;
+  size_t gws = (size_t)l->rows * (size_t)wg, lws = (size_t)wg;
   return kiln_exec_launch(x, k, 1, &gws, &lws, err);
 }
 
@@ -1480,7 +1553,7 @@ static int ln_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
 
 static int ln_flags(kiln_node *n, kiln_value *w, kiln_value *b) {
   return (w ? 1 : 0) | (b ? 2 : 0) | (kiln_has_out(n, 1) ? 8 : 0) | (kiln_has_out(n, 2) ? 16 : 0) |
-         (w && kiln_value_numel(w) == 1 ? 32 : 0) | (b && kiln_value_numel(b) == 1 ? 64 : 0);
+         (w && kiln_value_numel(w) == 1 ? 32 : 0) | (b && kiln_value_numel(b) == 1 ? 64 : 0) | norm_act_flags(n);
 }
 
 static int ln_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
@@ -1538,7 +1611,7 @@ static int in_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
 static int in_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   norm_layout l;
   if (in_layout(g, n, &l, err)) return err->status;
-  norm_rows_ref(&l, 3, kiln_attr_float(n, "epsilon", 1e-5f), in[0], out[0], kiln_in(g, n, 0)->dtype, in[1], kiln_in(g, n, 1)->dtype, in[2],
+  norm_rows_ref(&l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), in[0], out[0], kiln_in(g, n, 0)->dtype, in[1], kiln_in(g, n, 1)->dtype, in[2],
                 kiln_in(g, n, 2)->dtype, NULL, NULL, 0);
   return 0;
 }
@@ -1554,7 +1627,7 @@ static int same_float_inputs(kiln_graph *g, kiln_node *n, kiln_error *err) {
 static int in_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   norm_layout l;
   if (in_layout(x->g, n, &l, err)) return err->status;
-  return norm_rows_dev(x, n, &l, 3, kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
+  return norm_rows_dev(x, n, &l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
                        kiln_in_buf(x, n, 1), kiln_in_buf(x, n, 2), NULL, NULL, err);
 }
 
@@ -1566,7 +1639,7 @@ static int gn_layout(kiln_graph *g, kiln_node *n, norm_layout *l, kiln_error *er
   if (xv->rank < 2) return kiln__err(err, KILN_ESHAPE, "GroupNormalization input of rank %d", xv->rank);
   int64_t N = xv->dims[0], C = xv->dims[1], sp = prod(xv->dims, 2, xv->rank);
   if (G <= 0 || C % G) return kiln__err(err, KILN_ESHAPE, "GroupNormalization: %lld channels in %lld groups", (long long)C, (long long)G);
-  int per_ch = n->opset >= 21;
+  int per_ch = n->opset >= 21 || kiln_attr_int(n, "kiln_per_channel", 0); /* passes.c: the exported Reshape/InstanceNormalization pattern */
   int64_t want = per_ch ? C : G;
   if (kiln_value_numel(s) != want || kiln_value_numel(b) != want) return kiln__err(err, KILN_ESHAPE, "GroupNormalization scale/bias must have %lld elements", (long long)want);
   memset(l, 0, sizeof *l);
@@ -1597,7 +1670,7 @@ static int gn_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
 static int gn_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   norm_layout l;
   if (gn_layout(g, n, &l, err)) return err->status;
-  norm_rows_ref(&l, 3, kiln_attr_float(n, "epsilon", 1e-5f), in[0], out[0], kiln_in(g, n, 0)->dtype, in[1], kiln_in(g, n, 1)->dtype, in[2],
+  norm_rows_ref(&l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), in[0], out[0], kiln_in(g, n, 0)->dtype, in[1], kiln_in(g, n, 1)->dtype, in[2],
                 kiln_in(g, n, 2)->dtype, NULL, NULL, 0);
   return 0;
 }
@@ -1605,7 +1678,7 @@ static int gn_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error
 static int gn_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   norm_layout l;
   if (gn_layout(x->g, n, &l, err)) return err->status;
-  return norm_rows_dev(x, n, &l, 3, kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
+  return norm_rows_dev(x, n, &l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
                        kiln_in_buf(x, n, 1), kiln_in_buf(x, n, 2), NULL, NULL, err);
 }
 
@@ -1795,6 +1868,31 @@ static int lrn_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 
 static int float_check(kiln_graph *g, kiln_node *n, kiln_error *err) { return same_float_inputs(g, n, err); }
 
+/* Tunable descriptor of a LayerNormalization, InstanceNormalization,
+ * GroupNormalization or MeanVarianceNormalization node (family "norm"). */
+static int norm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
+  norm_layout l;
+  kiln_error e = {0};
+  int flags;
+  kiln_value *xv = kiln_in(g, n, 0);
+  if (!xv || (xv->dtype != KILN_DT_FLOAT && xv->dtype != KILN_DT_DOUBLE)) return 1;
+  if (!strcmp(n->op_type, "LayerNormalization")) {
+    if (ln_layout(g, n, &l, NULL, &e)) return 1;
+    flags = ln_flags(n, kiln_in(g, n, 1), kiln_in(g, n, 2));
+  } else if (!strcmp(n->op_type, "InstanceNormalization")) {
+    if (in_layout(g, n, &l, &e)) return 1;
+    flags = 3 | norm_act_flags(n);
+  } else if (!strcmp(n->op_type, "GroupNormalization")) {
+    if (gn_layout(g, n, &l, &e)) return 1;
+    flags = 3 | norm_act_flags(n);
+  } else {
+    if (mvn_layout(g, n, &l, &e)) return 1;
+    flags = 4;
+  }
+  norm_tunable_fill(g, n, &l, flags, t);
+  return 0;
+}
+
 const kiln_op_def kiln_ops_gemm_norm[] = {
   {.name = "MatMul", .infer = matmul_infer, .ref = matmul_ref, .dev = matmul_dev, .dev_check = matmul_check, .tunable = matmul_tunable},
   {.name = "Gemm", .infer = gemm_infer, .ref = gemm_ref, .dev = gemm_dev, .dev_check = gemm_check, .tunable = gemm_tunable},
@@ -1806,10 +1904,10 @@ const kiln_op_def kiln_ops_gemm_norm[] = {
   {.name = "DequantizeLinear", .infer = dequant_infer, .ref = dequant_ref, .dev = dequant_dev, .dev_check = NULL},
   {.name = "DynamicQuantizeLinear", .infer = dynq_infer, .ref = dynq_ref, .dev = dynq_dev, .dev_check = NULL},
   {.name = "BatchNormalization", .infer = bn_infer, .ref = bn_ref, .dev = bn_dev, .dev_check = bn_check},
-  {.name = "InstanceNormalization", .infer = in_infer, .ref = in_ref, .dev = in_dev, .dev_check = float_check},
-  {.name = "LayerNormalization", .infer = ln_infer, .ref = ln_ref, .dev = ln_dev, .dev_check = ln_check},
-  {.name = "GroupNormalization", .infer = gn_infer, .ref = gn_ref, .dev = gn_dev, .dev_check = float_check},
-  {.name = "MeanVarianceNormalization", .infer = mvn_infer, .ref = mvn_ref, .dev = mvn_dev, .dev_check = float_check},
+  {.name = "InstanceNormalization", .infer = in_infer, .ref = in_ref, .dev = in_dev, .dev_check = float_check, .tunable = norm_tunable},
+  {.name = "LayerNormalization", .infer = ln_infer, .ref = ln_ref, .dev = ln_dev, .dev_check = ln_check, .tunable = norm_tunable},
+  {.name = "GroupNormalization", .infer = gn_infer, .ref = gn_ref, .dev = gn_dev, .dev_check = float_check, .tunable = norm_tunable},
+  {.name = "MeanVarianceNormalization", .infer = mvn_infer, .ref = mvn_ref, .dev = mvn_dev, .dev_check = float_check, .tunable = norm_tunable},
   {.name = "LRN", .infer = lrn_infer, .ref = lrn_ref, .dev = lrn_dev, .dev_check = float_check},
   {NULL},
 };

@@ -21,15 +21,80 @@ static int64_t prod_dims(const int64_t *d, int from, int to) {
   return p;
 }
 
-/* Kernel `name` of reduce.cl for element type dtype (and class-index type tidx). */
-static cl_kernel rd_kernel(kiln_exec *x, int dtype, int tidx, const char *name, kiln_error *err) {
+/* Kernel `name` of reduce.cl for element type dtype (and class-index type
+ * tidx), built with work-group size wg and line step vw (tunable families;
+ * the defaults build the one program every other reduce.cl kernel uses). */
+static cl_kernel rd_kernel_p(kiln_exec *x, int dtype, int tidx, int wg, int vw, const char *name, kiln_error *err) {
   if (dtype == KILN_DT_DOUBLE && !x->d->has_fp64) {
     kiln__err(err, KILN_EUNSUPPORTED, "float64 needs cl_khr_fp64, which the device lacks");
     return NULL;
   }
-  char t[256], o[320];
-  snprintf(o, sizeof o, "%s -DTI=%s", kiln_cl_type_opts(dtype, t, sizeof t), tidx == KILN_DT_INT32 ? "int" : "long");
+  char t[256], o[360];
+  int n = snprintf(o, sizeof o, "%s -DTI=%s", kiln_cl_type_opts(dtype, t, sizeof t), tidx == KILN_DT_INT32 ? "int" : "long");
+  if (wg > 1 && wg != RD_WG) n += snprintf(o + n, sizeof o - (size_t)n, " -DRD_WG=%d", wg);
+  if (vw > 1) snprintf(o + n, sizeof o - (size_t)n, " -DRD_VW=%d", vw);
   return kiln_cl_kernel(x->d, RD_CL, o, name, err);
+}
+
+static cl_kernel rd_kernel(kiln_exec *x, int dtype, int tidx, const char *name, kiln_error *err) {
+  return rd_kernel_p(x, dtype, tidx, RD_WG, 1, name, err);
+}
+
+/* ---- tunable families "reduce" and "softmax": line reductions ------------
+ * Parameters: work-items per line (1: one work-item per line, the *_item
+ * kernels; else one work-group of that size per line, the *_wg kernels) and
+ * the step of consecutive elements per work-item along a unit-stride line. */
+
+enum { LP_WG, LP_VW, LP_COUNT };
+enum { LD_LINES, LD_LEN, LD_CONTIG, LD_ESIZE, LD_PASSES };
+
+static int lines_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
+  const int wg = p[LP_WG], vw = p[LP_VW];
+  const int64_t len = t->dims[LD_LEN];
+  if (dev && dev->max_work_group && (size_t)wg > dev->max_work_group) return 1;
+  if (vw > 1 && (!t->dims[LD_CONTIG] || len < vw)) return 1;
+  /* groups wider than the line leave items idle (the default stays valid) */
+  if (wg > 16 && wg != t->params[LP_WG].dflt && (int64_t)wg * vw / 2 >= len) return 1;
+  return 0;
+}
+
+static void lines_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  const double lines = (double)t->dims[LD_LINES], len = (double)t->dims[LD_LEN], es = (double)t->dims[LD_ESIZE];
+  const double passes = (double)t->dims[LD_PASSES];
+  memset(f, 0, sizeof *f);
+  f->flops = lines * len * passes * 2;
+  f->bytes = lines * len * es * passes + lines * es * (passes > 1 ? len : 1);
+  f->bytes_local = p[LP_WG] > 1 ? lines * (double)p[LP_WG] * es * 2 : 0;
+  f->work_groups = p[LP_WG] > 1 ? lines : ceil(lines / 64);
+  f->wg_size = p[LP_WG] > 1 ? p[LP_WG] : 64;
+  f->vec = p[LP_VW];
+  f->launches = 1;
+}
+
+/* Descriptor of a line reduction family over `lines` lines of `len`
+ * elements (contig: unit stride), defaulting to today's choice: a
+ * work-group of RD_WG for lines of at least min_wg elements. */
+static void lines_tunable(kiln_graph *g, const kiln_node *n, const char *family, int64_t lines, int64_t len, bool contig, int passes,
+                          int64_t min_wg, const char *extra, kiln_tunable *t) {
+  memset(t, 0, sizeof *t);
+  const kiln_value *xv = kiln_in(g, n, 0);
+  t->family = family;
+  t->file = RD_CL;
+  t->dtype = xv->dtype;
+  int o = snprintf(t->shape_key, sizeof t->shape_key, "%s:x=", n->op_type);
+  for (int i = 0; i < xv->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)xv->dims[i]);
+  if (o < (int)sizeof t->shape_key)
+    snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",lines=%lld,len=%lld,contig=%d%s", (long long)lines, (long long)len, contig, extra);
+  t->nparams = LP_COUNT;
+  t->params[LP_WG] = (kiln_kparam){"WG", 6, {1, 16, 32, 64, 128, 256}, len >= min_wg ? RD_WG : 1};
+  t->params[LP_VW] = (kiln_kparam){"VW", 4, {1, 2, 4, 8}, 1};
+  t->dims[LD_LINES] = lines;
+  t->dims[LD_LEN] = len;
+  t->dims[LD_CONTIG] = contig;
+  t->dims[LD_ESIZE] = (int64_t)kiln_dtype_size(xv->dtype);
+  t->dims[LD_PASSES] = passes;
+  t->valid = lines_valid;
+  t->features = lines_features;
 }
 
 /* Smallest and largest value of integer dtype dt (int64 range for 64-bit types). */
@@ -189,6 +254,42 @@ static int reduce_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_e
   return 0;
 }
 
+/* Reduced layout of node n: kept and reduced axes merged (size-1 axes
+ * dropped); returns the number of reduced elements per output and sets
+ * *contig when they form one unit-stride run. */
+static int64_t reduce_layout(const kiln_value *xv, const bool *mask, int *nk, int *nr, int64_t *kd, int64_t *ks, int64_t *rd, int64_t *rs) {
+  int64_t st[KILN_MAX_RANK];
+  int last = -1;
+  *nk = *nr = 0;
+  kiln_strides(xv->rank, xv->dims, st);
+  for (int i = 0; i < xv->rank; i++) {
+    if (xv->dims[i] == 1) continue;
+    int cat = mask[i];
+    if (cat == last) {
+      if (cat) { rd[*nr - 1] *= xv->dims[i]; rs[*nr - 1] = st[i]; }
+      else { kd[*nk - 1] *= xv->dims[i]; ks[*nk - 1] = st[i]; }
+    } else if (cat) { rd[*nr] = xv->dims[i]; rs[(*nr)++] = st[i]; }
+    else { kd[*nk] = xv->dims[i]; ks[(*nk)++] = st[i]; }
+    last = cat;
+  }
+  return prod_dims(rd, 0, *nr);
+}
+
+/* Tunable descriptor of a Reduce* node (family "reduce"). */
+static int reduce_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
+  kiln_value *xv = kiln_in(g, n, 0), *y = kiln_out(g, n, 0);
+  bool mask[KILN_MAX_RANK], noop;
+  kiln_error e = {0};
+  if (!xv || !y || reduce_mask(g, n, mask, &noop, &e) || noop) return 1;
+  int nk, nr;
+  int64_t kd[KILN_MAX_RANK], ks[KILN_MAX_RANK], rd[KILN_MAX_RANK], rs[KILN_MAX_RANK];
+  int64_t rc = reduce_layout(xv, mask, &nk, &nr, kd, ks, rd, rs);
+  char extra[32];
+  snprintf(extra, sizeof extra, ",op=%d", reduce_op(n->op_type));
+  lines_tunable(g, n, "reduce", kiln_value_numel(y), rc, nr == 1 && rs[0] == 1, reduce_op(n->op_type) == RD_LOGSUMEXP ? 2 : 1, RD_WG_MIN_REDUCE, extra, t);
+  return 0;
+}
+
 static int reduce_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   kiln_value *xv = kiln_in(g, n, 0), *y = kiln_out(g, n, 0);
@@ -204,31 +305,27 @@ static int reduce_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     return kiln_exec_launch(x, k, 1, &gws, NULL, err);
   }
   /* merge neighbouring axes of the same kind, dropping size-1 axes */
-  int64_t st[KILN_MAX_RANK], meta[3 + 4 * KILN_MAX_RANK] = {0};
+  int64_t meta[3 + 4 * KILN_MAX_RANK] = {0};
   int64_t *kd = meta + 3, *ks = kd + KILN_MAX_RANK, *rd = ks + KILN_MAX_RANK, *rs = rd + KILN_MAX_RANK;
-  int nk = 0, nr = 0, last = -1;
-  kiln_strides(xv->rank, xv->dims, st);
-  for (int i = 0; i < xv->rank; i++) {
-    if (xv->dims[i] == 1) continue;
-    int cat = mask[i];
-    if (cat == last) {
-      if (cat) { rd[nr - 1] *= xv->dims[i]; rs[nr - 1] = st[i]; }
-      else { kd[nk - 1] *= xv->dims[i]; ks[nk - 1] = st[i]; }
-    } else if (cat) { rd[nr] = xv->dims[i]; rs[nr++] = st[i]; }
-    else { kd[nk] = xv->dims[i]; ks[nk++] = st[i]; }
-    last = cat;
-  }
+  int nk = 0, nr = 0;
+  reduce_layout(xv, mask, &nk, &nr, kd, ks, rd, rs);
   meta[0] = nk;
   meta[1] = nr;
   meta[2] = prod_dims(rd, 0, nr);
   cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
   if (!mb) return err->status;
-  bool wg = meta[2] >= RD_WG_MIN_REDUCE;
-  cl_kernel k = rd_kernel(x, y->dtype, 0, wg ? "reduce_wg" : "reduce_item", err);
+  kiln_tunable t;
+  int wg = meta[2] >= RD_WG_MIN_REDUCE ? RD_WG : 1, vw = 1;
+  if (reduce_tunable(g, n, &t) == 0) {
+    const int *p = kiln_exec_tparams(x, n, &t);
+    wg = p[LP_WG];
+    vw = t.dims[LD_CONTIG] ? p[LP_VW] : 1;
+  }
+  cl_kernel k = rd_kernel_p(x, y->dtype, 0, wg, vw, wg > 1 ? "reduce_wg" : "reduce_item", err);
   cl_int op = reduce_op(n->op_type);
   if (!k || kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(mb), KARG(nout), KARG(op), KEND)) return err->status;
-  size_t gws = (size_t)nout * (wg ? RD_WG : 1), lws = RD_WG;
-  return kiln_exec_launch(x, k, 1, &gws, wg ? &lws : NULL, err);
+  size_t gws = (size_t)nout * (size_t)wg, lws = (size_t)wg;
+  return kiln_exec_launch(x, k, 1, &gws, wg > 1 ? &lws : NULL, err);
 }
 
 static int reduce_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -349,23 +446,85 @@ static void sm_lines(const void *src, int sdt, void *dst, int ddt, int64_t outer
     }
 }
 
+/* The scale and additive mask a plan-time pass (passes.c) fused in front of
+ * a Softmax / LogSoftmax along the last axis: internal attribute
+ * "kiln_scale" and the mask as input 1 (broadcast to the input's shape). */
+static double sm_scale(const kiln_node *n) { return kiln_attr_float(n, "kiln_scale", 1.0f); }
+
 static int sm_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   kiln_value *x = kiln_in(g, n, 0);
   int64_t o, l, i;
   int rc = sm_geom(x, n, &o, &l, &i, err);
   if (rc) return rc;
-  sm_lines(in[0], x->dtype, out[0], x->dtype, o, l, i, sm_mode(n->op_type));
+  double sc = sm_scale(n);
+  kiln_value *mv = kiln_in(g, n, 1);
+  if (sc == 1.0 && !mv) {
+    sm_lines(in[0], x->dtype, out[0], x->dtype, o, l, i, sm_mode(n->op_type));
+    return 0;
+  }
+  int64_t ne = kiln_value_numel(x), mst[KILN_MAX_RANK] = {0};
+  double *t = malloc(sizeof(double) * (size_t)(ne ? ne : 1));
+  if (!t) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  if (mv) kiln_bcast_strides(mv, x->rank, mst);
+  for (int64_t k = 0; k < ne; k++) {
+    double v = kiln_load_f(in[0], x->dtype, k) * sc;
+    if (mv) {
+      int64_t rem = k, mo = 0;
+      for (int d = x->rank - 1; d >= 0; d--) { mo += (rem % x->dims[d]) * mst[d]; rem /= x->dims[d]; }
+      v += kiln_load_f(in[1], mv->dtype, mo);
+    }
+    t[k] = v;
+  }
+  sm_lines(t, KILN_DT_DOUBLE, out[0], x->dtype, o, l, i, sm_mode(n->op_type));
+  free(t);
   return 0;
 }
 
-/* Enqueues softmax-family lines [outer, len, inner] from bx into by. */
-static int sm_launch(kiln_exec *x, int dtype, cl_mem bx, cl_mem by, cl_long outer, cl_long len, cl_long inner, cl_int mode, kiln_error *err) {
-  bool wg = mode != SM_HARDMAX && len >= RD_WG_MIN_SOFTMAX;
-  cl_kernel k = rd_kernel(x, dtype, 0, wg ? "softmax_wg" : "softmax_item", err);
+/* Tunable descriptor of a Softmax / LogSoftmax node (family "softmax"). */
+static int sm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
+  kiln_value *xv = kiln_in(g, n, 0);
+  int64_t o, l, i;
+  kiln_error e = {0};
+  if (!xv || sm_mode(n->op_type) == SM_HARDMAX || sm_geom(xv, n, &o, &l, &i, &e)) return 1;
+  lines_tunable(g, n, "softmax", o * i, l, i == 1, 3, RD_WG_MIN_SOFTMAX, "", t);
+  double sc = sm_scale(n);
+  kiln_value *mv = kiln_in(g, n, 1);
+  if (sc != 1.0 || mv) {
+    int k = snprintf(t->epilogue, sizeof t->epilogue, "%sscale", sc != 1.0 ? "" : "no");
+    if (mv && k < (int)sizeof t->epilogue) {
+      snprintf(t->epilogue + k, sizeof t->epilogue - (size_t)k, "+mask=");
+      for (int d = 0; d < mv->rank; d++) {
+        size_t u = strlen(t->epilogue);
+        snprintf(t->epilogue + u, sizeof t->epilogue - u, "%s%lld", d ? "x" : "", (long long)mv->dims[d]);
+      }
+    }
+  }
+  return 0;
+}
+
+/* Enqueues softmax-family lines [outer, len, inner] from bx into by with
+ * work-group size wg (1: a work-item per line) and line step vw, inputs
+ * scaled by scale plus mask (NULL: none; mm: its offsets, see reduce.cl). */
+static int sm_launch_p(kiln_exec *x, int dtype, cl_mem bx, cl_mem by, cl_long outer, cl_long len, cl_long inner, cl_int mode, int wg, int vw,
+                       double scale, cl_mem mask, cl_mem mm, kiln_error *err) {
+  if (mode == SM_HARDMAX) wg = 1;
+  cl_kernel k = rd_kernel_p(x, dtype, 0, wg, vw, wg > 1 ? "softmax_wg" : "softmax_item", err);
   cl_long rows = outer * inner;
-  if (!k || kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(rows), KARG(len), KARG(inner), KARG(mode), KEND)) return err->status;
-  size_t gws = (size_t)rows * (wg ? RD_WG : 1), lws = RD_WG;
-  return kiln_exec_launch(x, k, 1, &gws, wg ? &lws : NULL, err);
+  cl_int has_mask = mask != NULL;
+  if (!mask) mask = mm = bx;
+  cl_float sf = (cl_float)scale;
+  cl_double sd = scale;
+  size_t ss = dtype == KILN_DT_DOUBLE ? sizeof sd : sizeof sf;
+  const void *sp = dtype == KILN_DT_DOUBLE ? (const void *)&sd : (const void *)&sf;
+  if (!k || kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(rows), KARG(len), KARG(inner), KARG(mode), ss, sp, KARG(has_mask), KARG(mask), KARG(mm), KEND))
+    return err->status;
+  size_t gws = (size_t)rows * (size_t)wg, lws = (size_t)wg;
+  return kiln_exec_launch(x, k, 1, &gws, wg > 1 ? &lws : NULL, err);
+}
+
+static int sm_launch(kiln_exec *x, int dtype, cl_mem bx, cl_mem by, cl_long outer, cl_long len, cl_long inner, cl_int mode, kiln_error *err) {
+  int wg = mode != SM_HARDMAX && len >= RD_WG_MIN_SOFTMAX ? RD_WG : 1;
+  return sm_launch_p(x, dtype, bx, by, outer, len, inner, mode, wg, 1, 1.0, NULL, NULL, err);
 }
 
 static int sm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
@@ -373,7 +532,26 @@ static int sm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   int64_t o, l, i;
   int rc = sm_geom(xv, n, &o, &l, &i, err);
   if (rc) return rc;
-  return sm_launch(x, xv->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), o, l, i, sm_mode(n->op_type), err);
+  kiln_tunable t;
+  int wg = sm_mode(n->op_type) != SM_HARDMAX && l >= RD_WG_MIN_SOFTMAX ? RD_WG : 1, vw = 1;
+  if (sm_tunable(x->g, n, &t) == 0) {
+    const int *p = kiln_exec_tparams(x, n, &t);
+    wg = p[LP_WG];
+    vw = t.dims[LD_CONTIG] ? p[LP_VW] : 1;
+  }
+  cl_mem mask = NULL, mm = NULL;
+  kiln_value *mv = kiln_in(x->g, n, 1);
+  if (mv) {
+    if (i != 1) return kiln__err(err, KILN_EINTERNAL, "fused softmax mask needs the last axis");
+    int64_t meta[2 + 2 * KILN_MAX_RANK] = {0}, st[KILN_MAX_RANK];
+    kiln_bcast_strides(mv, xv->rank, st);
+    meta[0] = xv->rank - 1;
+    for (int d = 0; d < xv->rank - 1; d++) { meta[1 + d] = xv->dims[d]; meta[1 + KILN_MAX_RANK + d] = st[d]; }
+    meta[1 + 2 * KILN_MAX_RANK] = st[xv->rank - 1];
+    if (!(mm = kiln_exec_param(x, n, 0, meta, sizeof meta, err))) return err->status;
+    mask = kiln_in_buf(x, n, 1);
+  }
+  return sm_launch_p(x, xv->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), o, l, i, sm_mode(n->op_type), wg, vw, sm_scale(n), mask, mm, err);
 }
 
 /* ---- CumSum --------------------------------------------------------------------- */
@@ -684,20 +862,20 @@ static int sce_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 }
 
 const kiln_op_def kiln_ops_reduce[] = {
-  {.name = "ReduceSum", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check},
-  {.name = "ReduceMean", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check},
-  {.name = "ReduceMax", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check},
-  {.name = "ReduceMin", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check},
-  {.name = "ReduceProd", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check},
-  {.name = "ReduceL1", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check},
-  {.name = "ReduceL2", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check},
-  {.name = "ReduceLogSum", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check},
-  {.name = "ReduceLogSumExp", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check},
-  {.name = "ReduceSumSquare", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check},
+  {.name = "ReduceSum", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
+  {.name = "ReduceMean", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
+  {.name = "ReduceMax", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
+  {.name = "ReduceMin", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
+  {.name = "ReduceProd", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
+  {.name = "ReduceL1", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
+  {.name = "ReduceL2", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
+  {.name = "ReduceLogSum", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
+  {.name = "ReduceLogSumExp", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
+  {.name = "ReduceSumSquare", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
   {.name = "ArgMax", .infer = arg_infer, .ref = arg_ref, .dev = arg_dev, .dev_check = numeric_check},
   {.name = "ArgMin", .infer = arg_infer, .ref = arg_ref, .dev = arg_dev, .dev_check = numeric_check},
-  {.name = "Softmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check},
-  {.name = "LogSoftmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check},
+  {.name = "Softmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check, .tunable = sm_tunable},
+  {.name = "LogSoftmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check, .tunable = sm_tunable},
   {.name = "Hardmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check},
   {.name = "CumSum", .infer = cumsum_infer, .ref = cumsum_ref, .dev = cumsum_dev, .dev_check = cumsum_check},
   {.name = "TopK", .infer = topk_infer, .ref = topk_ref, .dev = topk_dev, .dev_check = numeric_check},

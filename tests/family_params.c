@@ -1,0 +1,310 @@
+/* family_params.c: correctness of the tunable families "norm"
+ * (LayerNormalization, InstanceNormalization, GroupNormalization,
+ * MeanVarianceNormalization, with the fused activations and the per-channel
+ * form of the exported GroupNorm pattern), "reduce" (Reduce*), "softmax"
+ * (Softmax, LogSoftmax, with a fused scale and additive mask), "pool" and
+ * "gpool" (windowed and global pools) and "eltwise" (unary, clip, broadcast,
+ * Where, variadic ops) across their parameter spaces, not only at the
+ * defaults. For a spread of shapes (lengths not divisible by the vector
+ * widths or the elements per work-item, lines shorter and longer than the
+ * work-groups, strided and contiguous lines, broadcasting) each node runs on
+ * the device with forced parameter vectors (the tuner's override,
+ * kiln_exec.ov_params): the defaults and a sample that takes every value of
+ * every parameter at least once where the descriptor's constraints allow it,
+ * compared with the CPU reference: max |dev - ref| <= 1e-4 * max |ref| +
+ * 1e-5 (exact for integer outputs). Exit 0 = pass, 1 = fail, 77 = skipped. */
+#include "kiln_internal.h"
+#include <math.h>
+
+#define SKIP 77
+
+static kiln_device *dev;
+static uint64_t rng = 0xfa11;
+static int fails, runs;
+
+static uint64_t next_u64(void) {
+  uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static double unif(void) { return (double)(next_u64() >> 11) / 9007199254740992.0 * 2 - 1; }
+
+/* Samples per family (name=value lists over the descriptor defaults). */
+static const char *const s_lines[] = {"WG=1,VW=1", "WG=16,VW=2", "WG=32,VW=4", "WG=64,VW=8", "WG=128,VW=1", "WG=256,VW=2", "WG=1,VW=8", "WG=64,VW=1", "WG=16,VW=1", NULL};
+static const char *const s_norm[] = {"NORM_WG=1,NORM_VW=1", "NORM_WG=16,NORM_VW=2", "NORM_WG=32,NORM_VW=4", "NORM_WG=64,NORM_VW=8",
+                                     "NORM_WG=128,NORM_VW=1", "NORM_WG=256,NORM_VW=2", "NORM_WG=1,NORM_VW=8", "NORM_WG=16,NORM_VW=1", NULL};
+static const char *const s_pool[] = {"PL_WPI=1,PL_WG=32", "PL_WPI=2,PL_WG=0", "PL_WPI=4,PL_WG=64", "PL_WPI=8,PL_WG=128", "PL_WPI=3,PL_WG=256", "PL_WPI=2,PL_WG=256", NULL};
+static const char *const s_gpool[] = {"PL_WG=16,PL_VW=1", "PL_WG=32,PL_VW=2", "PL_WG=64,PL_VW=4", "PL_WG=128,PL_VW=8", "PL_WG=256,PL_VW=1", "PL_WG=16,PL_VW=8", NULL};
+static const char *const s_ew[] = {"EW_WPI=2,EW_WG=0", "EW_WPI=4,EW_WG=64", "EW_WPI=8,EW_WG=128", "EW_WPI=1,EW_WG=256", "EW_WPI=8,EW_WG=0", NULL};
+
+static const char *const *samples_of(const char *family) {
+  if (!strcmp(family, "norm")) return s_norm;
+  if (!strcmp(family, "pool")) return s_pool;
+  if (!strcmp(family, "gpool")) return s_gpool;
+  if (!strcmp(family, "eltwise")) return s_ew;
+  return s_lines;
+}
+
+/* p = defaults of t with the assignments of s applied; 1 if s names a
+ * parameter t lacks or a value outside its candidates. */
+static int apply(const kiln_tunable *t, const char *s, int *p) {
+  for (int i = 0; i < t->nparams; i++) p[i] = t->params[i].dflt;
+  while (s && *s) {
+    const char *eq = strchr(s, '=');
+    size_t nl = (size_t)(eq - s);
+    int found = 0;
+    for (int i = 0; i < t->nparams; i++)
+      if (strlen(t->params[i].name) == nl && !strncmp(t->params[i].name, s, nl)) {
+        p[i] = atoi(eq + 1);
+        found = 1;
+        int ok = 0;
+        for (int k = 0; k < t->params[i].nvals; k++) ok |= t->params[i].vals[k] == p[i];
+        if (!ok) return 1;
+      }
+    if (!found) return 1;
+    s = strchr(eq, ',');
+    if (s) s++;
+  }
+  return 0;
+}
+
+/* ---- a one-node graph ---- */
+
+#define MAXIN 4
+typedef struct {
+  const char *label, *op;
+  int opset;
+  int nin, nout;
+  int dtype[MAXIN];          /* 0: float */
+  int rank[MAXIN];
+  int64_t dims[MAXIN][6];
+  const char *attrs;         /* "name=i:3;name=f:0.5;name=s:SiLU;name=is:1,2" */
+  int cond_input;            /* index of a bool input (Where), -1 none */
+} case_t;
+
+static int parse_attrs(const char *s, kiln_attr *a, int64_t (*ints)[8]) {
+  int n = 0;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", s ? s : "");
+  for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";")) {
+    char *eq = strchr(tok, '='), *colon = eq ? strchr(eq, ':') : NULL;
+    if (!eq || !colon) continue;
+    *eq = 0;
+    *colon = 0;
+    memset(&a[n], 0, sizeof a[n]);
+    a[n].name = strdup(tok);
+    const char *ty = eq + 1, *v = colon + 1;
+    if (!strcmp(ty, "i")) { a[n].type = KILN_ATTR_INT; a[n].i = atoll(v); }
+    else if (!strcmp(ty, "f")) { a[n].type = KILN_ATTR_FLOAT; a[n].f = (float)atof(v); }
+    else if (!strcmp(ty, "s")) { a[n].type = KILN_ATTR_STRING; a[n].s = strdup(v); }
+    else {
+      a[n].type = KILN_ATTR_INTS;
+      int c = 0;
+      for (const char *q = v; *q && c < 8; c++) {
+        ints[n][c] = strtoll(q, (char **)&q, 10);
+        if (*q == ',') q++;
+      }
+      a[n].n = c;
+      a[n].ints = ints[n];
+    }
+    n++;
+  }
+  return n;
+}
+
+static void run_case(const case_t *cc) {
+  kiln_graph g = {0};
+  kiln_node n = {0};
+  kiln_error err = {0};
+  kiln_attr attrs[8];
+  int64_t ints[8][8];
+  int in[MAXIN], out[3];
+  n.name = (char *)cc->label;
+  n.op_type = (char *)cc->op;
+  n.domain = "";
+  n.opset = cc->opset;
+  n.nin = cc->nin;
+  n.nout = cc->nout;
+  n.in = in;
+  n.out = out;
+  n.attrs = attrs;
+  n.nattr = parse_attrs(cc->attrs, attrs, ints);
+  n.fuse_root = -1;
+  n.op = kiln_op_lookup("", cc->op);
+  for (int i = 0; i < cc->nin; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "x%d", i);
+    in[i] = kiln_graph_add_value(&g, nm);
+    kiln_value *v = &g.vals[in[i]];
+    v->dtype = cc->dtype[i] ? cc->dtype[i] : KILN_DT_FLOAT;
+    v->rank = cc->rank[i];
+    for (int a = 0; a < v->rank; a++) v->dims[a] = cc->dims[i][a];
+    int64_t ne = kiln_value_numel(v);
+    v->data = malloc(kiln_value_bytes(v) + 8);
+    for (int64_t k = 0; k < ne; k++) {
+      if (i == cc->cond_input) ((uint8_t *)v->data)[k] = next_u64() & 1;
+      else if (kiln_dtype_is_float(v->dtype)) kiln_store_f(v->data, v->dtype, k, unif() * 3 + 0.25);
+      else kiln_store_i(v->data, v->dtype, k, (int64_t)(next_u64() % 41) - 20);
+    }
+  }
+  for (int k = 0; k < cc->nout; k++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "y%d", k);
+    out[k] = kiln_graph_add_value(&g, nm);
+  }
+  void **host = calloc((size_t)g.nvals, sizeof(void *));
+  void *got = NULL, *poison = NULL;
+  int tested = 0, bad = 0;
+  kiln_tunable t;
+  if (!n.op || n.op->infer(&g, &n, &err) || (n.op->dev_check && n.op->dev_check(&g, &n, &err)) || kiln_node_run_ref_host(&g, &n, host, &err)) {
+    printf("FAIL %-44s setup: %s\n", cc->label, err.msg);
+    fails++;
+    goto done;
+  }
+  for (int i = 0; i < g.nvals; i++) {
+    kiln_value *v = &g.vals[i];
+    size_t b = kiln_value_bytes(v);
+    v->buf = kiln_cl_alloc(dev, b ? b : 16, &err);
+    if (v->data && b) kiln_cl_write(dev, v->buf, v->data, b, &err);
+  }
+  clFinish(dev->q);
+  if (!n.op->tunable || n.op->tunable(&g, &n, &t)) { printf("FAIL %-44s no tunable descriptor\n", cc->label); fails++; goto done; }
+  int dflt[KILN_MAX_KPARAMS];
+  for (int i = 0; i < t.nparams; i++) dflt[i] = t.params[i].dflt;
+  if (t.valid && t.valid(&t, dflt, &dev->info)) { printf("FAIL %-44s defaults are not valid\n", cc->label); fails++; goto done; }
+  const char *const *smp = samples_of(t.family);
+  size_t maxb = 0;
+  for (int k = 0; k < cc->nout; k++) if (kiln_value_bytes(&g.vals[out[k]]) > maxb) maxb = kiln_value_bytes(&g.vals[out[k]]);
+  got = malloc(maxb + 8);
+  poison = malloc(maxb + 8);
+  memset(poison, 0x7f, maxb + 8);
+  for (int vi = -1; smp[vi < 0 ? 0 : vi]; vi++) {
+    int p[KILN_MAX_KPARAMS];
+    if (vi < 0) memcpy(p, dflt, sizeof p);
+    else if (apply(&t, smp[vi], p)) continue;
+    if (vi >= 0 && !memcmp(p, dflt, sizeof(int) * (size_t)t.nparams)) continue;
+    if (t.valid && t.valid(&t, p, &dev->info)) continue;
+    for (int k = 0; k < cc->nout; k++)
+      if (kiln_value_bytes(&g.vals[out[k]])) kiln_cl_write(dev, g.vals[out[k]].buf, poison, kiln_value_bytes(&g.vals[out[k]]), &err);
+    kiln_exec x = {.d = dev, .g = &g, .ov_node = 0, .ov_params = p};
+    char ps[256];
+    kiln_tunable_str(&t, p, ps, sizeof ps);
+    runs++;
+    tested++;
+    if (n.op->dev(&x, &n, &err)) {
+      printf("FAIL %-44s %s: %s\n", cc->label, ps, err.msg);
+      memset(&err, 0, sizeof err);
+      bad++;
+      continue;
+    }
+    clFinish(dev->q);
+    for (int k = 0; k < cc->nout; k++) {
+      kiln_value *y = &g.vals[out[k]];
+      size_t yb = kiln_value_bytes(y);
+      if (yb && kiln_cl_read(dev, y->buf, got, yb, &err)) { printf("FAIL %-44s read: %s\n", cc->label, err.msg); bad++; break; }
+      int64_t ne = kiln_value_numel(y), at = -1;
+      double maxref = 0, maxdiff = 0;
+      bool isf = kiln_dtype_is_float(y->dtype);
+      for (int64_t e = 0; e < ne; e++) {
+        double r = isf ? kiln_load_f(host[out[k]], y->dtype, e) : (double)kiln_load_i(host[out[k]], y->dtype, e);
+        double d = isf ? kiln_load_f(got, y->dtype, e) : (double)kiln_load_i(got, y->dtype, e);
+        if (fabs(r) > maxref) maxref = fabs(r);
+        double de = isfinite(d) ? fabs(d - r) : (isfinite(r) ? INFINITY : 0);
+        if (!(de <= maxdiff)) { maxdiff = de; at = e; }
+      }
+      double tol = isf ? 1e-4 * maxref + 1e-5 : 0;
+      if (!(maxdiff <= tol)) {
+        printf("FAIL %-44s %s: output %d max err %.3g at %lld (max |ref| %.3g)\n", cc->label, ps, k, maxdiff, (long long)at, maxref);
+        bad++;
+      }
+    }
+  }
+  if (bad) fails++;
+  printf("%s %-44s %-8s %d parameter vectors\n", bad ? "FAIL" : "ok  ", cc->label, t.family, tested);
+done:
+  free(got);
+  free(poison);
+  for (int i = 0; i < g.nvals; i++) {
+    free(host[i]);
+    free(g.vals[i].data);
+    if (g.vals[i].buf) clReleaseMemObject(g.vals[i].buf);
+    free(g.vals[i].name);
+  }
+  for (int a = 0; a < n.nattr; a++) { free(attrs[a].name); free(attrs[a].s); }
+  for (int k = 0; k < 4; k++) {
+    if (n.param[k]) clReleaseMemObject(n.param[k]);
+    if (n.scratch[k]) clReleaseMemObject(n.scratch[k]);
+  }
+  free(n.state);
+  free(host);
+  free(g.vals);
+}
+
+int main(int argc, char **argv) {
+  kiln_error err = {0};
+  if (kiln_device_open(argc > 2 && !strcmp(argv[1], "--device") ? argv[2] : NULL, &dev, &err)) {
+    printf("skipped: %s\n", err.msg);
+    return SKIP;
+  }
+  const int I32 = KILN_DT_INT32, D = KILN_DT_DOUBLE, B = KILN_DT_BOOL;
+  /* label, op, opset, nin, nout, dtypes, ranks, dims, attrs, bool input */
+  const case_t cases[] = {
+    /* norm */
+    {"LayerNorm 3x37 (L % 8 != 0)", "LayerNormalization", 17, 3, 1, {0}, {2, 1, 1}, {{3, 37}, {37}, {37}}, "axis=i:-1", -1},
+    {"LayerNorm 2x5x24 axis 1, stats", "LayerNormalization", 17, 3, 3, {0}, {3, 2, 2}, {{2, 5, 24}, {5, 24}, {5, 24}}, "axis=i:1", -1},
+    {"LayerNorm 4x1001 + Relu", "LayerNormalization", 17, 2, 1, {0}, {2, 1}, {{4, 1001}, {1001}}, "axis=i:-1;kiln_activation=s:Relu", -1},
+    {"InstanceNorm 2x3x7x5", "InstanceNormalization", 6, 3, 1, {0}, {4, 1, 1}, {{2, 3, 7, 5}, {3}, {3}}, "epsilon=f:1e-5", -1},
+    {"InstanceNorm 1x2x33x31 + SiLU", "InstanceNormalization", 6, 3, 1, {0}, {4, 1, 1}, {{1, 2, 33, 31}, {2}, {2}}, "kiln_activation=s:SiLU", -1},
+    {"GroupNorm 2x6x5x3 G=3 (per group)", "GroupNormalization", 18, 3, 1, {0}, {4, 1, 1}, {{2, 6, 5, 3}, {3}, {3}}, "num_groups=i:3", -1},
+    {"GroupNorm 1x8x9x7 G=4 per channel", "GroupNormalization", 21, 3, 1, {0}, {4, 1, 1}, {{1, 8, 9, 7}, {8}, {8}}, "num_groups=i:4", -1},
+    {"GroupNorm pattern 1x32x13x11 G=8 + SiLU", "GroupNormalization", 18, 3, 1, {0}, {4, 1, 1}, {{1, 32, 13, 11}, {32}, {32}},
+     "num_groups=i:8;kiln_per_channel=i:1;kiln_activation=s:SiLU;epsilon=f:1e-6", -1},
+    {"MVN 2x3x4x5 (strided rows)", "MeanVarianceNormalization", 13, 1, 1, {0}, {4}, {{2, 3, 4, 5}}, NULL, -1},
+    {"double LayerNorm 3x29", "LayerNormalization", 17, 3, 1, {D, D, D}, {2, 1, 1}, {{3, 29}, {29}, {29}}, "axis=i:-1", -1},
+    /* reduce */
+    {"ReduceSum 4x33x5 axis 1 (strided)", "ReduceSum", 11, 1, 1, {0}, {3}, {{4, 33, 5}}, "axes=is:1", -1},
+    {"ReduceMean 6x301 axis -1", "ReduceMean", 13, 1, 1, {0}, {2}, {{6, 301}}, "axes=is:-1", -1},
+    {"ReduceMax 3x7x129 axis 2", "ReduceMax", 13, 1, 1, {0}, {3}, {{3, 7, 129}}, "axes=is:2;keepdims=i:0", -1},
+    {"ReduceLogSumExp 5x517", "ReduceLogSumExp", 13, 1, 1, {0}, {2}, {{5, 517}}, "axes=is:1", -1},
+    {"ReduceL2 2x3x4 axes 0,2", "ReduceL2", 13, 1, 1, {0}, {3}, {{2, 3, 4}}, "axes=is:0,2", -1},
+    {"ReduceSum int32 4x67", "ReduceSum", 11, 1, 1, {I32}, {2}, {{4, 67}}, "axes=is:1", -1},
+    {"ReduceMin 1x1000 (all)", "ReduceMin", 13, 1, 1, {0}, {2}, {{1, 1000}}, NULL, -1},
+    /* softmax */
+    {"Softmax 5x37", "Softmax", 13, 1, 1, {0}, {2}, {{5, 37}}, NULL, -1},
+    {"Softmax 3x300", "Softmax", 13, 1, 1, {0}, {2}, {{3, 300}}, NULL, -1},
+    {"Softmax 4x9x6 axis 1 (strided)", "Softmax", 13, 1, 1, {0}, {3}, {{4, 9, 6}}, "axis=i:1", -1},
+    {"LogSoftmax 2x513", "LogSoftmax", 13, 1, 1, {0}, {2}, {{2, 513}}, NULL, -1},
+    {"Softmax scale 0.125 2x3x37", "Softmax", 13, 1, 1, {0}, {3}, {{2, 3, 37}}, "kiln_scale=f:0.125", -1},
+    {"Softmax scale+mask[1,1,37] 2x3x37", "Softmax", 13, 2, 1, {0}, {3, 3}, {{2, 3, 37}, {1, 1, 37}}, "kiln_scale=f:0.35", -1},
+    {"Softmax mask[2,1,1,301] 2x2x3x301", "Softmax", 13, 2, 1, {0}, {4, 4}, {{2, 2, 3, 301}, {2, 1, 1, 301}}, NULL, -1},
+    {"LogSoftmax scale+mask[3,1] 3x300", "LogSoftmax", 13, 2, 1, {0}, {2, 2}, {{3, 300}, {3, 1}}, "kiln_scale=f:2", -1},
+    /* pool */
+    {"MaxPool 2x3x11x13 k3 s2 p1", "MaxPool", 12, 1, 1, {0}, {4}, {{2, 3, 11, 13}}, "kernel_shape=is:3,3;strides=is:2,2;pads=is:1,1,1,1", -1},
+    {"MaxPool indices 1x2x9x7 k2 s1", "MaxPool", 12, 1, 2, {0}, {4}, {{1, 2, 9, 7}}, "kernel_shape=is:2,2", -1},
+    {"AveragePool 1x4x9x10 k2 s2 incl pad", "AveragePool", 19, 1, 1, {0}, {4}, {{1, 4, 9, 10}}, "kernel_shape=is:2,2;strides=is:2,2;pads=is:0,1,1,0;count_include_pad=i:1", -1},
+    {"LpPool 1x3x8x8 k3", "LpPool", 18, 1, 1, {0}, {4}, {{1, 3, 8, 8}}, "kernel_shape=is:3,3;p=i:3", -1},
+    {"GlobalAveragePool 2x5x7x9", "GlobalAveragePool", 1, 1, 1, {0}, {4}, {{2, 5, 7, 9}}, NULL, -1},
+    {"GlobalMaxPool 1x3x33x33", "GlobalMaxPool", 1, 1, 1, {0}, {4}, {{1, 3, 33, 33}}, NULL, -1},
+    {"GlobalLpPool 1x4x5x3", "GlobalLpPool", 2, 1, 1, {0}, {4}, {{1, 4, 5, 3}}, "p=i:2", -1},
+    {"double GlobalAveragePool 1x3x10x10", "GlobalAveragePool", 1, 1, 1, {D}, {4}, {{1, 3, 10, 10}}, NULL, -1},
+    /* eltwise */
+    {"Add 3x37 + 37", "Add", 14, 2, 1, {0}, {2, 1}, {{3, 37}, {37}}, NULL, -1},
+    {"Mul 2x3x5 * 2x1x5", "Mul", 14, 2, 1, {0}, {3, 3}, {{2, 3, 5}, {2, 1, 5}}, NULL, -1},
+    {"Sub 1001 - 1001", "Sub", 14, 2, 1, {0}, {1, 1}, {{1001}, {1001}}, NULL, -1},
+    {"Relu 1001", "Relu", 14, 1, 1, {0}, {1}, {{1001}}, NULL, -1},
+    {"Sigmoid 7x9", "Sigmoid", 13, 1, 1, {0}, {2}, {{7, 9}}, NULL, -1},
+    {"Clip 123", "Clip", 6, 1, 1, {0}, {1}, {{123}}, "min=f:-0.5;max=f:0.75", -1},
+    {"Where 5x1 ? 5x7 : 7", "Where", 16, 3, 1, {B, 0, 0}, {2, 2, 1}, {{5, 1}, {5, 7}, {7}}, NULL, 0},
+    {"Sum of three 3x13", "Sum", 13, 3, 1, {0}, {2, 2, 1}, {{3, 13}, {3, 13}, {13}}, NULL, -1},
+    {"Mean of three 2x11", "Mean", 13, 3, 1, {0}, {2, 2, 2}, {{2, 11}, {1, 11}, {2, 1}}, NULL, -1},
+    {"Add int32 3x7", "Add", 14, 2, 1, {I32, I32}, {2, 2}, {{3, 7}, {3, 7}}, NULL, -1},
+  };
+  for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+    if (cases[i].dtype[0] == D && !dev->has_fp64) continue;
+    run_case(&cases[i]);
+  }
+  printf("%d parameter vectors run, %d cases failed\n", runs, fails);
+  kiln_device_close(dev);
+  return fails ? 1 : 0;
+}
