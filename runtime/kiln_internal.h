@@ -427,6 +427,11 @@ int kiln__tensor_parse(const void *buf, size_t len, const char *name, kiln_tenso
 
 /* Load-time graph rewrites (Gradient expansion). */
 int kiln_graph_rewrite(kiln_graph *g, kiln_error *err);
+/* Plan-time rewrites of a planned graph (passes.c): the exported GroupNorm
+ * pattern into one GroupNormalization, activations into the normalization
+ * before them, scale and mask into Softmax. Counts of each into the
+ * (optional) out-parameters; 0 or a status. */
+int kiln_graph_fuse_patterns(kiln_graph *g, int *ngroupnorm, int *nact, int *nsoftmax, kiln_error *err);
 /* Binds input shapes (and, for small integer inputs, values) and runs shape
  * inference and constant folding over the graph. */
 int kiln_graph_plan(kiln_graph *g, kiln_error *err);

@@ -10,7 +10,20 @@
  * BatchNormalization (inference) after a Conv whose weights are initializers
  * and whose output feeds only that BatchNormalization: folded into the Conv's
  * weights and bias (W' = W * g / sqrt(v + eps), b' = (b - m) * g / sqrt(v + eps) + beta),
- * with new initializers so weights shared with other nodes stay intact. */
+ * with new initializers so weights shared with other nodes stay intact.
+ *
+ * At plan time (kiln_graph_fuse_patterns, shapes and constants known; run
+ * when fusion is on):
+ *  - Reshape [N,G,-1] -> InstanceNormalization -> Reshape back [-> Mul by a
+ *    per-channel constant] [-> Add of one], as torch exports nn.GroupNorm:
+ *    one GroupNormalization node with per-channel scale s_g * gamma_c and
+ *    bias b_g * gamma_c + beta_c (internal attribute kiln_per_channel);
+ *  - Relu, or SiLU written as Mul(x, Sigmoid(x)), consuming a
+ *    Layer/Instance/GroupNormalization's only output alone: applied by the
+ *    normalization kernel (kiln_activation);
+ *  - Softmax / LogSoftmax along the last axis of (x * c or x / c for a
+ *    scalar constant c) [+ mask]: the scale and the additive mask go into the
+ *    softmax kernel (kiln_scale, input 1). */
 #include "kiln_internal.h"
 #include <math.h>
 
@@ -348,5 +361,309 @@ int kiln_graph_rewrite(kiln_graph *g, kiln_error *err) {
   for (int i = 0; i < g->nnodes; i++)
     for (int k = 0; k < g->nodes[i].nin; k++)
       if (g->nodes[i].in[k] >= 0) g->vals[g->nodes[i].in[k]].nconsumers++;
+  return 0;
+}
+
+/* ===========================================================================
+ * Plan-time rewrites (shapes bound, constants folded): kiln_graph_fuse_patterns
+ * ======================================================================== */
+
+/* Node consuming value v when it has exactly one consumer (and is not a
+ * graph output), else -1. */
+static int sole_consumer(kiln_graph *g, int v) {
+  if (v < 0 || g->vals[v].is_output) return -1;
+  int who = -1, cnt = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    for (int k = 0; k < g->nodes[i].nin; k++)
+      if (g->nodes[i].in[k] == v) { cnt++; who = i; }
+  return cnt == 1 ? who : -1;
+}
+
+static int count_consumers(kiln_graph *g, int v) {
+  int cnt = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    for (int k = 0; k < g->nodes[i].nin; k++) cnt += g->nodes[i].in[k] == v;
+  return cnt;
+}
+
+static bool is_op(const kiln_node *n, const char *op) { return !n->domain[0] && !strcmp(n->op_type, op) && !n->folded; }
+
+static bool same_shape(const kiln_value *a, const kiln_value *b) {
+  return a->rank == b->rank && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank);
+}
+
+/* A constant float32 value of C elements that broadcasts to x's shape along
+ * axis 1 only ([C,1,..,1] right-aligned, or [1,C,1..]). */
+static const float *per_channel_const(kiln_graph *g, int v, const kiln_value *x) {
+  if (v < 0) return NULL;
+  kiln_value *c = &g->vals[v];
+  int64_t C = x->dims[1];
+  if (!c->is_const || !c->data || c->dtype != KILN_DT_FLOAT || kiln_value_numel(c) != C || c->rank > x->rank) return NULL;
+  for (int i = 0; i < c->rank; i++) {
+    int xa = x->rank - c->rank + i;
+    if (c->dims[i] != (xa == 1 ? C : 1) && !(c->dims[i] == 1 && C == 1)) return NULL;
+  }
+  return c->data;
+}
+
+/* Value of a scalar float constant v (numel 1), or NAN. */
+static double scalar_const(kiln_graph *g, int v, int dt) {
+  if (v < 0) return NAN;
+  kiln_value *c = &g->vals[v];
+  if (!c->is_const || !c->data || c->dtype != dt || kiln_value_numel(c) != 1) return NAN;
+  return kiln_load_f(c->data, c->dtype, 0);
+}
+
+/* The activation consuming value z alone: Relu, or SiLU written as
+ * Mul(z, Sigmoid(z)). Sets the nodes to remove and the final value. */
+static const char *match_activation(kiln_graph *g, int z, int *rm, int *nrm, int *out) {
+  if (g->vals[z].is_output) return NULL;
+  int c = sole_consumer(g, z);
+  if (c >= 0 && is_op(&g->nodes[c], "Relu")) {
+    rm[(*nrm)++] = c;
+    *out = g->nodes[c].out[0];
+    return "Relu";
+  }
+  if (count_consumers(g, z) != 2) return NULL;
+  int sg = -1, ml = -1;
+  for (int i = 0; i < g->nnodes; i++) {
+    kiln_node *n = &g->nodes[i];
+    if (is_op(n, "Sigmoid") && n->nin == 1 && n->in[0] == z) sg = i;
+  }
+  if (sg < 0) return NULL;
+  int s = g->nodes[sg].out[0];
+  ml = sole_consumer(g, s);
+  if (ml < 0) return NULL;
+  kiln_node *m = &g->nodes[ml];
+  if (!is_op(m, "Mul") || m->nin != 2 || !((m->in[0] == z && m->in[1] == s) || (m->in[1] == z && m->in[0] == s))) return NULL;
+  rm[(*nrm)++] = sg;
+  rm[(*nrm)++] = ml;
+  *out = m->out[0];
+  return "SiLU";
+}
+
+static void free_attrs(kiln_node *n) {
+  for (int a = 0; a < n->nattr; a++) {
+    kiln_attr *at = &n->attrs[a];
+    free(at->name); free(at->s); free(at->floats); free(at->ints);
+    for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
+    free(at->strings);
+    kiln_tensor_free(at->t);
+  }
+  free(n->attrs);
+  n->attrs = NULL;
+  n->nattr = 0;
+}
+
+/* Appends an attribute (name copied; string copied). */
+static int push_attr(kiln_node *n, const char *name, int type, int64_t i, float f, const char *s) {
+  kiln_attr *na = realloc(n->attrs, sizeof *na * (size_t)(n->nattr + 1));
+  if (!na) return -1;
+  n->attrs = na;
+  kiln_attr *a = &na[n->nattr];
+  memset(a, 0, sizeof *a);
+  a->name = strdup(name);
+  a->type = type;
+  a->i = i;
+  a->f = f;
+  if (s) a->s = strdup(s);
+  if (!a->name || (s && !a->s)) return -1;
+  n->nattr++;
+  return 0;
+}
+
+static int cmp_desc(const void *a, const void *b) { return *(const int *)b - *(const int *)a; }
+
+/* Removes nodes rm[0..nrm) (indices into g->nodes). */
+static void drop_nodes(kiln_graph *g, int *rm, int nrm) {
+  qsort(rm, (size_t)nrm, sizeof *rm, cmp_desc);
+  for (int k = 0; k < nrm; k++)
+    if (k == 0 || rm[k] != rm[k - 1]) drop_node(g, rm[k]);
+}
+
+/* Reshape -> InstanceNormalization -> Reshape [-> Mul(per-channel)]
+ * [-> Add(per-channel)] as torch exports nn.GroupNorm: one per-channel
+ * GroupNormalization. Returns 1 when rewritten, 0 if not, <0 on error. */
+static int fuse_groupnorm(kiln_graph *g, int ii, bool act, kiln_error *err) {
+  kiln_node *in = &g->nodes[ii];
+  if (!is_op(in, "InstanceNormalization") || in->nin != 3 || in->nout != 1) return 0;
+  int x1 = in->in[0], r1i = g->vals[x1].producer;
+  if (r1i < 0 || !is_op(&g->nodes[r1i], "Reshape") || sole_consumer(g, x1) != ii) return 0;
+  int X = g->nodes[r1i].in[0];
+  kiln_value *xv = &g->vals[X], *x1v = &g->vals[x1];
+  if (xv->dtype != KILN_DT_FLOAT || x1v->dtype != KILN_DT_FLOAT || xv->rank < 3 || x1v->rank != 3) return 0;
+  int64_t N = xv->dims[0], C = xv->dims[1], G = x1v->dims[1];
+  if (x1v->dims[0] != N || G <= 0 || C % G || x1v->dims[2] * G * N != kiln_value_numel(xv)) return 0;
+  kiln_value *sv = &g->vals[in->in[1]], *bv = &g->vals[in->in[2]];
+  if (!sv->is_const || !bv->is_const || !sv->data || !bv->data || sv->dtype != KILN_DT_FLOAT || bv->dtype != KILN_DT_FLOAT ||
+      kiln_value_numel(sv) != G || kiln_value_numel(bv) != G)
+    return 0;
+  int rm[8], nrm = 0;
+  rm[nrm++] = r1i;
+  int r2i = sole_consumer(g, in->out[0]);
+  if (r2i < 0 || !is_op(&g->nodes[r2i], "Reshape") || g->nodes[r2i].in[0] != in->out[0]) return 0;
+  int z = g->nodes[r2i].out[0];
+  if (!same_shape(&g->vals[z], xv)) return 0;
+  rm[nrm++] = r2i;
+  const float *gam = NULL, *bet = NULL;
+  int c = sole_consumer(g, z);
+  if (c >= 0 && is_op(&g->nodes[c], "Mul") && g->nodes[c].nin == 2 && same_shape(&g->vals[g->nodes[c].out[0]], xv)) {
+    kiln_node *m = &g->nodes[c];
+    int other = m->in[0] == z ? m->in[1] : m->in[0];
+    if ((gam = per_channel_const(g, other, xv)) != NULL) { rm[nrm++] = c; z = m->out[0]; c = sole_consumer(g, z); }
+  }
+  if (c >= 0 && is_op(&g->nodes[c], "Add") && g->nodes[c].nin == 2 && same_shape(&g->vals[g->nodes[c].out[0]], xv)) {
+    kiln_node *a = &g->nodes[c];
+    int other = a->in[0] == z ? a->in[1] : a->in[0];
+    if ((bet = per_channel_const(g, other, xv)) != NULL) { rm[nrm++] = c; z = a->out[0]; }
+  }
+  const char *actname = NULL;
+  int zo = z;
+  if (act) actname = match_activation(g, z, rm, &nrm, &zo);
+  /* the per-channel scale and bias: s_g * gamma_c, b_g * gamma_c + beta_c */
+  float *ns = malloc(sizeof(float) * (size_t)C), *nb = malloc(sizeof(float) * (size_t)C);
+  if (!ns || !nb) { free(ns); free(nb); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  const float *s = sv->data, *b = bv->data;
+  for (int64_t ch = 0; ch < C; ch++) {
+    int64_t gi = ch / (C / G);
+    double gm = gam ? gam[ch] : 1.0;
+    ns[ch] = (float)(s[gi] * gm);
+    nb[ch] = (float)(b[gi] * gm + (bet ? bet[ch] : 0.0));
+  }
+  char base[300];
+  snprintf(base, sizeof base, "%s.groupnorm_scale", in->name);
+  int sid = new_init(g, base, 1, &C, ns, C);
+  snprintf(base, sizeof base, "%s.groupnorm_bias", in->name);
+  int bid = sid < 0 ? -1 : new_init(g, base, 1, &C, nb, C);
+  free(ns);
+  free(nb);
+  if (sid < 0 || bid < 0) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  in = &g->nodes[ii];
+  float eps = kiln_attr_float(in, "epsilon", 1e-5f);
+  free_attrs(in);
+  char *nt = strdup("GroupNormalization");
+  if (!nt || push_attr(in, "epsilon", KILN_ATTR_FLOAT, 0, eps, NULL) || push_attr(in, "num_groups", KILN_ATTR_INT, G, 0, NULL) ||
+      push_attr(in, "kiln_per_channel", KILN_ATTR_INT, 1, 0, NULL) || (actname && push_attr(in, "kiln_activation", KILN_ATTR_STRING, 0, 0, actname))) {
+    free(nt);
+    return kiln__err(err, KILN_ENOMEM, "out of memory");
+  }
+  free(in->op_type);
+  in->op_type = nt;
+  in->op = kiln_op_lookup("", "GroupNormalization");
+  in->in[0] = X;
+  in->in[1] = sid;
+  in->in[2] = bid;
+  g->vals[in->out[0]].producer = -1;
+  in->out[0] = zo;
+  g->vals[zo].producer = ii;
+  drop_nodes(g, rm, nrm);
+  return 1;
+}
+
+/* Relu or SiLU (Mul(x, Sigmoid(x))) after a LayerNormalization,
+ * InstanceNormalization or GroupNormalization with one output: fused. */
+static int fuse_norm_activation(kiln_graph *g, int ii, kiln_error *err) {
+  kiln_node *n = &g->nodes[ii];
+  if (!(is_op(n, "LayerNormalization") || is_op(n, "InstanceNormalization") || is_op(n, "GroupNormalization")) || kiln_attr_find(n, "kiln_activation"))
+    return 0;
+  for (int k = 1; k < n->nout; k++) if (n->out[k] >= 0) return 0;
+  kiln_value *y = &g->vals[n->out[0]];
+  if (y->dtype != KILN_DT_FLOAT && y->dtype != KILN_DT_DOUBLE) return 0;
+  int rm[4], nrm = 0, zo;
+  const char *a = match_activation(g, n->out[0], rm, &nrm, &zo);
+  if (!a) return 0;
+  if (push_attr(n, "kiln_activation", KILN_ATTR_STRING, 0, 0, a)) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  g->vals[n->out[0]].producer = -1;
+  n->out[0] = zo;
+  g->vals[zo].producer = ii;
+  drop_nodes(g, rm, nrm);
+  return 1;
+}
+
+/* Softmax / LogSoftmax along the last axis of (x * c or x / c) [+ mask]:
+ * the scale and mask move into the softmax node (kiln_scale, input 1). */
+static int fuse_softmax(kiln_graph *g, int si, kiln_error *err) {
+  kiln_node *sm = &g->nodes[si];
+  if (!(is_op(sm, "Softmax") || is_op(sm, "LogSoftmax")) || sm->nin != 1 || kiln_attr_find(sm, "kiln_scale")) return 0;
+  kiln_value *yv = &g->vals[sm->out[0]];
+  int dt = yv->dtype;
+  if ((dt != KILN_DT_FLOAT && dt != KILN_DT_DOUBLE) || yv->rank < 1) return 0;
+  int64_t ax = kiln_attr_int(sm, "axis", sm->opset < 13 ? 1 : -1);
+  if (ax < 0) ax += yv->rank;
+  if (ax != yv->rank - 1) return 0; /* also the coerced 2-D form of opset < 13 when axis is the last */
+  int v = sm->in[0], rm[2], nrm = 0, mask = -1;
+  double scale = 1.0;
+  int p = g->vals[v].producer;
+  if (p < 0 || sole_consumer(g, v) != si) return 0;
+  kiln_node *pn = &g->nodes[p];
+  if (is_op(pn, "Add") && pn->nin == 2 && same_shape(&g->vals[pn->out[0]], yv)) {
+    int q = -1;
+    for (int k = 0; k < 2 && q < 0; k++) {
+      int a = pn->in[k], b = pn->in[1 - k], pa = g->vals[a].producer;
+      if (!same_shape(&g->vals[a], yv) || g->vals[b].dtype != dt) continue;
+      if (pa >= 0 && (is_op(&g->nodes[pa], "Mul") || is_op(&g->nodes[pa], "Div"))) { q = a; mask = b; }
+    }
+    for (int k = 0; k < 2 && q < 0; k++)
+      if (same_shape(&g->vals[pn->in[k]], yv) && g->vals[pn->in[1 - k]].dtype == dt) { q = pn->in[k]; mask = pn->in[1 - k]; }
+    if (q < 0) return 0;
+    rm[nrm++] = p;
+    v = q;
+    p = g->vals[v].producer;
+    if (p >= 0 && sole_consumer(g, v) < 0) p = -1;
+  }
+  if (p >= 0) {
+    pn = &g->nodes[p];
+    if ((is_op(pn, "Mul") || is_op(pn, "Div")) && pn->nin == 2 && same_shape(&g->vals[pn->out[0]], yv)) {
+      bool div = is_op(pn, "Div");
+      for (int k = div ? 1 : 0; k < 2; k++) {
+        double c = scalar_const(g, pn->in[k], dt);
+        int other = pn->in[1 - k];
+        if (isnan(c) || !same_shape(&g->vals[other], yv) || (div && c == 0)) continue;
+        scale = div ? 1.0 / c : c;
+        rm[nrm++] = p;
+        v = other;
+        break;
+      }
+    }
+  }
+  if (nrm == 0) return 0;
+  sm = &g->nodes[si];
+  if (scale != 1.0 && push_attr(sm, "kiln_scale", KILN_ATTR_FLOAT, 0, (float)scale, NULL)) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  if (mask >= 0) {
+    int *ni = realloc(sm->in, sizeof(int) * 2);
+    if (!ni) return kiln__err(err, KILN_ENOMEM, "out of memory");
+    sm->in = ni;
+    sm->nin = 2;
+    sm->in[1] = mask;
+  }
+  sm->in[0] = v;
+  drop_nodes(g, rm, nrm);
+  return 1;
+}
+
+int kiln_graph_fuse_patterns(kiln_graph *g, int *ngroupnorm, int *nact, int *nsoftmax, kiln_error *err) {
+  int cnt[3] = {0, 0, 0};
+  for (int pass = 0; pass < 3; pass++)
+    for (int i = 0; i < g->nnodes; i++) {
+      int rc = pass == 0 ? fuse_groupnorm(g, i, true, err) : pass == 1 ? fuse_norm_activation(g, i, err) : fuse_softmax(g, i, err);
+      if (rc < 0) return rc;
+      if (rc) { cnt[pass]++; i = -1; } /* node indices moved: start over */
+    }
+  if (cnt[0] + cnt[1] + cnt[2]) {
+    for (int i = 0; i < g->nvals; i++) g->vals[i].nconsumers = 0;
+    for (int i = 0; i < g->nnodes; i++)
+      for (int k = 0; k < g->nodes[i].nin; k++)
+        if (g->nodes[i].in[k] >= 0) g->vals[g->nodes[i].in[k]].nconsumers++;
+    for (int i = 0; i < g->nnodes; i++) { /* the rewritten nodes check their new form */
+      kiln_node *n = &g->nodes[i];
+      bool touched = kiln_attr_find(n, "kiln_activation") || kiln_attr_find(n, "kiln_per_channel") || kiln_attr_find(n, "kiln_scale") ||
+                     ((is_op(n, "Softmax") || is_op(n, "LogSoftmax")) && n->nin == 2);
+      if (touched && n->op && n->op->infer && n->op->infer(g, n, err)) return err ? err->status : KILN_EINTERNAL;
+      if (touched && n->op && n->op->dev_check && n->op->dev_check(g, n, err)) return err ? err->status : KILN_EINTERNAL;
+    }
+  }
+  if (ngroupnorm) *ngroupnorm = cnt[0];
+  if (nact) *nact = cnt[1];
+  if (nsoftmax) *nsoftmax = cnt[2];
   return 0;
 }

@@ -486,6 +486,8 @@ static int plan(kiln_session *s, kiln_error *err) {
   }
   if (rc) return rc;
   if ((rc = check_nodes(g, true, err)) != 0) return rc;
+  /* GroupNorm pattern, norm + activation, scale/mask + softmax (passes.c) */
+  if (!s->no_fusion && !getenv("KILN_NO_FUSION") && (rc = kiln_graph_fuse_patterns(g, NULL, NULL, NULL, err)) != 0) return rc;
   for (int i = 0; i < g->nnodes; i++) { g->nodes[i].fuse_root = -1; g->nodes[i].fgroup = NULL; }
   if (!s->no_fusion && !getenv("KILN_NO_FUSION")) {
     kiln_fusion_costs fc = {0};
