@@ -153,7 +153,7 @@ static int load_device(kiln_db *db, device_rep *d, kiln_error *err) {
       kiln_features ft;
       memset(&ft, 0, sizeof ft);
       kiln_features_from_array(r->feat, r->nfeat, &ft);
-      d->final_pred[i] = kiln_cm_predict_ns(&d->dm, &fr->corr, &ft);
+      d->final_pred[i] = kiln_cm_predict_ns(&d->dm, &fr->corr, &ft, r->params);
     }
   }
   if (group_instances(db, d)) return KILN_ENOMEM;

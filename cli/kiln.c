@@ -7,6 +7,7 @@
  * mismatch). Errors go to stderr as one line "kiln: error: <message>". */
 #include "kiln.h"
 #include "kiln_db.h"
+#include "kiln_costmodel.h" /* kiln model export-prior */
 #include "kiln_cli.h" /* cmd_bench.c, cmd_report.c */
 #include <errno.h>
 #include <math.h>
@@ -934,13 +935,77 @@ static void tune_progress(const kiln_tune_progress *p, void *ctx) {
   ui->last_instance = p->instance;
 }
 
+/* The per-instance table of `kiln tune --compare-strategies`. */
+static int print_compare(const char *path, const char *dev, const char *dbpath, const kiln_tune_result *res, int nres, bool json) {
+  int n = 0, ncand = 0, nmeas = 0;
+  double sum_frac = 0, sum_cold = 0, sum_warm = 0, sum_re = 0;
+  int nre = 0;
+  if (json) {
+    printf("{\"model\":"); json_str(stdout, path);
+    printf(",\"device\":"); json_str(stdout, dev);
+    printf(",\"db\":"); json_str(stdout, dbpath);
+    printf(",\"instances\":[");
+  } else {
+    printf("\nmodel strategy replayed on the exhaustive times of each instance (ratio = time of the model's pick / exhaustive best):\n");
+    printf("(cands: the space, or the compared subset/the space under --max-trials)\n");
+    printf("%-6s %-44s %9s %8s %6s %11s %9s %9s %9s  %s\n", "family", "instance", "cands", "measured", "frac", "best us", "cold", "warm",
+           "retimed", "model's pick (cold)");
+  }
+  for (int i = 0; i < nres; i++) {
+    const kiln_tune_result *r = &res[i];
+    int ok = r->best_ns > 0 && r->cmp_cold_ns > 0 && r->cmp_measured > 0;
+    int space = r->cmp_space > 0 ? r->cmp_space : r->candidates;
+    double frac = space > 0 ? (double)r->cmp_measured / space : 0;
+    double cold = ok ? r->cmp_cold_ns / r->best_ns : NAN, warm = ok && r->cmp_warm_ns > 0 ? r->cmp_warm_ns / r->best_ns : NAN;
+    double re = ok && r->cmp_pick_ns > 0 && r->cmp_best_ns > 0 ? r->cmp_pick_ns / r->cmp_best_ns : NAN;
+    if (ok) {
+      n++; ncand += space; nmeas += r->cmp_measured;
+      sum_frac += frac; sum_cold += cold; sum_warm += isnan(warm) ? cold : warm;
+      if (!isnan(re)) { sum_re += re; nre++; }
+    }
+    if (json) {
+      printf("%s{\"family\":", i ? "," : ""); json_str(stdout, r->family);
+      printf(",\"shape_key\":"); json_str(stdout, r->shape_key);
+      printf(",\"candidates\":%d,\"compared\":%d,\"covered\":%s,\"model_measured\":%d,\"best_ns\":", r->candidates, space, ok ? "true" : "false", r->cmp_measured);
+      json_num(stdout, r->best_ns);
+      printf(",\"best_params\":"); json_str(stdout, r->params);
+      printf(",\"model_params\":"); json_str(stdout, r->cmp_params);
+      printf(",\"cold_ratio\":"); json_num(stdout, cold);
+      printf(",\"warm_ratio\":"); json_num(stdout, warm);
+      printf(",\"retimed_pick_ns\":"); json_num(stdout, r->cmp_pick_ns);
+      printf(",\"retimed_best_ns\":"); json_num(stdout, r->cmp_best_ns);
+      printf("}");
+    } else if (ok) {
+      char cs[32];
+      if (space < r->candidates) snprintf(cs, sizeof cs, "%d/%d", space, r->candidates);
+      else snprintf(cs, sizeof cs, "%d", space);
+      printf("%-6s %-44.44s %9s %8d %5.1f%% %11.1f %8.3fx %8.3fx %8.3fx  %s\n", r->family, r->shape_key, cs, r->cmp_measured, frac * 100,
+             r->best_ns / 1e3, cold, warm, re, r->cmp_params);
+    } else {
+      printf("%-6s %-44.44s %9d %8s %6s %11s %9s %9s %9s  (not covered: budget or failures)\n", r->family, r->shape_key, r->candidates, "-", "-", "-", "-",
+             "-", "-");
+    }
+  }
+  if (json) {
+    printf("],\"covered\":%d,\"mean_fraction_measured\":", n); json_num(stdout, n ? sum_frac / n : NAN);
+    printf(",\"mean_cold_ratio\":"); json_num(stdout, n ? sum_cold / n : NAN);
+    printf(",\"mean_warm_ratio\":"); json_num(stdout, n ? sum_warm / n : NAN);
+    printf(",\"mean_retimed_ratio\":"); json_num(stdout, nre ? sum_re / nre : NAN);
+    printf("}\n");
+  } else if (n) {
+    printf("mean over %d covered instances: measured %.1f%% of the candidates (%d of %d in all), pick / best %.3fx cold, %.3fx warm, %.3fx re-timed\n", n,
+           100 * sum_frac / n, nmeas, ncand, sum_cold / n, sum_warm / n, nre ? sum_re / nre : NAN);
+  } else printf("no instance covered\n");
+  return 0;
+}
+
 static int cmd_tune(const cmd *c, int argc, char **argv) {
-  const char *path = NULL, *devsel = getenv("KILN_DEVICE"), *dbpath = NULL, *strategy = "model", *v;
+  const char *path = NULL, *devsel = getenv("KILN_DEVICE"), *dbpath = NULL, *strategy = "model", *families = NULL, *v;
   const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
   int ninputs = 0;
-  bool json = false, nofusion = false;
+  bool json = false, nofusion = false, compare = false;
   uint64_t seed = 0, max_trials = 0;
-  double budget = 0;
+  double budget = 0, max_gflop = 0;
   kiln_shape_binding shapes[64];
   char shape_names[64][256];
   int nshapes = 0, rc = 0;
@@ -950,7 +1015,11 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
     char why[512];
     if (!strcmp(argv[i], "--json")) json = true;
     else if (!strcmp(argv[i], "--no-fusion")) nofusion = true;
-    else if ((r = opt_val(argc, argv, &i, "--input", &v)) != 0) {
+    else if (!strcmp(argv[i], "--compare-strategies")) compare = true;
+    else if ((r = opt_val(argc, argv, &i, "--families", &v)) != 0) {
+      if (r < 0 || !*v) rc = usage_error(c, "--families needs a comma list of kernel families");
+      else families = v;
+    } else if ((r = opt_val(argc, argv, &i, "--input", &v)) != 0) {
       if (r < 0) rc = usage_error(c, "--input needs a value NAME=FILE or FILE");
       else inputs[ninputs++] = v;
     } else if ((r = opt_val(argc, argv, &i, "--shape", &v)) != 0) {
@@ -966,6 +1035,10 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
       char *end;
       budget = r < 0 ? -1 : strtod(v, &end);
       if (r < 0 || *end || budget < 0) rc = usage_error(c, "--budget needs a number of seconds");
+    } else if ((r = opt_val(argc, argv, &i, "--max-gflop", &v)) != 0) {
+      char *end;
+      max_gflop = r < 0 ? -1 : strtod(v, &end);
+      if (r < 0 || *end || !(max_gflop > 0)) rc = usage_error(c, "--max-gflop needs a positive number");
     } else if ((r = opt_val(argc, argv, &i, "--strategy", &v)) != 0) {
       if (r < 0 || (strcmp(v, "exhaustive") && strcmp(v, "random") && strcmp(v, "model"))) rc = usage_error(c, "--strategy must be model, exhaustive or random");
       else strategy = v;
@@ -1003,11 +1076,13 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
   if (nofusion) kiln_session_set_fusion(s, 0);
   tune_ui ui = {.tty = isatty(2) != 0, .json = json};
   kiln_tune_options o = {.budget_s = budget, .max_trials = (int)max_trials, .strategy = strategy, .seed = seed,
-                         .progress = tune_progress, .ctx = &ui};
+                         .families = families, .max_gflop = max_gflop, .compare = compare, .progress = tune_progress, .ctx = &ui};
+  if (compare) strategy = "exhaustive, then the model strategy replayed on its times";
   const kiln_device_info *di = kiln_device_get_info(d);
   if (!json) { printf("tuning %s on %s (%s)\ndatabase: %s, strategy %s\n", path, di->name, di->platform, dbpath, strategy); fflush(stdout); }
   if ((rc = kiln_tune(s, db, &o, &res, &nres, &err)) != 0) { rc = fail(&err, rc); goto done; }
-  if (json) {
+  if (compare) rc = print_compare(path, di->name, dbpath, res, nres, json);
+  else if (json) {
     printf("{\"model\":"); json_str(stdout, path);
     printf(",\"device\":"); json_str(stdout, di->name);
     printf(",\"db\":"); json_str(stdout, dbpath);
@@ -1019,7 +1094,7 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
       printf(",\"dtype\":"); json_str(stdout, r->dtype);
       printf(",\"shape_key\":"); json_str(stdout, r->shape_key);
       printf(",\"params\":"); json_str(stdout, r->params);
-      printf(",\"trials\":%d,\"rejected\":%d,\"skipped\":%s,\"default_ns\":", r->trials, r->rejected, r->skipped ? "true" : "false");
+      printf(",\"candidates\":%d,\"trials\":%d,\"rejected\":%d,\"skipped\":%s,\"default_ns\":", r->candidates, r->trials, r->rejected, r->skipped ? "true" : "false");
       json_num(stdout, r->default_ns);
       printf(",\"tuned_ns\":"); json_num(stdout, r->best_ns);
       printf(",\"speedup\":"); json_num(stdout, r->default_ns > 0 && r->best_ns > 0 ? r->default_ns / r->best_ns : NAN);
@@ -1106,7 +1181,8 @@ static int cmd_probe(const cmd *c, int argc, char **argv) {
 /* ---- kiln model eval / kiln predict --------------------------------------- */
 
 static int cmd_model(const cmd *c, int argc, char **argv) {
-  if (argc < 1 || strcmp(argv[0], "eval")) return usage_error(c, "expected `kiln model eval`");
+  if (argc < 1 || (strcmp(argv[0], "eval") && strcmp(argv[0], "export-prior"))) return usage_error(c, "expected `kiln model eval` or `kiln model export-prior`");
+  bool export_prior = !strcmp(argv[0], "export-prior");
   const char *devsel = getenv("KILN_DEVICE"), *dbpath = NULL, *v;
   bool json = false;
   for (int i = 1; i < argc; i++) {
@@ -1129,6 +1205,15 @@ static int cmd_model(const cmd *c, int argc, char **argv) {
   int n = 0, rc;
   if ((rc = kiln_db_open(dbpath, 0, &db, &err)) != 0) return fail(&err, rc);
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { kiln_db_close(db); return fail(&err, rc); }
+  if (export_prior) {
+    int64_t dev;
+    const kiln_device_info *di = kiln_device_get_info(d);
+    if ((rc = kiln_db_device(db, di, &dev, &err)) == 0) rc = kiln_cm_export_prior(db, dev, di, stdout, &err);
+    if (rc) rc = fail(&err, rc);
+    kiln_device_close(d);
+    kiln_db_close(db);
+    return rc;
+  }
   rc = kiln_costmodel_eval(db, d, &e, &n, &err);
   if (rc) rc = fail(&err, rc);
   else if (json) {
@@ -1516,6 +1601,7 @@ static const cmd commands[] = {
    "  --device SEL          device (see `kiln devices`)\n"},
   {"tune", cmd_tune, NEEDS_MODEL | NEEDS_DEVICE, "measure kernel parameters for a model on this device and store them in the tuning database",
    "MODEL.onnx [--db FILE] [--budget SECONDS] [--max-trials N] [--strategy model|exhaustive|random]\n"
+   "                [--families LIST] [--max-gflop X] [--compare-strategies]\n"
    "                [--input [NAME=]FILE]... [--shape NAME=D0,...]... [--seed N] [--device SEL] [--json]",
    "  --db FILE             tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db)\n"
    "  --budget SECONDS      stop after this much time (recorded instances are kept; rerun resumes)\n"
@@ -1525,6 +1611,12 @@ static const cmd commands[] = {
    "                        exhaustive or random\n"
    "  --input, --shape, --seed   as for `kiln run`; unbound inputs are random\n"
    "  --no-fusion           tune the kernels of the unfused plan\n"
+   "  --families LIST       only these kernel families (comma list, e.g. conv,gemm)\n"
+   "  --max-gflop X         skip instances whose default candidate does more than X GFLOP\n"
+   "  --compare-strategies  measure every candidate (reusing this device's records of the\n"
+   "                        instance), replay the model strategy on those times and print\n"
+   "                        per instance: candidates, how many the model measures, and its\n"
+   "                        pick against the exhaustive best\n"
    "  --json                print one JSON object with the per-instance table\n"},
   {"probe", cmd_probe, NEEDS_DEVICE, "measure the device (bandwidth, arithmetic peak, launch overhead) for the cost model",
    "[--db FILE | --no-db] [--device SEL] [--json]",
@@ -1539,11 +1631,14 @@ static const cmd commands[] = {
    "  --shape NAME=D0,...   bind input shapes (needed with --profile for symbolic dimensions)\n"
    "  --db FILE             database with this device's probe and records (default as for tune)\n"
    "  --json                print one JSON object\n"},
-  {"model", cmd_model, NEEDS_DEVICE, "cost-model accuracy on this device's records: kiln model eval",
-   "eval [--db FILE] [--device SEL] [--json]",
+  {"model", cmd_model, NEEDS_DEVICE, "cost-model accuracy on this device's records: kiln model eval; its built-in prior: export-prior",
+   "eval|export-prior [--db FILE] [--device SEL] [--json]",
    "  eval                  per kernel family, each tuned instance held out in turn: Kendall tau between\n"
    "                        predicted and measured times, top-1/top-5 recall of the measured best, regret\n"
    "                        (measured time of the predicted best / measured best)\n"
+   "  export-prior          print costmodel/prior_cpu.inc: the per-family corrections fitted on this\n"
+   "                        device's records and its probe, used on CPU devices without their own\n"
+   "                        probe or records (rebuild to take effect)\n"
    "  --db FILE             tuning database (default as for tune)\n"
    "  --json                print one JSON object\n"},
   {"plan", cmd_plan, NEEDS_MODEL | NEEDS_DEVICE, "show the kernels kiln will launch: nodes covered, parameters and their origin, times, fusion groupings",

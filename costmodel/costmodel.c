@@ -119,6 +119,7 @@ double kiln_cm_base_ns(const kiln_devmodel *m, const kiln_features *f) {
   return body / eff + la;
 }
 
+/* Generic correction features of a candidate (x[0..KILN_CM_NB)). */
 static void corr_x(const kiln_devmodel *m, const kiln_features *f, double *x) {
   double c, mem, l, la, eff;
   parts(m, f, &c, &mem, &l, &la, &eff);
@@ -130,60 +131,136 @@ static void corr_x(const kiln_devmodel *m, const kiln_features *f, double *x) {
   x[4] = log(f->wg_size > 0 ? f->wg_size : 1);
   x[5] = log(f->vec > 0 ? f->vec : 1);
   x[6] = log(eff);
+  x[7] = log1p(base) - 10;             /* time not proportional to the base estimate (centred near 20 us) */
+  x[8] = log(f->work_groups > 0 ? f->work_groups : 1);
+  x[9] = log(f->launches > 0 ? f->launches : 1);
 }
 
-double kiln_cm_predict_ns(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f) {
+/* Calls fn for every indicator token of canonical parameter text: each
+ * "NAME=V", and "FIRST=V&NAME=V" pairing the first parameter with the rest. */
+static void param_tokens(const char *params, void (*fn)(const char *tok, void *ctx), void *ctx) {
+  if (!params || !*params) return;
+  char first[48] = "", tok[48];
+  const char *p = params;
+  for (int i = 0; *p; i++) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len >= 24) len = 23;
+    char one[24];
+    memcpy(one, p, len);
+    one[len] = 0;
+    fn(one, ctx);
+    if (i == 0) snprintf(first, sizeof first, "%s", one);
+    else {
+      snprintf(tok, sizeof tok, "%s&%s", first, one);
+      fn(tok, ctx);
+    }
+    p += len;
+    while (*p && *p != ',') p++;
+    if (*p == ',') p++;
+  }
+}
+
+typedef struct { kiln_correction *c; double *x, scale; int add; } tokctx;
+
+static void tok_set(tokctx *t, int i) {
+  if (!t->x) return;
+  t->x[KILN_CM_NB + i] = 1;
+  t->x[KILN_CM_NB + KILN_CM_MAXTOK + i] = t->scale;
+}
+
+static void tok_visit(const char *tok, void *ctx) {
+  tokctx *t = ctx;
+  for (int i = 0; i < t->c->ntok; i++)
+    if (!strcmp(t->c->tok[i], tok)) { tok_set(t, i); return; }
+  if (t->add && t->c->ntok < KILN_CM_MAXTOK) {
+    snprintf(t->c->tok[t->c->ntok], sizeof t->c->tok[0], "%s", tok);
+    tok_set(t, t->c->ntok);
+    t->c->ntok++;
+  }
+}
+
+/* Full feature vector (generic + indicators of the correction's tokens and
+ * their scale terms). */
+static void full_x(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f, const char *params, double *x) {
+  memset(x, 0, sizeof(double) * KILN_CM_NX);
+  corr_x(m, f, x);
+  tokctx t = {(kiln_correction *)c, x, log(f->flops > 1 ? f->flops : 1) - 20, 0};
+  param_tokens(params, tok_visit, &t);
+}
+
+double kiln_cm_predict_ns(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f, const char *params) {
   double base = kiln_cm_base_ns(m, f);
   if (!c || c->nsamples == 0) return base;
   double x[KILN_CM_NX], y = 0;
-  corr_x(m, f, x);
+  full_x(m, c, f, params, x);
   for (int i = 0; i < KILN_CM_NX; i++) y += c->w[i] * x[i];
-  if (y > 5) y = 5;
-  if (y < -5) y = -5;
+  if (y > 8) y = 8;
+  if (y < -8) y = -8;
   return base * exp(y);
 }
 
-/* Solves (A + lambda I) w = b by Gaussian elimination (n small). */
-static void solve(double A[KILN_CM_NX][KILN_CM_NX], double *b, double *w) {
-  int n = KILN_CM_NX;
+/* Solves A w = b (n x n, row-major) by Gaussian elimination with partial pivoting. */
+static void solve(double *A, double *b, double *w, int n) {
   for (int c = 0; c < n; c++) {
     int piv = c;
-    for (int r = c + 1; r < n; r++) if (fabs(A[r][c]) > fabs(A[piv][c])) piv = r;
-    for (int k = 0; k < n; k++) { double t = A[c][k]; A[c][k] = A[piv][k]; A[piv][k] = t; }
-    double t = b[c]; b[c] = b[piv]; b[piv] = t;
-    if (fabs(A[c][c]) < 1e-12) continue;
-    for (int r = 0; r < n; r++) {
-      if (r == c) continue;
-      double f = A[r][c] / A[c][c];
-      for (int k = 0; k < n; k++) A[r][k] -= f * A[c][k];
+    for (int r = c + 1; r < n; r++) if (fabs(A[r * n + c]) > fabs(A[piv * n + c])) piv = r;
+    if (piv != c) {
+      for (int k = 0; k < n; k++) { double t = A[c * n + k]; A[c * n + k] = A[piv * n + k]; A[piv * n + k] = t; }
+      double t = b[c]; b[c] = b[piv]; b[piv] = t;
+    }
+    if (fabs(A[c * n + c]) < 1e-12) continue;
+    for (int r = c + 1; r < n; r++) {
+      double f = A[r * n + c] / A[c * n + c];
+      if (f == 0) continue;
+      for (int k = c; k < n; k++) A[r * n + k] -= f * A[c * n + k];
       b[r] -= f * b[c];
     }
   }
-  for (int c = 0; c < n; c++) w[c] = fabs(A[c][c]) < 1e-12 ? 0 : b[c] / A[c][c];
+  for (int c = n - 1; c >= 0; c--) {
+    if (fabs(A[c * n + c]) < 1e-12) { w[c] = 0; continue; }
+    double v = b[c];
+    for (int k = c + 1; k < n; k++) v -= A[c * n + k] * w[k];
+    w[c] = v / A[c * n + c];
+  }
 }
 
-void kiln_cm_fit(const kiln_devmodel *m, const char *family, const kiln_features *fs, const double *ns, int n, kiln_correction *c) {
+void kiln_cm_fit(const kiln_devmodel *m, const char *family, const kiln_features *fs, const char *const *params, const double *ns, int n,
+                 kiln_correction *c) {
   memset(c, 0, sizeof *c);
   snprintf(c->family, sizeof c->family, "%s", family ? family : "");
-  double A[KILN_CM_NX][KILN_CM_NX] = {{0}}, b[KILN_CM_NX] = {0};
+  /* the token dictionary: every parameter value of the training records */
+  for (int i = 0; i < n; i++) {
+    if (!(ns[i] > 0) || !params) continue;
+    tokctx t = {c, NULL, 0, 1};
+    param_tokens(params[i], tok_visit, &t);
+  }
+  int nx = KILN_CM_NX; /* unused token columns stay zero: the ridge keeps their weights 0 */
+  double *A = calloc((size_t)nx * (size_t)nx, sizeof(double)), *b = calloc((size_t)nx, sizeof(double));
+  if (!A || !b) { free(A); free(b); c->ntok = 0; return; }
   int used = 0;
   for (int i = 0; i < n; i++) {
     if (!(ns[i] > 0)) continue;
     double x[KILN_CM_NX];
-    corr_x(m, &fs[i], x);
+    full_x(m, c, &fs[i], params ? params[i] : NULL, x);
     double y = log(ns[i]) - log(kiln_cm_base_ns(m, &fs[i]));
-    for (int r = 0; r < KILN_CM_NX; r++) {
+    for (int r = 0; r < nx; r++) {
+      if (x[r] == 0) continue;
       b[r] += x[r] * y;
-      for (int k = 0; k < KILN_CM_NX; k++) A[r][k] += x[r] * x[k];
+      for (int k = 0; k < nx; k++) A[r * nx + k] += x[r] * x[k];
     }
     used++;
   }
-  if (!used) return;
-  /* ridge: shrink towards "the base estimate is right"; lighter on the intercept */
-  double lambda = 1.0;
-  for (int r = 0; r < KILN_CM_NX; r++) A[r][r] += r == 0 ? 0.1 * lambda : lambda;
-  solve(A, b, c->w);
-  c->nsamples = used;
+  if (used) {
+    /* ridge: shrink towards "the base estimate is right"; light on the
+     * intercept, lighter on the indicators (each is seen by a part of the
+     * records only; more on their scale terms) */
+    for (int r = 0; r < nx; r++) A[r * nx + r] += r == 0 ? 0.01 : r < KILN_CM_NB ? 1.0 : r < KILN_CM_NB + KILN_CM_MAXTOK ? 1.0 : 3.0;
+    solve(A, b, c->w, nx);
+    c->nsamples = used;
+  } else c->ntok = 0;
+  free(A);
+  free(b);
 }
 
 void kiln_features_to_array(const kiln_features *f, double *a, int *n) {
@@ -197,34 +274,61 @@ void kiln_features_from_array(const double *a, int n, kiln_features *f) {
 
 /* ---- database-backed fitting and evaluation ---- */
 
-typedef struct {
-  kiln_features *f;
-  double *ns;
-  char (*key)[192];
-  int n, cap;
-} sampleset;
-
-static void collect(const kiln_record *r, void *ctx) {
-  sampleset *s = ctx;
-  if ((strcmp(r->status, "ok") && strcmp(r->status, "slow")) || r->nfeat < 7 || !(r->median_ns > 0) || strcmp(r->origin, "measured")) return;
+int kiln_cm_samples_add(kiln_cm_samples *s, const kiln_features *f, const char *params, const char *key, double ns) {
   if (s->n == s->cap) {
     int cap = s->cap ? s->cap * 2 : 256;
     kiln_features *nf = realloc(s->f, sizeof *nf * (size_t)cap);
-    double *nn = realloc(s->ns, sizeof *nn * (size_t)cap);
-    char (*nk)[192] = realloc(s->key, sizeof *nk * (size_t)cap);
     if (nf) s->f = nf;
+    double *nn = realloc(s->ns, sizeof *nn * (size_t)cap);
     if (nn) s->ns = nn;
+    char (*nk)[320] = realloc(s->key, sizeof *nk * (size_t)cap);
     if (nk) s->key = nk;
-    if (!nf || !nn || !nk) return;
+    char (*np)[256] = realloc(s->par, sizeof *np * (size_t)cap);
+    if (np) s->par = np;
+    const char **npp = realloc(s->pp, sizeof *npp * (size_t)cap);
+    if (npp) s->pp = npp;
+    if (!nf || !nn || !nk || !np || !npp) return KILN_ENOMEM;
     s->cap = cap;
   }
-  kiln_features_from_array(r->feat, r->nfeat, &s->f[s->n]);
-  s->ns[s->n] = r->median_ns;
-  snprintf(s->key[s->n], 192, "%d|%s|%s", r->dtype, r->shape_key, r->epilogue);
+  s->f[s->n] = *f;
+  s->ns[s->n] = ns;
+  snprintf(s->key[s->n], sizeof s->key[0], "%s", key ? key : "");
+  snprintf(s->par[s->n], sizeof s->par[0], "%s", params ? params : "");
   s->n++;
+  return 0;
 }
 
-static void sampleset_free(sampleset *s) { free(s->f); free(s->ns); free(s->key); }
+void kiln_cm_record_key(const kiln_record *r, char *buf, size_t len) { snprintf(buf, len, "%d|%s|%s", r->dtype, r->shape_key, r->epilogue); }
+
+static void collect(const kiln_record *r, void *ctx) {
+  kiln_cm_samples *s = ctx;
+  if ((strcmp(r->status, "ok") && strcmp(r->status, "slow")) || r->nfeat < 7 || !(r->median_ns > 0) || strcmp(r->origin, "measured")) return;
+  kiln_features f;
+  kiln_features_from_array(r->feat, r->nfeat, &f);
+  char key[320];
+  kiln_cm_record_key(r, key, sizeof key);
+  kiln_cm_samples_add(s, &f, r->params, key, r->median_ns);
+}
+
+int kiln_cm_samples_db(kiln_db *db, int64_t device, const char *family, kiln_cm_samples *s, kiln_error *err) {
+  return kiln_db_each_family(db, device, family, collect, s, err);
+}
+
+void kiln_cm_fit_samples(const kiln_devmodel *m, const char *family, kiln_cm_samples *s, const char *skip_key, kiln_correction *c) {
+  if (!skip_key) {
+    for (int i = 0; i < s->n; i++) s->pp[i] = s->par[i];
+    kiln_cm_fit(m, family, s->f, s->pp, s->ns, s->n, c);
+    return;
+  }
+  /* leave out one instance: its rows get no weight (ns 0 is skipped by the fit) */
+  double *ns = malloc(sizeof(double) * (size_t)(s->n + 1));
+  if (!ns) { memset(c, 0, sizeof *c); return; }
+  for (int i = 0; i < s->n; i++) { s->pp[i] = s->par[i]; ns[i] = strcmp(s->key[i], skip_key) ? s->ns[i] : 0; }
+  kiln_cm_fit(m, family, s->f, s->pp, ns, s->n, c);
+  free(ns);
+}
+
+void kiln_cm_samples_free(kiln_cm_samples *s) { free(s->f); free(s->ns); free(s->key); free(s->par); free(s->pp); }
 
 int kiln_cm_load(kiln_db *db, int64_t device, const kiln_device_info *info, kiln_devmodel *m, kiln_error *err) {
   char *json = NULL;
@@ -236,10 +340,10 @@ int kiln_cm_load(kiln_db *db, int64_t device, const kiln_device_info *info, kiln
 }
 
 int kiln_cm_fit_db(kiln_db *db, int64_t device, const kiln_devmodel *m, const char *family, kiln_correction *c, kiln_error *err) {
-  sampleset s = {0};
-  int rc = kiln_db_each_family(db, device, family, collect, &s, err);
-  if (!rc) kiln_cm_fit(m, family, s.f, s.ns, s.n, c);
-  sampleset_free(&s);
+  kiln_cm_samples s = {0};
+  int rc = kiln_cm_samples_db(db, device, family, &s, err);
+  if (!rc) kiln_cm_fit_samples(m, family, &s, NULL, c);
+  kiln_cm_samples_free(&s);
   return rc;
 }
 
@@ -263,16 +367,18 @@ static int cmp_idx_ctx_sort(const void *x, const void *y, void *ctx) {
 int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const char *family, kiln_cm_eval *out, kiln_error *err) {
   memset(out, 0, sizeof *out);
   snprintf(out->family, sizeof out->family, "%s", family);
-  sampleset s = {0};
+  kiln_cm_samples s = {0};
   int rc = kiln_db_each_family(db, device, family, collect, &s, err);
-  if (rc) { sampleset_free(&s); return rc; }
+  if (rc) { kiln_cm_samples_free(&s); return rc; }
   out->records = s.n;
   double *pred = malloc(sizeof(double) * (size_t)(s.n + 1));
   int *idx = malloc(sizeof(int) * (size_t)(s.n + 1));
   kiln_features *tf = malloc(sizeof *tf * (size_t)(s.n + 1));
+  const char **tpp = malloc(sizeof *tpp * (size_t)(s.n + 1));
   double *tns = malloc(sizeof(double) * (size_t)(s.n + 1));
+  kiln_correction *c = malloc(sizeof *c);
   double *pi = malloc(sizeof(double) * (size_t)(s.n + 1)), *mi = malloc(sizeof(double) * (size_t)(s.n + 1));
-  if (!pred || !idx || !tf || !tns || !pi || !mi) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto done; }
+  if (!pred || !idx || !tf || !tpp || !tns || !pi || !mi || !c) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto done; }
   /* distinct instances: held out one at a time */
   for (int i = 0; i < s.n; i++) {
     int first = 1;
@@ -280,11 +386,10 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
     if (!first) continue;
     int nt = 0, ni = 0;
     for (int k = 0; k < s.n; k++)
-      if (strcmp(s.key[k], s.key[i])) { tf[nt] = s.f[k]; tns[nt] = s.ns[k]; nt++; }
-    kiln_correction c;
-    kiln_cm_fit(m, family, tf, tns, nt, &c);
+      if (strcmp(s.key[k], s.key[i])) { tf[nt] = s.f[k]; tpp[nt] = s.par[k]; tns[nt] = s.ns[k]; nt++; }
+    kiln_cm_fit(m, family, tf, tpp, tns, nt, c);
     for (int k = 0; k < s.n; k++)
-      if (!strcmp(s.key[k], s.key[i])) { pi[ni] = kiln_cm_predict_ns(m, &c, &s.f[k]); mi[ni] = s.ns[k]; idx[ni] = ni; ni++; }
+      if (!strcmp(s.key[k], s.key[i])) { pi[ni] = kiln_cm_predict_ns(m, c, &s.f[k], s.par[k]); mi[ni] = s.ns[k]; idx[ni] = ni; ni++; }
     if (ni < 2) continue;
     out->instances++;
     out->kendall_tau += kendall(pi, mi, ni);
@@ -304,8 +409,8 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
     out->regret /= out->instances;
   }
 done:
-  free(pred); free(idx); free(tf); free(tns); free(pi); free(mi);
-  sampleset_free(&s);
+  free(pred); free(idx); free(tf); free(tpp); free(tns); free(pi); free(mi); free(c);
+  kiln_cm_samples_free(&s);
   return rc;
 }
 
@@ -315,6 +420,7 @@ struct kiln_cm_state {
   kiln_db *db;
   int64_t device;
   kiln_devmodel dm;
+  int prior_probe;          /* dm is the built-in prior's probe, not this device's */
   kiln_correction corr[16];
   int ncorr;
 };
@@ -323,7 +429,12 @@ kiln_cm_state *kiln_cm_state_new(kiln_db *db, int64_t device, const kiln_device_
   if (!db) return NULL;
   kiln_cm_state *st = calloc(1, sizeof *st);
   if (!st) return NULL;
-  if (kiln_cm_load(db, device, info, &st->dm, NULL) != 0) { free(st); return NULL; }
+  if (kiln_cm_load(db, device, info, &st->dm, NULL) != 0) {
+    /* never probed: the built-in prior's probe of a device of this kind */
+    const char *pj = kiln_cm_prior_probe(info);
+    if (!pj || kiln_devmodel_from_probe(pj, info, &st->dm, NULL) != 0) { free(st); return NULL; }
+    st->prior_probe = 1;
+  }
   st->db = db;
   st->device = device;
   return st;
@@ -336,25 +447,30 @@ int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pre
   const kiln_correction *c = NULL;
   for (int i = 0; i < st->ncorr; i++) if (!strcmp(st->corr[i].family, t->family)) c = &st->corr[i];
   if (!c && st->ncorr < 16) {
-    kiln_cm_fit_db(st->db, st->device, &st->dm, t->family, &st->corr[st->ncorr], NULL);
-    snprintf(st->corr[st->ncorr].family, sizeof st->corr[0].family, "%s", t->family);
+    kiln_correction *nc = &st->corr[st->ncorr];
+    kiln_cm_fit_db(st->db, st->device, &st->dm, t->family, nc, NULL);
+    /* too few of this device's own records: the built-in prior for devices of its kind */
+    if (nc->nsamples < KILN_CM_MIN_SAMPLES) kiln_cm_prior(&st->dm.info, t->family, nc);
+    snprintf(nc->family, sizeof nc->family, "%s", t->family);
     c = &st->corr[st->ncorr++];
   }
   /* The base estimate alone does not know how this device runs this family
    * (a GPU-style kernel can be 20x slower on a CPU than its roofline says):
-   * replace the defaults only when the correction was fitted on enough of
-   * this device's own measurements. */
+   * replace the defaults only when the correction was fitted on enough
+   * measurements (this device's, or the built-in prior's). */
   if (!c || c->nsamples < KILN_CM_MIN_SAMPLES) return KILN_ENOTFOUND;
   int *cands = NULL;
   int n = kiln_tunable_enumerate(t, &st->dm.info, &cands);
   if (n <= 0) { free(cands); return KILN_ENOTFOUND; }
   int best = 0;
   double bp = INFINITY;
+  char ps[256];
   for (int k = 0; k < n; k++) {
     kiln_features f;
     memset(&f, 0, sizeof f);
     t->features(t, cands + (size_t)k * (size_t)t->nparams, &f);
-    double v = kiln_cm_predict_ns(&st->dm, c, &f);
+    kiln_tunable_str(t, cands + (size_t)k * (size_t)t->nparams, ps, sizeof ps);
+    double v = kiln_cm_predict_ns(&st->dm, c, &f, ps);
     if (v < bp) { bp = v; best = k; }
   }
   memcpy(p, cands + (size_t)best * (size_t)t->nparams, sizeof(int) * (size_t)t->nparams);
@@ -393,7 +509,9 @@ int kiln_costmodel_eval(kiln_db *db, kiln_device *d, kiln_model_eval **out, int 
   return 0;
 }
 
-void kiln_cm_fusion_costs(const kiln_cm_state *st, double *launch_us, double *bw_gbps) {
+int kiln_cm_fusion_costs(const kiln_cm_state *st, double *launch_us, double *bw_gbps) {
+  if (st->prior_probe) return KILN_ENOTFOUND; /* not this device's figures: fusion keeps its defaults */
   *launch_us = st->dm.launch_us;
   *bw_gbps = st->dm.bw[st->dm.nbw > 2 ? 2 : st->dm.nbw - 1]; /* a few-MiB working set */
+  return 0;
 }

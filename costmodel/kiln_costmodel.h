@@ -27,11 +27,25 @@ typedef struct kiln_devmodel {
   kiln_device_info info;  /* what valid() sees (a profile fills the key limits) */
 } kiln_devmodel;
 
-#define KILN_CM_NX 7      /* correction features */
+#define KILN_CM_NB 10     /* generic correction features (from kiln_features and the base estimate) */
+#define KILN_CM_MAXTOK 160 /* parameter indicators: "NAME=V" and "FIRST=V&NAME=V" of the candidates' parameters */
+#define KILN_CM_NX (KILN_CM_NB + 2 * KILN_CM_MAXTOK)
 #define KILN_CM_MIN_SAMPLES 24 /* measured records of a family before predictions replace defaults */
+/* Per-family correction: log(measured / base) = w . x, where x holds the
+ * generic features (how compute- or memory-bound, vector width, work-group
+ * size and count, the last wave's tail, the base estimate's scale), one
+ * indicator per parameter value seen in the training records (and per pair
+ * of the first parameter, an algorithm or kernel choice in every family, with
+ * each other parameter), and each indicator times the instance's log
+ * arithmetic (a choice that pays off on large instances may cost on small
+ * ones), so what a parameter costs on this device is learned from its
+ * measurements, for any family, without knowing its meaning.
+ * w[KILN_CM_NB + i]: token i; w[KILN_CM_NB + KILN_CM_MAXTOK + i]: its scale term. */
 typedef struct kiln_correction {
   char family[32];
   int nsamples;
+  int ntok;
+  char tok[KILN_CM_MAXTOK][48];
   double w[KILN_CM_NX];
 } kiln_correction;
 
@@ -44,15 +58,36 @@ const char *const *kiln_devmodel_profiles(void);
 
 /* Base estimate (ns) of one candidate. */
 double kiln_cm_base_ns(const kiln_devmodel *m, const kiln_features *f);
-/* Prediction (ns) with a correction (NULL or nsamples == 0: the base estimate). */
-double kiln_cm_predict_ns(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f);
-/* Fits a correction from (features, measured ns) pairs; n may be small (the
- * ridge keeps a few samples from overfitting). */
-void kiln_cm_fit(const kiln_devmodel *m, const char *family, const kiln_features *fs, const double *ns, int n, kiln_correction *c);
+/* Prediction (ns) of a candidate with features f and canonical parameter
+ * text params ("NAME=V,..."; NULL: none) with a correction (NULL or
+ * nsamples == 0: the base estimate). */
+double kiln_cm_predict_ns(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f, const char *params);
+/* Fits a correction from (features, parameters, measured ns) triples (params
+ * may be NULL); n may be small (the ridge keeps a few samples from overfitting). */
+void kiln_cm_fit(const kiln_devmodel *m, const char *family, const kiln_features *fs, const char *const *params, const double *ns, int n,
+                 kiln_correction *c);
 
 /* Features <-> the record's array form. */
 void kiln_features_to_array(const kiln_features *f, double *a, int *n);
 void kiln_features_from_array(const double *a, int n, kiln_features *f);
+
+/* Measured samples of a family (features, parameter text, instance key, ns). */
+typedef struct kiln_cm_samples {
+  kiln_features *f;
+  double *ns;
+  char (*key)[320];    /* "dtype|shape_key|epilogue" */
+  char (*par)[256];
+  const char **pp;     /* scratch: pointers into par */
+  int n, cap;
+} kiln_cm_samples;
+int kiln_cm_samples_add(kiln_cm_samples *s, const kiln_features *f, const char *params, const char *key, double ns);
+/* Appends the device's measured ("ok" or "slow") records of a family. */
+int kiln_cm_samples_db(kiln_db *db, int64_t device, const char *family, kiln_cm_samples *s, kiln_error *err);
+void kiln_cm_samples_free(kiln_cm_samples *s);
+/* The instance key of a record as kiln_cm_samples stores it. */
+void kiln_cm_record_key(const kiln_record *r, char *buf, size_t len);
+/* Fits a correction on the samples, leaving out those of instance skip_key (NULL: none). */
+void kiln_cm_fit_samples(const kiln_devmodel *m, const char *family, kiln_cm_samples *s, const char *skip_key, kiln_correction *c);
 
 /* Evaluation of the model on a device's records of one family, holding out
  * each instance in turn (fit on the others, rank this one's candidates). */
@@ -69,5 +104,14 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
 int kiln_cm_load(kiln_db *db, int64_t device, const kiln_device_info *info, kiln_devmodel *m, kiln_error *err);
 /* Fits the correction for a family from the database's measured records. */
 int kiln_cm_fit_db(kiln_db *db, int64_t device, const kiln_devmodel *m, const char *family, kiln_correction *c, kiln_error *err);
+
+/* The built-in prior (prior.c) for a device without its own probe or
+ * records: the probe JSON it was fitted against (NULL if none applies) and a
+ * family's correction (KILN_ENOTFOUND if none). */
+const char *kiln_cm_prior_probe(const kiln_device_info *info);
+int kiln_cm_prior(const kiln_device_info *info, const char *family, kiln_correction *c);
+/* Writes prior_cpu.inc from the device's probe and records (families with
+ * at least KILN_CM_MIN_SAMPLES measured records). */
+int kiln_cm_export_prior(kiln_db *db, int64_t device, const kiln_device_info *info, FILE *out, kiln_error *err);
 
 #endif /* KILN_COSTMODEL_H */

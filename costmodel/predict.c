@@ -88,11 +88,13 @@ int kiln_predict(kiln_model *m, const char *profile, kiln_session *s, kiln_db *d
       int nc = kiln_tunable_enumerate(&t, &dm.info, &cands);
       double best = INFINITY;
       int bi = -1;
+      char ps[256];
       for (int k = 0; k < nc; k++) {
         kiln_features f;
         memset(&f, 0, sizeof f);
         t.features(&t, cands + (size_t)k * (size_t)t.nparams, &f);
-        double v = kiln_cm_predict_ns(&dm, c, &f);
+        kiln_tunable_str(&t, cands + (size_t)k * (size_t)t.nparams, ps, sizeof ps);
+        double v = kiln_cm_predict_ns(&dm, c, &f, ps);
         if (v < best) { best = v; bi = k; }
       }
       snprintf(q->family, sizeof q->family, "%s", t.family);
@@ -162,12 +164,15 @@ int kiln_session_plan_info(kiln_session *s, int measure, kiln_plan_kernel **out,
       snprintf(q->origin, sizeof q->origin, "%s", n->tparams_origin ? n->tparams_origin : "default");
       kiln_tunable_str(&t, n->tparams, q->params, sizeof q->params);
       if (have_dm && t.features) {
-        kiln_correction c;
-        kiln_cm_fit_db(s->db, s->db_device, &dm, t.family, &c, NULL);
-        kiln_features f;
-        memset(&f, 0, sizeof f);
-        t.features(&t, n->tparams, &f);
-        q->predicted_ns = kiln_cm_predict_ns(&dm, &c, &f);
+        kiln_correction *c = malloc(sizeof *c);
+        if (c) {
+          kiln_cm_fit_db(s->db, s->db_device, &dm, t.family, c, NULL);
+          kiln_features f;
+          memset(&f, 0, sizeof f);
+          t.features(&t, n->tparams, &f);
+          q->predicted_ns = kiln_cm_predict_ns(&dm, c, &f, q->params);
+          free(c);
+        }
       }
     } else snprintf(q->origin, sizeof q->origin, "fixed");
   }

@@ -385,6 +385,14 @@ typedef struct kiln_tune_result {
   int trials, rejected, skipped;  /* skipped: already tuned (resume) */
   int candidates;                 /* size of the valid search space */
   double default_ns, best_ns;     /* medians; <0 when unknown */
+  /* --compare-strategies (compare): the model strategy replayed on this
+   * run's exhaustive measurements of the instance: candidates it measures,
+   * the measured time of its pick with only this run's earlier picks as
+   * prior (cold) and with the database's other instances (warm), and the
+   * cold pick and the exhaustive best re-timed back to back (pick, best) */
+  int cmp_space, cmp_measured;    /* candidates compared (a spread subset under --max-trials) */
+  double cmp_cold_ns, cmp_warm_ns, cmp_pick_ns, cmp_best_ns;
+  char cmp_params[256];
 } kiln_tune_result;
 
 typedef struct kiln_tune_options {
@@ -394,6 +402,10 @@ typedef struct kiln_tune_options {
                                promising ~10%, refit, repeat), "exhaustive" or "random" */
   int probe;                /* run `kiln probe` first if the device has no probe (model: always) */
   uint64_t seed;
+  const char *families;     /* comma list of kernel families to tune; NULL: all */
+  double max_gflop;         /* > 0: skip instances whose default candidate does more arithmetic */
+  int compare;              /* measure every candidate (reusing this device's records of the
+                               instance), then replay the model strategy on those times */
   void (*progress)(const kiln_tune_progress *p, void *ctx); /* optional */
   void *ctx;
 } kiln_tune_options;

@@ -274,8 +274,9 @@ typedef struct kiln_cm_state kiln_cm_state;
 kiln_cm_state *kiln_cm_state_new(struct kiln_db *db, int64_t device, const kiln_device_info *info);
 void kiln_cm_state_free(kiln_cm_state *st);
 int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred_ns);
-/* Probed launch overhead (us) and bandwidth (GB/s) for fusion decisions. */
-void kiln_cm_fusion_costs(const kiln_cm_state *st, double *launch_us, double *bw_gbps);
+/* Probed launch overhead (us) and bandwidth (GB/s) for fusion decisions; 0
+ * when they are this device's figures (else nothing is written). */
+int kiln_cm_fusion_costs(const kiln_cm_state *st, double *launch_us, double *bw_gbps);
 
 /* Value of parameter `name` in the parameter vector p (or -1). */
 int kiln_tunable_get(const kiln_tunable *t, const int *p, const char *name);

@@ -491,7 +491,7 @@ static int plan(kiln_session *s, kiln_error *err) {
   for (int i = 0; i < g->nnodes; i++) { g->nodes[i].fuse_root = -1; g->nodes[i].fgroup = NULL; }
   if (!s->no_fusion && !getenv("KILN_NO_FUSION")) {
     kiln_fusion_costs fc = {0};
-    if (s->cm) kiln_cm_fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps), fc.probed = true;
+    if (s->cm && kiln_cm_fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
     if ((rc = kiln_fusion_plan(g, &fc, &s->fdec, &s->nfdec, err)) != 0) return rc;
   }
   if ((rc = allocate_buffers(s, err)) != 0) return rc;

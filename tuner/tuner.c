@@ -94,6 +94,214 @@ double kiln__tune_output_error(kiln_exec *x, kiln_node *n, void **ref, kiln_erro
   return worst;
 }
 
+/* ---- one candidate's measurement ---- */
+
+typedef struct {
+  kiln_session *s;
+  kiln_db *db;
+  kiln_exec *x;
+  kiln_node *n;
+  int node;
+  const kiln_tunable *t;
+  void **host;
+  const char *hash;
+  const kiln_tune_options *opt;
+  kiln_tune_result *r;
+  int ii, ninst, limit;
+  double t0;
+  const int *cands;
+  const kiln_features *feat;  /* NULL: computed per candidate */
+  const double *pred;         /* NULL: none */
+  double best;                /* best "ok" median so far (ns) */
+  int best_k, measured;
+  int rc;                     /* a database failure stops the run */
+  kiln_error *err;
+} trial_ctx;
+
+/* Measures candidate k of the instance and stores its record. Returns its
+ * median (ns), -1 when it was rejected (failed, wrong, or unstable), or NAN
+ * when the run must stop (budget spent after at least one trial, or a
+ * database failure in c->rc). */
+static double measure_candidate(trial_ctx *c, int k) {
+  const kiln_tunable *t = c->t;
+  if (c->opt->budget_s > 0 && now_s() - c->t0 > c->opt->budget_s && c->measured > 0) return NAN;
+  const int *p = c->cands + (size_t)k * (size_t)t->nparams;
+  kiln_tune_result *r = c->r;
+  kiln_record rec;
+  memset(&rec, 0, sizeof rec);
+  snprintf(rec.family, sizeof rec.family, "%s", t->family);
+  rec.dtype = t->dtype;
+  snprintf(rec.shape_key, sizeof rec.shape_key, "%s", t->shape_key);
+  snprintf(rec.epilogue, sizeof rec.epilogue, "%s", t->epilogue);
+  kiln_tunable_str(t, p, rec.params, sizeof rec.params);
+  snprintf(rec.source_hash, sizeof rec.source_hash, "%s", c->hash);
+  kiln_tunable_opts(t, p, rec.build_options, sizeof rec.build_options);
+  snprintf(rec.origin, sizeof rec.origin, "measured");
+  rec.median_ns = -1;
+  if (c->feat) kiln_features_to_array(&c->feat[k], rec.feat, &rec.nfeat);
+  else if (t->features) {
+    kiln_features f1;
+    memset(&f1, 0, sizeof f1);
+    t->features(t, p, &f1);
+    kiln_features_to_array(&f1, rec.feat, &rec.nfeat);
+  }
+  if (c->pred) rec.predicted_ns = c->pred[k];
+  kiln_exec *x = c->x;
+  kiln_node *n = c->n;
+  x->ov_node = c->node;
+  x->ov_params = p;
+  kiln_error e2 = {0};
+  double w = kiln__tune_run_once(x, n, &e2); /* warm-up; compiles the candidate */
+  r->trials++;
+  c->measured++;
+  double best = c->best;
+  if (w < 0) {
+    snprintf(rec.status, sizeof rec.status, "%s", strstr(e2.msg, "build") ? "compile_error" : "launch_error");
+    r->rejected++;
+  } else {
+    rec.max_err = kiln__tune_output_error(x, n, c->host, &e2);
+    if (!isfinite(rec.max_err)) { snprintf(rec.status, sizeof rec.status, "nan"); r->rejected++; }
+    else if (rec.max_err > MAX_REL_ERR) { snprintf(rec.status, sizeof rec.status, "wrong"); r->rejected++; }
+    else {
+      double ts[MAX_REPEATS];
+      int cnt = 0;
+      double spread = 1;
+      while (cnt < MAX_REPEATS) {
+        double v = kiln__tune_run_once(x, n, &e2);
+        if (v < 0) break;
+        ts[cnt++] = v;
+        /* far slower than the best so far: one sample is evidence enough */
+        if (cnt == 1 && isfinite(best) && v > SLOW_FACTOR * best) { rec.median_ns = v; break; }
+        if (cnt >= MIN_REPEATS) {
+          double tmp[MAX_REPEATS];
+          memcpy(tmp, ts, sizeof(double) * (size_t)cnt);
+          qsort(tmp, (size_t)cnt, sizeof(double), cmpd);
+          double med = tmp[cnt / 2], p10 = tmp[cnt / 10], p90 = tmp[(cnt * 9) / 10 < cnt ? (cnt * 9) / 10 : cnt - 1];
+          spread = med > 0 ? (p90 - p10) / med : 0;
+          rec.median_ns = med;
+          if (spread < TARGET_SPREAD || med * cnt > 2e9) break;
+        }
+      }
+      rec.samples = cnt;
+      rec.spread = spread;
+      if (cnt == 1 && isfinite(best) && ts[0] > SLOW_FACTOR * best) {
+        snprintf(rec.status, sizeof rec.status, "slow"); /* measured once; not a candidate for best */
+      } else if (cnt < MIN_REPEATS) { snprintf(rec.status, sizeof rec.status, "launch_error"); r->rejected++; rec.median_ns = -1; }
+      else {
+        snprintf(rec.status, sizeof rec.status, "ok");
+        if (k == 0) r->default_ns = rec.median_ns;
+        if (rec.median_ns < c->best) { c->best = rec.median_ns; c->best_k = k; }
+      }
+    }
+  }
+  x->ov_params = NULL;
+  x->ov_node = -1;
+  if ((c->rc = kiln_db_put(c->db, c->s->db_device, &rec, c->err)) != 0) return NAN;
+  if (c->opt->progress) {
+    double el = now_s() - c->t0;
+    kiln_tune_progress pg = {.instance = c->ii + 1, .ninstances = c->ninst, .family = t->family, .shape_key = t->shape_key,
+                             .trial = c->measured, .ntrials = c->limit, .best_ns = isfinite(c->best) ? c->best : -1,
+                             .default_ns = r->default_ns, .elapsed_s = el};
+    double frac = (c->ii + (double)c->measured / (c->limit > 0 ? c->limit : 1)) / c->ninst;
+    pg.eta_s = frac > 0 ? el / frac - el : 0;
+    c->opt->progress(&pg, c->opt->ctx);
+  }
+  return strcmp(rec.status, "ok") && strcmp(rec.status, "slow") ? -1 : rec.median_ns;
+}
+
+/* ---- the model strategy ---- */
+
+/* Candidates the model strategy measures out of nc (without --max-trials):
+ * a tenth, at least the default and the best predicted. */
+static int model_limit(int nc) {
+  int l = nc / 10;
+  if (l < 2) l = 2;
+  return l > nc ? nc : l;
+}
+
+/* The model strategy over one instance's nc candidates (default at 0):
+ * measure the default, then in rounds the `round` unmeasured candidates with
+ * the lowest prediction, refitting the family's correction on the samples
+ * (the prior ones plus every one measured here, appended to smp) between
+ * rounds, until `limit` are measured. meas(ctx, k) returns the candidate's
+ * time (ns; < 0 rejected; NAN: stop). order[] receives the measured
+ * candidates in order, pred[] the predictions (updated as refits happen).
+ * Returns the number measured. */
+static int model_search(const kiln_devmodel *dm, const char *family, const char *key, kiln_cm_samples *smp, const char *skip_key,
+                        const kiln_features *feat, char (*ps)[256], int nc, int limit, double (*meas)(void *ctx, int k), void *ctx, int *order,
+                        double *pred) {
+  kiln_correction *corr = malloc(sizeof *corr);
+  char *done = calloc((size_t)nc + 1, 1);
+  int cnt = 0;
+  if (!corr || !done) { free(corr); free(done); return 0; }
+  int round = limit / 4 > 1 ? limit / 4 : 1;
+  while (cnt < limit) {
+    int k = -1;
+    if (cnt == 0) k = 0; /* the default first */
+    else {
+      if (cnt == 1 || (cnt - 1) % round == 0) {
+        kiln_cm_fit_samples(dm, family, smp, skip_key, corr);
+        for (int q = 0; q < nc; q++) if (!done[q]) pred[q] = kiln_cm_predict_ns(dm, corr, &feat[q], ps[q]);
+      }
+      for (int q = 0; q < nc; q++) if (!done[q] && (k < 0 || pred[q] < pred[k])) k = q;
+    }
+    if (k < 0) break;
+    if (cnt == 0) {
+      kiln_cm_fit_samples(dm, family, smp, skip_key, corr);
+      for (int q = 0; q < nc; q++) pred[q] = kiln_cm_predict_ns(dm, corr, &feat[q], ps[q]);
+    }
+    double v = meas(ctx, k);
+    if (isnan(v)) break;
+    done[k] = 1;
+    order[cnt++] = k;
+    if (v > 0) kiln_cm_samples_add(smp, &feat[k], ps[k], key, v);
+  }
+  free(corr);
+  free(done);
+  return cnt;
+}
+
+static double meas_real(void *ctx, int k) { return measure_candidate(ctx, k); }
+
+typedef struct { const double *ns; } replay_ctx;
+static double meas_replay(void *ctx, int k) { const replay_ctx *r = ctx; return r->ns[k]; }
+
+/* Times of the candidates a and b measured back to back, alternating, the
+ * median of `reps` each (ns; < 0 on failure). */
+static void remeasure_pair(kiln_exec *x, kiln_node *n, int node, const int *pa, const int *pb, int reps, double *ta, double *tb) {
+  double va[16], vb[16];
+  int na = 0, nb = 0;
+  if (reps > 16) reps = 16;
+  x->ov_node = node;
+  for (int i = -1; i < reps; i++) { /* i = -1: warm-up of both */
+    kiln_error e = {0};
+    x->ov_params = pa;
+    double a = kiln__tune_run_once(x, n, &e);
+    x->ov_params = pb;
+    double b = kiln__tune_run_once(x, n, &e);
+    if (i < 0) continue;
+    if (a > 0) va[na++] = a;
+    if (b > 0) vb[nb++] = b;
+  }
+  x->ov_params = NULL;
+  x->ov_node = -1;
+  qsort(va, (size_t)na, sizeof(double), cmpd);
+  qsort(vb, (size_t)nb, sizeof(double), cmpd);
+  *ta = na ? va[na / 2] : -1;
+  *tb = nb ? vb[nb / 2] : -1;
+}
+
+typedef struct { const kiln_tunable *t; const int *cands; int nc; double *ns; } lookup_ctx;
+static void lookup_rec(const kiln_record *r, void *ctx) {
+  lookup_ctx *l = ctx;
+  if (strcmp(r->origin, "measured") || r->alt) return;
+  int p[KILN_MAX_KPARAMS];
+  if (kiln_tunable_parse(l->t, r->params, p)) return;
+  for (int k = 0; k < l->nc; k++)
+    if (!memcmp(p, l->cands + (size_t)k * (size_t)l->t->nparams, sizeof(int) * (size_t)l->t->nparams))
+      l->ns[k] = strcmp(r->status, "ok") && strcmp(r->status, "slow") ? -1 : r->median_ns;
+}
+
 int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
   kiln_tune_options opt = {0};
   if (o) opt = *o;
@@ -101,6 +309,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
   int random = !strcmp(opt.strategy, "random"), model = !strcmp(opt.strategy, "model");
   if (!random && !model && strcmp(opt.strategy, "exhaustive"))
     return kiln__err(err, KILN_EINVAL, "unknown tuning strategy '%s' (model, exhaustive, random)", opt.strategy);
+  if (opt.compare) model = 1, random = 0;
   *results = NULL;
   *nresults = 0;
   int rc = kiln_session_set_db(s, db, err);
@@ -125,6 +334,19 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     kiln_tunable t;
     memset(&t, 0, sizeof t);
     if (n->op->tunable(g, n, &t) != 0) continue;
+    if (opt.families && *opt.families) { /* comma list of families to tune */
+      const char *f = strstr(opt.families, t.family);
+      size_t fl = strlen(t.family);
+      if (!f || (f != opt.families && f[-1] != ',') || (f[fl] && f[fl] != ',')) continue;
+    }
+    if (opt.max_gflop > 0 && t.features) {
+      int dp[KILN_MAX_KPARAMS];
+      kiln_features f;
+      memset(&f, 0, sizeof f);
+      for (int q = 0; q < t.nparams; q++) dp[q] = t.params[q].dflt;
+      t.features(&t, dp, &f);
+      if (f.flops > opt.max_gflop * 1e9) continue;
+    }
     int dup = -1;
     for (int k = 0; k < ninst && dup < 0; k++)
       if (!strcmp(inst[k].t.family, t.family) && inst[k].t.dtype == t.dtype && !strcmp(inst[k].t.shape_key, t.shape_key) && !strcmp(inst[k].t.epilogue, t.epilogue)) dup = k;
@@ -144,27 +366,26 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     free(figs);
     have_dm = kiln_cm_load(db, s->db_device, &d->info, &dm, NULL) == 0;
   }
+  if (opt.compare && !have_dm) { free(inst); free(res); free(host); return kiln__err(err, KILN_ENOTFOUND, "comparing strategies needs the device's probe"); }
   kiln_exec x = {.d = d, .g = g, .db = NULL, .ov_node = -1, .profile = true};
   double t0 = now_s();
   char hash[24];
+  kiln_cm_samples cold = {0}; /* compare: what the model strategy alone would have measured so far in this run */
   for (int ii = 0; ii < ninst; ii++) {
     snprintf(res[ii].family, sizeof res[ii].family, "%s", inst[ii].t.family);
     snprintf(res[ii].shape_key, sizeof res[ii].shape_key, "%s", inst[ii].t.shape_key);
     snprintf(res[ii].dtype, sizeof res[ii].dtype, "%s", kiln_dtype_name(inst[ii].t.dtype));
     res[ii].default_ns = res[ii].best_ns = -1;
+    res[ii].cmp_cold_ns = res[ii].cmp_warm_ns = res[ii].cmp_pick_ns = res[ii].cmp_best_ns = -1;
   }
   for (int ii = 0; ii < ninst; ii++) {
     instance *in = &inst[ii];
     kiln_tunable *t = &in->t;
     kiln_node *n = &g->nodes[in->node];
     kiln_tune_result *r = &res[ii];
-    snprintf(r->family, sizeof r->family, "%s", t->family);
-    snprintf(r->shape_key, sizeof r->shape_key, "%s", t->shape_key);
-    snprintf(r->dtype, sizeof r->dtype, "%s", kiln_dtype_name(t->dtype));
-    r->default_ns = r->best_ns = -1;
     kiln_source_hash(t->file, hash, sizeof hash);
     kiln_lookup usable; /* a marker counts while a record of this kernel source and kiln version backs it */
-    if (kiln_db_is_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue) &&
+    if (!opt.compare && kiln_db_is_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue) &&
         kiln_db_best_layered(db, s->db_device, &d->info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &usable, NULL) == 0 && usable.exact) {
       r->skipped = 1;
       kiln_record best;
@@ -198,143 +419,126 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
         for (int q = 0; q < np; q++) { int tmp = cands[k * np + q]; cands[k * np + q] = cands[j * np + q]; cands[j * np + q] = tmp; }
       }
     }
-    /* predictions for every candidate (features from the descriptor) */
+    /* features, parameter text and predictions for every candidate */
     kiln_features *feat = calloc((size_t)(nc + 1), sizeof *feat);
     double *pred = calloc((size_t)(nc + 1), sizeof(double));
-    int use_model = have_dm && t->features && feat && pred;
-    kiln_correction corr = {0};
+    char (*ps)[256] = calloc((size_t)(nc + 1), sizeof *ps);
+    int *order = calloc((size_t)(nc + 1), sizeof(int));
+    if (!feat || !pred || !ps || !order) { free(cands); free(feat); free(pred); free(ps); free(order); rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto done; }
+    int use_model = have_dm && t->features;
+    for (int k = 0; k < nc; k++) {
+      if (t->features) t->features(t, cands + (size_t)k * (size_t)np, &feat[k]);
+      kiln_tunable_str(t, cands + (size_t)k * (size_t)np, ps[k], sizeof ps[k]);
+    }
+    char key[320];
+    snprintf(key, sizeof key, "%d|%s|%s", t->dtype, t->shape_key, t->epilogue);
+    kiln_cm_samples smp = {0};
     if (use_model) {
-      for (int k = 0; k < nc; k++) t->features(t, cands + (size_t)k * (size_t)np, &feat[k]);
-      kiln_cm_fit_db(db, s->db_device, &dm, t->family, &corr, NULL);
-      for (int k = 0; k < nc; k++) pred[k] = kiln_cm_predict_ns(&dm, &corr, &feat[k]);
+      kiln_cm_samples_db(db, s->db_device, t->family, &smp, NULL);
+      kiln_correction *corr = malloc(sizeof *corr);
+      if (corr) {
+        kiln_cm_fit_samples(&dm, t->family, &smp, NULL, corr);
+        for (int k = 0; k < nc; k++) pred[k] = kiln_cm_predict_ns(&dm, corr, &feat[k], ps[k]);
+        free(corr);
+      }
     }
     int limit = nc;
     if (opt.max_trials > 0 && limit > opt.max_trials) limit = opt.max_trials;
-    int round = 0; /* model strategy: candidates measured between refits */
-    if (model && use_model) {
-      /* default first, then in order of prediction; refit after every round */
-      if (opt.max_trials <= 0) { limit = (int)ceil(nc * 0.10); if (limit < 4) limit = 4; if (limit > nc) limit = nc; }
-      round = limit / 4 > 1 ? limit / 4 : 1;
-    } else if (!random && opt.max_trials > 0 && nc > opt.max_trials) { /* spread an exhaustive sweep evenly */
+    if (!opt.compare && model && use_model && opt.max_trials <= 0) limit = model_limit(nc);
+    if ((opt.compare || !(model && use_model)) && !random && opt.max_trials > 0 && nc > opt.max_trials) { /* spread an exhaustive sweep evenly */
       for (int k = 1; k < limit; k++) {
         int j = (int)((int64_t)k * nc / limit);
         memmove(cands + k * np, cands + j * np, sizeof(int) * (size_t)np);
+        feat[k] = feat[j];
+        memmove(ps[k], ps[j], sizeof ps[k]);
       }
     }
-    double best = INFINITY;
-    int best_k = -1, k;
-    for (k = 0; k < limit; k++) {
-      if (opt.budget_s > 0 && now_s() - t0 > opt.budget_s && k > 0) break;
-      if (round && k >= 1 && (k == 1 || (k - 1) % round == 0)) {
-        /* refit on everything measured so far and order the rest by prediction */
-        if (k > 1) {
-          kiln_cm_fit_db(db, s->db_device, &dm, t->family, &corr, NULL);
-          for (int q = k; q < nc; q++) pred[q] = kiln_cm_predict_ns(&dm, &corr, &feat[q]);
+    trial_ctx tc = {.s = s, .db = db, .x = &x, .n = n, .node = in->node, .t = t, .host = host, .hash = hash, .opt = &opt, .r = r,
+                    .ii = ii, .ninst = ninst, .limit = limit, .t0 = t0, .cands = cands, .feat = t->features ? feat : NULL,
+                    .pred = use_model ? pred : NULL, .best = INFINITY, .best_k = -1, .err = err};
+    int stopped = 0;
+    if (opt.compare) {
+      /* every candidate's time: from this device's records of the instance
+       * (an earlier exhaustive run) or measured now */
+      double *ns = malloc(sizeof(double) * (size_t)(nc + 1));
+      if (!ns) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); }
+      else {
+        for (int k = 0; k < nc; k++) ns[k] = 0;
+        lookup_ctx lc = {t, cands, nc, ns};
+        kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, NULL);
+        if (limit < nc) nc = limit; /* --max-trials: the evenly spread subset stands for the space */
+        r->cmp_space = nc;
+        tc.limit = nc;
+        for (int k = 0; k < nc && !stopped; k++) {
+          if (ns[k] != 0) { r->trials++; tc.measured++; continue; }
+          double v = measure_candidate(&tc, k);
+          if (isnan(v)) stopped = 1;
+          else ns[k] = v;
         }
-        for (int a = k; a < nc; a++) { /* selection of the best predicted into slot a (only `round` slots needed) */
-          if (a >= k + round) break;
-          int bi = a;
-          for (int q = a + 1; q < nc; q++) if (pred[q] < pred[bi]) bi = q;
-          if (bi != a) {
-            for (int q = 0; q < np; q++) { int tmp = cands[a * np + q]; cands[a * np + q] = cands[bi * np + q]; cands[bi * np + q] = tmp; }
-            double tp = pred[a]; pred[a] = pred[bi]; pred[bi] = tp;
-            kiln_features tf = feat[a]; feat[a] = feat[bi]; feat[bi] = tf;
+        if (tc.rc) rc = tc.rc;
+        int bk = -1;
+        for (int k = 0; k < nc; k++) if (ns[k] > 0 && (bk < 0 || ns[k] < ns[bk])) bk = k;
+        if (!stopped && !rc && bk >= 0) {
+          r->best_ns = ns[bk];
+          if (ns[0] > 0) r->default_ns = ns[0];
+          snprintf(r->params, sizeof r->params, "%s", ps[bk]);
+          replay_ctx rp = {ns};
+          int lim = model_limit(nc);
+          /* warm: the database's other instances of the family as prior (as after tuning other models) */
+          kiln_cm_samples warm = {0};
+          for (int q = 0; q < smp.n; q++)
+            if (strcmp(smp.key[q], key)) kiln_cm_samples_add(&warm, &smp.f[q], smp.par[q], smp.key[q], smp.ns[q]);
+          int cnt = model_search(&dm, t->family, key, &warm, NULL, feat, ps, nc, lim, meas_replay, &rp, order, pred);
+          kiln_cm_samples_free(&warm);
+          int pick = -1;
+          for (int q = 0; q < cnt; q++) if (ns[order[q]] > 0 && (pick < 0 || ns[order[q]] < ns[pick])) pick = order[q];
+          r->cmp_warm_ns = pick >= 0 ? ns[pick] : -1;
+          /* cold: only what the model strategy itself measured earlier in this run */
+          cnt = model_search(&dm, t->family, key, &cold, NULL, feat, ps, nc, lim, meas_replay, &rp, order, pred);
+          pick = -1;
+          for (int q = 0; q < cnt; q++) if (ns[order[q]] > 0 && (pick < 0 || ns[order[q]] < ns[pick])) pick = order[q];
+          r->cmp_measured = cnt;
+          r->cmp_cold_ns = pick >= 0 ? ns[pick] : -1;
+          if (pick >= 0) {
+            snprintf(r->cmp_params, sizeof r->cmp_params, "%s", ps[pick]);
+            /* the cold pick and the exhaustive best re-timed back to back */
+            remeasure_pair(&x, n, in->node, cands + (size_t)pick * (size_t)np, cands + (size_t)bk * (size_t)np, 9, &r->cmp_pick_ns, &r->cmp_best_ns);
           }
         }
+        free(ns);
       }
-      const int *p = cands + (size_t)k * (size_t)np;
-      kiln_record rec;
-      memset(&rec, 0, sizeof rec);
-      snprintf(rec.family, sizeof rec.family, "%s", t->family);
-      rec.dtype = t->dtype;
-      snprintf(rec.shape_key, sizeof rec.shape_key, "%s", t->shape_key);
-      snprintf(rec.epilogue, sizeof rec.epilogue, "%s", t->epilogue);
-      kiln_tunable_str(t, p, rec.params, sizeof rec.params);
-      snprintf(rec.source_hash, sizeof rec.source_hash, "%s", hash);
-      kiln_tunable_opts(t, p, rec.build_options, sizeof rec.build_options);
-      snprintf(rec.origin, sizeof rec.origin, "measured");
-      rec.median_ns = -1;
-      if (use_model) {
-        kiln_features_to_array(&feat[k], rec.feat, &rec.nfeat);
-        rec.predicted_ns = pred[k];
-      } else if (t->features) {
-        kiln_features f1;
-        memset(&f1, 0, sizeof f1);
-        t->features(t, p, &f1);
-        kiln_features_to_array(&f1, rec.feat, &rec.nfeat);
+    } else if (model && use_model) {
+      model_search(&dm, t->family, key, &smp, NULL, feat, ps, nc, limit, meas_real, &tc, order, pred);
+      stopped = tc.measured < limit;
+    } else {
+      int k;
+      for (k = 0; k < limit; k++) {
+        double v = measure_candidate(&tc, k);
+        if (isnan(v)) break;
       }
-      x.ov_node = in->node;
-      x.ov_params = p;
-      kiln_error e2 = {0};
-      double w = kiln__tune_run_once(&x, n, &e2); /* warm-up; compiles the candidate */
-      r->trials++;
-      if (w < 0) {
-        snprintf(rec.status, sizeof rec.status, "%s", strstr(e2.msg, "build") ? "compile_error" : "launch_error");
-        r->rejected++;
-      } else {
-        rec.max_err = kiln__tune_output_error(&x, n, host, &e2);
-        if (!isfinite(rec.max_err)) { snprintf(rec.status, sizeof rec.status, "nan"); r->rejected++; }
-        else if (rec.max_err > MAX_REL_ERR) { snprintf(rec.status, sizeof rec.status, "wrong"); r->rejected++; }
-        else {
-          double ts[MAX_REPEATS];
-          int cnt = 0;
-          double spread = 1;
-          while (cnt < MAX_REPEATS) {
-            double v = kiln__tune_run_once(&x, n, &e2);
-            if (v < 0) break;
-            ts[cnt++] = v;
-            /* far slower than the best so far: one sample is evidence enough */
-            if (cnt == 1 && isfinite(best) && v > SLOW_FACTOR * best) { rec.median_ns = v; break; }
-            if (cnt >= MIN_REPEATS) {
-              double tmp[MAX_REPEATS];
-              memcpy(tmp, ts, sizeof(double) * (size_t)cnt);
-              qsort(tmp, (size_t)cnt, sizeof(double), cmpd);
-              double med = tmp[cnt / 2], p10 = tmp[cnt / 10], p90 = tmp[(cnt * 9) / 10 < cnt ? (cnt * 9) / 10 : cnt - 1];
-              spread = med > 0 ? (p90 - p10) / med : 0;
-              rec.median_ns = med;
-              if (spread < TARGET_SPREAD || med * cnt > 2e9) break;
-            }
-          }
-          rec.samples = cnt;
-          rec.spread = spread;
-          if (cnt == 1 && isfinite(best) && ts[0] > SLOW_FACTOR * best) {
-            snprintf(rec.status, sizeof rec.status, "slow"); /* measured once; not a candidate for best */
-          } else if (cnt < MIN_REPEATS) { snprintf(rec.status, sizeof rec.status, "launch_error"); r->rejected++; rec.median_ns = -1; }
-          else {
-            snprintf(rec.status, sizeof rec.status, "ok");
-            if (k == 0) r->default_ns = rec.median_ns;
-            if (rec.median_ns < best) { best = rec.median_ns; best_k = k; }
-          }
-        }
-      }
-      if ((rc = kiln_db_put(db, s->db_device, &rec, err)) != 0) { free(cands); free(feat); free(pred); goto done; }
-      if (opt.progress) {
-        double el = now_s() - t0;
-        kiln_tune_progress pg = {.instance = ii + 1, .ninstances = ninst, .family = t->family, .shape_key = t->shape_key,
-                                 .trial = k + 1, .ntrials = limit, .best_ns = isfinite(best) ? best : -1, .default_ns = r->default_ns,
-                                 .elapsed_s = el};
-        double frac = (ii + (double)(k + 1) / limit) / ninst;
-        pg.eta_s = frac > 0 ? el / frac - el : 0;
-        opt.progress(&pg, opt.ctx);
-      }
+      stopped = k < limit;
     }
-    x.ov_params = NULL;
-    x.ov_node = -1;
-    if (best_k >= 0) {
-      r->best_ns = best;
-      kiln_tunable_str(t, cands + (size_t)best_k * (size_t)np, r->params, sizeof r->params);
+    kiln_cm_samples_free(&smp);
+    if (tc.rc) rc = tc.rc;
+    if (!opt.compare && tc.best_k >= 0) {
+      r->best_ns = tc.best;
+      kiln_tunable_str(t, cands + (size_t)tc.best_k * (size_t)np, r->params, sizeof r->params);
     }
-    if (best_k >= 0 && k == limit) {
+    if (!rc && !stopped && tc.best_k >= 0) {
       /* the search ran to its end (or its per-instance cap): resume may skip it */
-      if ((rc = kiln_db_mark_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, r->trials, err)) != 0) { free(cands); free(feat); free(pred); goto done; }
+      rc = kiln_db_mark_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, r->trials, err);
     }
     free(cands);
     free(feat);
     free(pred);
+    free(ps);
+    free(order);
+    if (rc) goto done;
     for (int k = 0; k < n->nout; k++) if (n->out[k] >= 0) { free(host[n->out[k]]); host[n->out[k]] = NULL; }
   }
   rc = 0;
 done:
+  kiln_cm_samples_free(&cold);
   for (int i = 0; i < x.nevents; i++) clReleaseEvent(x.events[i]);
   free(x.events);
   for (int i = 0; i < g->nvals; i++) free(host[i]);
