@@ -426,10 +426,9 @@ struct kiln_cm_state {
 };
 
 kiln_cm_state *kiln_cm_state_new(kiln_db *db, int64_t device, const kiln_device_info *info) {
-  if (!db) return NULL;
   kiln_cm_state *st = calloc(1, sizeof *st);
   if (!st) return NULL;
-  if (kiln_cm_load(db, device, info, &st->dm, NULL) != 0) {
+  if (!db || kiln_cm_load(db, device, info, &st->dm, NULL) != 0) {
     /* never probed: the built-in prior's probe of a device of this kind */
     const char *pj = kiln_cm_prior_probe(info);
     if (!pj || kiln_devmodel_from_probe(pj, info, &st->dm, NULL) != 0) { free(st); return NULL; }
@@ -448,7 +447,8 @@ int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pre
   for (int i = 0; i < st->ncorr; i++) if (!strcmp(st->corr[i].family, t->family)) c = &st->corr[i];
   if (!c && st->ncorr < 16) {
     kiln_correction *nc = &st->corr[st->ncorr];
-    kiln_cm_fit_db(st->db, st->device, &st->dm, t->family, nc, NULL);
+    memset(nc, 0, sizeof *nc);
+    if (st->db) kiln_cm_fit_db(st->db, st->device, &st->dm, t->family, nc, NULL);
     /* too few of this device's own records: the built-in prior for devices of its kind */
     if (nc->nsamples < KILN_CM_MIN_SAMPLES) kiln_cm_prior(&st->dm.info, t->family, nc);
     snprintf(nc->family, sizeof nc->family, "%s", t->family);

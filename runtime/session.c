@@ -706,7 +706,8 @@ int kiln_session_set_db(kiln_session *s, kiln_db *db, kiln_error *err) {
   s->db = id >= 0 ? db : NULL;
   s->db_device = id;
   kiln_cm_state_free(s->cm);
-  s->cm = s->db ? kiln_cm_state_new(s->db, id, &s->d->info) : NULL;
+  /* a database that does not know this device yet: the cost model's built-in prior */
+  s->cm = db ? kiln_cm_state_new(s->db, id, &s->d->info) : NULL;
   kiln_device_set_binary_db(s->d, s->db);
   s->planned = false; /* parameters are chosen again on the next run */
   return 0;
