@@ -23,11 +23,11 @@ static int measure_nodes(kiln_session *s, double *ns, kiln_error *err) {
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
     ns[i] = -1;
-    if (n->folded) continue;
+    if (n->folded || n->skip_dev || (n->fuse_root >= 0 && !n->fgroup)) continue; /* fused members run with their group's root */
     double best = INFINITY;
     for (int r = 0; r < 3; r++) {
       x.nevents = 0;
-      if ((rc = n->op->dev(&x, n, err)) != 0) break;
+      if ((rc = kiln_node_dev(&x, n, err)) != 0) break;
       clFinish(s->d->q);
       double t = 0;
       for (int e = 0; e < x.nevents; e++) {
@@ -146,6 +146,29 @@ int kiln_session_plan_info(kiln_session *s, int measure, kiln_plan_kernel **out,
     snprintf(q->node, sizeof q->node, "%s", n->name);
     q->measured_ns = meas[i];
     q->predicted_ns = -1;
+    if (n->fgroup && n->fgroup->head >= 0) { /* an epilogue: the head's kernel, parameters and instance */
+      kiln_node *h = &g->nodes[n->fgroup->head];
+      size_t o = 0;
+      for (int k = 0; k < n->fgroup->nnodes && o < sizeof q->ops; k++)
+        o += (size_t)snprintf(q->ops + o, sizeof q->ops - o, "%s%s", k ? "+" : "", g->nodes[n->fgroup->nodes[k]].op_type);
+      q->nodes_covered = n->fgroup->nnodes;
+      kiln_tunable t;
+      memset(&t, 0, sizeof t);
+      if (h->op->tunable && h->op->tunable(g, h, &t) == 0) {
+        snprintf(q->family, sizeof q->family, "%s+epi", t.family);
+        snprintf(q->origin, sizeof q->origin, "%s", h->tparams_origin ? h->tparams_origin : "default");
+        kiln_tunable_str(&t, h->tparams, q->params, sizeof q->params);
+        if (have_dm && t.features) {
+          kiln_correction c;
+          kiln_cm_fit_db(s->db, s->db_device, &dm, t.family, &c, NULL);
+          kiln_features f;
+          memset(&f, 0, sizeof f);
+          t.features(&t, h->tparams, &f);
+          q->predicted_ns = kiln_cm_predict_ns(&dm, &c, &f);
+        }
+      }
+      continue;
+    }
     if (n->fgroup) {
       size_t o = 0;
       for (int k = 0; k < n->fgroup->nnodes && o < sizeof q->ops; k++)

@@ -36,6 +36,13 @@
  *                 grid: (OD*OH*OW, OC, N)
  * The optional bias is read when has_bias != 0 (else `bias` is any buffer).
  * The host passes the tile sizes as -D options (it sizes the grids from them).
+ *
+ * Epilogue: when the host prepends a generated function
+ *   T kiln_epi(T v, long i, int c, __global const T *e0, __global const T *e1)
+ * (and #define KILN_EPI 1), every kernel that writes Y passes each output
+ * value v (bias included) through it, with i the flat index into Y and c the
+ * output channel; e0, e1 are the epilogue's tensor operands (any buffer when
+ * unused). Without it EPI(v, i, c) is v.
  */
 #if T_IS_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -67,6 +74,11 @@
 #define LG_WPT 1 // conv_gemm_local: outputs per work-item along pixels (divides LG_TS)
 #endif
 #define GEMM_NV (GEMM_TN / 8) /* vectors of 8 per row of the register block */
+#ifdef KILN_EPI
+#define EPI(v, i, c) kiln_epi((v), (i), (c), e0, e1)
+#else
+#define EPI(v, i, c) (v)
+#endif
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #define T8 CAT(T, 8)
@@ -86,7 +98,7 @@
 #define M_P 21   /* leading pads */
 
 __kernel void conv_direct(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
-                          __global const int *m, int has_bias) {
+                          __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
   const int C = m[M_C], OC = m[M_OC], G = m[M_G], ICg = m[M_ICG], OCg = m[M_OCG];
   const int ID = m[M_IN], IH = m[M_IN + 1], IW = m[M_IN + 2];
   const int OD = m[M_OUT], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
@@ -141,9 +153,9 @@ __kernel void conv_direct(__global const T *x, __global const T *w, __global con
     if (ocg0 + i >= OCg) break;
     const int oc = grp * OCg + ocg0 + i;
     const T b = has_bias ? bias[oc] : (T)0;
-    __global T *yr = y + (((long)n * OC + oc) * OD + od) * (long)OH * OW + (long)oh * OW;
+    const long yo = (((long)n * OC + oc) * OD + od) * (long)OH * OW + (long)oh * OW + ow0;
     for (int j = 0; j < CONV_TP; j++)
-      if (ow0 + j < OW) yr[ow0 + j] = acc[i][j] + b;
+      if (ow0 + j < OW) y[yo + j] = EPI(acc[i][j] + b, yo + j, oc);
   }
 }
 
@@ -160,7 +172,7 @@ __kernel void conv_direct(__global const T *x, __global const T *w, __global con
 inline void gemm_body(__global const T *A, __global const T *B, __global const T *bias, __global T *Y, const int M, const int K,
                       const int P, const int ldb, const int pload, const int ldy, const int G1, const long sa, const long sbo,
                       const long sbi, const long syo, const long syi, const int has_bias, const int gather, const int SH,
-                      const int SW, const int IW, const int OW) {
+                      const int SW, const int IW, const int OW, const int epi, __global const T *e0, __global const T *e1) {
 #if GEMM_ORDER
   const int p0 = get_global_id(1) * GEMM_TN, mb = get_global_id(0), b = get_global_id(2);
 #else
@@ -207,7 +219,22 @@ inline void gemm_body(__global const T *A, __global const T *B, __global const T
     const int m = m0 + i;
     if (m >= M) break;
     const T bs = has_bias ? bias[bi * M + m] : (T)0;
-    __global T *yr = Y + bo * syo + bi * syi + (long)m * ldy + p0;
+    const long yo = bo * syo + bi * syi + (long)m * ldy + p0;
+    __global T *yr = Y + yo;
+#ifdef KILN_EPI
+    if (epi) {
+      T tmp[GEMM_TN];
+      for (int j = 0; j < GEMM_NV; j++) vstore8(acc[i][j] + (T8)bs, j, tmp);
+      for (int q = 0; q < GEMM_TN; q++) tmp[q] = EPI(tmp[q], yo + q, bi * M + m);
+      if (full) {
+        for (int j = 0; j < GEMM_NV; j++) vstore8(vload8(j, tmp), j, yr);
+      } else {
+        for (int q = 0; q < GEMM_TN; q++)
+          if (p0 + q < P) yr[q] = tmp[q];
+      }
+      continue;
+    }
+#endif
     if (full) {
       for (int j = 0; j < GEMM_NV; j++) vstore8(acc[i][j] + (T8)bs, j, yr);
     } else {
@@ -220,14 +247,15 @@ inline void gemm_body(__global const T *A, __global const T *B, __global const T
 }
 
 __kernel void conv_gemm(__global const T *A, __global const T *B, __global const T *bias, __global T *Y, int M, int K, int P,
-                        int ldb, int pload, int ldy, int G1, long sa, long sbo, long sbi, long syo, long syi, int has_bias) {
-  gemm_body(A, B, bias, Y, M, K, P, ldb, pload, ldy, G1, sa, sbo, sbi, syo, syi, has_bias, 0, 1, 1, 1, 1);
+                        int ldb, int pload, int ldy, int G1, long sa, long sbo, long sbi, long syo, long syi, int has_bias,
+                        int epi, __global const T *e0, __global const T *e1) {
+  gemm_body(A, B, bias, Y, M, K, P, ldb, pload, ldy, G1, sa, sbo, sbi, syo, syi, has_bias, 0, 1, 1, 1, 1, epi, e0, e1);
 }
 
 __kernel void conv_gemm_s(__global const T *A, __global const T *B, __global const T *bias, __global T *Y, int M, int K, int P,
                           int ldb, int pload, int ldy, int G1, long sa, long sbo, long sbi, long syo, long syi, int has_bias,
-                          int SH, int SW, int IW, int OW) {
-  gemm_body(A, B, bias, Y, M, K, P, ldb, pload, ldy, G1, sa, sbo, sbi, syo, syi, has_bias, 1, SH, SW, IW, OW);
+                          int epi, __global const T *e0, __global const T *e1, int SH, int SW, int IW, int OW) {
+  gemm_body(A, B, bias, Y, M, K, P, ldb, pload, ldy, G1, sa, sbo, sbi, syo, syi, has_bias, 1, SH, SW, IW, OW, epi, e0, e1);
 }
 
 /* im2col: col[(n*G + g)*K + k][p] for k = (ic, kd, kh, kw) of group g and
@@ -273,7 +301,7 @@ __kernel void conv_im2col(__global const T *x, __global T *col, __global const i
  * col[n*G + g][k][p] (+ bias), W the weights as stored ([OC][K]); tiles of
  * LG_TS x LG_TS of W and col staged in local memory. */
 __kernel void conv_gemm_local(__global const T *W, __global const T *col, __global const T *bias, __global T *Y, int M, int K,
-                              int P, int ldb, int G, int has_bias) {
+                              int P, int ldb, int G, int has_bias, __global const T *e0, __global const T *e1) {
   __local T As[LG_TS][LG_TS + 1];
   __local T Bs[LG_TS][LG_TS + 1];
   const int lx = get_local_id(0), ly = get_local_id(1);
@@ -299,10 +327,10 @@ __kernel void conv_gemm_local(__global const T *W, __global const T *col, __glob
   }
   if (m >= M) return;
   const T bs = has_bias ? bias[g * M + m] : (T)0;
-  __global T *yr = Y + ((long)n * G * M + (long)g * M + m) * P;
+  const long yo = ((long)n * G * M + (long)g * M + m) * P;
   for (int w = 0; w < LG_WPT; w++) {
     const int p = p0 + lx + w * (LG_TS / LG_WPT);
-    if (p < P) yr[p] = acc[w] + bs;
+    if (p < P) Y[yo + p] = EPI(acc[w] + bs, yo + p, g * M + m);
   }
 }
 
@@ -346,7 +374,7 @@ __kernel void wino_in(__global const T *x, __global T *V, __global const int *m,
 /* Winograd F(2x2,3x3) output transform: y tile = A^T Mt A (+ bias) with
  * Mt[xi] = Mw[n][xi][oc][t]. grid: (T, OC, N). */
 __kernel void wino_out(__global const T *Mw, __global const T *bias, __global T *y, __global const int *m, int TW, int T_,
-                       int ldb, int has_bias) {
+                       int ldb, int has_bias, __global const T *e0, __global const T *e1) {
   const int OC = m[M_OC], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
   const int t = get_global_id(0), oc = get_global_id(1), n = get_global_id(2);
   if (t >= T_ || oc >= OC || n >= m[M_N]) return;
@@ -361,17 +389,18 @@ __kernel void wino_out(__global const T *Mw, __global const T *bias, __global T 
   }
   const T bs = has_bias ? bias[oc] : (T)0;
   const int oh0 = (t / TW) * 2, ow0 = (t % TW) * 2;
-  __global T *yc = y + ((long)n * OC + oc) * ((long)OH * OW);
+  const long yc = ((long)n * OC + oc) * ((long)OH * OW);
   for (int i = 0; i < 2; i++) {
     if (oh0 + i >= OH) break;
     const T y0 = u[i][0] + u[i][1] + u[i][2], y1 = u[i][1] - u[i][2] - u[i][3];
-    yc[(long)(oh0 + i) * OW + ow0] = y0 + bs;
-    if (ow0 + 1 < OW) yc[(long)(oh0 + i) * OW + ow0 + 1] = y1 + bs;
+    const long yo = yc + (long)(oh0 + i) * OW + ow0;
+    y[yo] = EPI(y0 + bs, yo, oc);
+    if (ow0 + 1 < OW) y[yo + 1] = EPI(y1 + bs, yo + 1, oc);
   }
 }
 
 __kernel void conv_dw(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
-                      __global const int *m, int has_bias) {
+                      __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
   const int C = m[M_C];
   const int ID = m[M_IN], IH = m[M_IN + 1], IW = m[M_IN + 2];
   const int OD = m[M_OUT], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
@@ -410,9 +439,9 @@ __kernel void conv_dw(__global const T *x, __global const T *w, __global const T
     }
   }
   const T b = has_bias ? bias[c] : (T)0;
-  __global T *yr = y + (((long)n * C + c) * OD + od) * (long)OH * OW + (long)oh * OW;
+  const long yo = (((long)n * C + c) * OD + od) * (long)OH * OW + (long)oh * OW + ow0;
   for (int j = 0; j < CONVDW_TP; j++)
-    if (ow0 + j < OW) yr[ow0 + j] = acc[j] + b;
+    if (ow0 + j < OW) y[yo + j] = EPI(acc[j] + b, yo + j, c);
 }
 
 /* ConvTranspose: y[n,oc,o] = sum over ic of the group and kernel taps k with

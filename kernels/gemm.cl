@@ -22,7 +22,13 @@
  * Batch layout of gemm/matmul_int: get_global_id(2) is the batch index z, the
  * output matrix z starts at z*M*N; bmeta (longs) holds nb, dims[8], A batch
  * strides[8], B batch strides[8] (elements, 0 on broadcast axes; for
- * gemm_panel the B strides are in elements of the packed B). */
+ * gemm_panel the B strides are in elements of the packed B).
+ *
+ * Epilogue (gemm, gemm_panel): when the host prepends a generated function
+ *   T kiln_epi(T v, long i, int c, __global const T *e0, __global const T *e1)
+ * (and #define KILN_EPI 1), each output value (alpha*AB + beta*C) passes
+ * through it before the store, with i the flat index into Y (batches
+ * included) and c the column; e0, e1 are its tensor operands. */
 #if defined(T_IS_DOUBLE) && T_IS_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -109,13 +115,25 @@ inline void batch_offsets(__global const long *bmeta, long z, long *ao, long *bo
   #define MADV(a, b, c) ((a) * (b) + (c))
 #endif
 
+#ifdef KILN_EPI
+  #define EPI(v, i, c) kiln_epi((v), (i), (c), e0, e1)
+#else
+  #define EPI(v, i, c) (v)
+#endif
+
 /* Y(m, n0..n0+VW-1) = alpha * acc + beta * C(m, n0..): vector store when the
- * whole vector is inside, element by element at the right edge. */
+ * whole vector is inside, element by element at the right edge. Y starts at
+ * element ybase of the output (for the epilogue's index). */
 inline void store_vec(TV acc, const int m, const int n0, const int N, const T alpha, const T beta,
-                      __global const T *C, const long scm, const long scn, const int has_c, __global T *Y) {
+                      __global const T *C, const long scm, const long scn, const int has_c, __global T *Y,
+                      const long ybase, __global const T *e0, __global const T *e1) {
   if (n0 + VW <= N && (!has_c || scn == 1)) {
     TV o = alpha * acc;
     if (has_c) o += beta * VLOADL(0, C + m * scm + n0);
+#ifdef KILN_EPI
+    T *ro = (T *)&o;
+    for (int e = 0; e < VW; e++) ro[e] = EPI(ro[e], ybase + (long)m * N + n0 + e, n0 + e);
+#endif
     VSTOREL(o, 0, Y + (long)m * N + n0);
     return;
   }
@@ -125,7 +143,7 @@ inline void store_vec(TV acc, const int m, const int n0, const int N, const T al
     if (n >= N) break;
     T o = alpha * r[e];
     if (has_c) o += beta * C[m * scm + n * scn];
-    Y[(long)m * N + n] = o;
+    Y[(long)m * N + n] = EPI(o, ybase + (long)m * N + n, n);
   }
 }
 
@@ -148,7 +166,7 @@ void gemm(const int M, const int N, const int K, const T alpha, const T beta,
           __global const T *A, const long sam, const long sak,
           __global const T *B, const long sbk, const long sbn,
           __global const T *C, const long scm, const long scn, const int has_c,
-          __global T *Y, __global const long *bmeta) {
+          __global T *Y, __global const long *bmeta, __global const T *e0, __global const T *e1) {
 #if SA
   __local T Al[KWG * ALD];   /* Al[k][m] */
   __local T Bl[KWG * BLD];   /* Bl[k][n] */
@@ -242,7 +260,7 @@ void gemm(const int M, const int N, const int K, const T alpha, const T beta,
   for (int i = 0; i < TM; i++) {
     const int m = m0 + i * WGM + wm;
     if (m >= M) continue;
-    for (int v = 0; v < NV; v++) store_vec(acc[i][v], m, n0 + (v * WGN + wn) * VW, N, alpha, beta, C, scm, scn, has_c, Y);
+    for (int v = 0; v < NV; v++) store_vec(acc[i][v], m, n0 + (v * WGN + wn) * VW, N, alpha, beta, C, scm, scn, has_c, Y, z * (long)M * N, e0, e1);
   }
 }
 #endif /* KERNEL == 0 */
@@ -286,7 +304,7 @@ __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void gemm_panel(const int M, const int N, const int K, const T alpha, const T beta,
                 __global const T *A, const long sam, const long sak, __global const T *Bp,
                 __global const T *C, const long scm, const long scn, const int has_c,
-                __global T *Y, __global const long *bmeta) {
+                __global T *Y, __global const long *bmeta, __global const T *e0, __global const T *e1) {
   const int p = get_global_id(0), m0 = get_global_id(1) * TM;
   const long z = get_global_id(2);
   const int np = (N + NR - 1) / NR;
@@ -323,7 +341,7 @@ void gemm_panel(const int M, const int N, const int K, const T alpha, const T be
   _Pragma("unroll") for (int i = 0; i < TM; i++) {
     const int m = m0 + i;
     if (m >= M) break;
-    _Pragma("unroll") for (int v = 0; v < NV; v++) store_vec(acc[i][v], m, p * NR + v * VW, N, alpha, beta, C, scm, scn, has_c, Y);
+    _Pragma("unroll") for (int v = 0; v < NV; v++) store_vec(acc[i][v], m, p * NR + v * VW, N, alpha, beta, C, scm, scn, has_c, Y, z * (long)M * N, e0, e1);
   }
 }
 #endif /* KERNEL == 1 */

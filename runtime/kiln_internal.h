@@ -97,6 +97,7 @@ typedef struct kiln_node {
   bool skip_dev;             /* output 0 aliases input 0's buffer: nothing to launch (memory plan) */
   int fuse_root;             /* index of the fused group's last node, -1 if not fused */
   struct kiln_fgroup *fgroup;/* on a group's last node: the fused kernel (fusion.c) */
+  struct kiln_fgroup *epi;   /* on a Conv/Gemm/MatMul whose kernel applies an epilogue group (not owned) */
   /* per-node device state, owned by the plan; see kiln_exec_param()/scratch() */
   cl_mem param[4];
   size_t param_bytes[4];
@@ -119,6 +120,7 @@ struct kiln_graph {
   int ir_version;
   char *path;                /* model file */
   void **ref_host;           /* during reference runs: host buffers per value (see kiln_node_run_ref_host) */
+  bool fusion;               /* the plan fuses (kernels may merge producer steps, e.g. im2col into the GEMM) */
 };
 
 /* Attribute lookup; the *_or variants return `dflt` when absent. */
@@ -381,15 +383,20 @@ typedef struct kiln_fgroup {
   int nnodes;
   int *nodes;                /* node indices in topological order; the last is the root */
   int next;
-  int ext[8];                /* external input values */
-  char *src;                 /* generated OpenCL source */
+  int ext[8];                /* external input values (epilogues: the buffers e0, e1) */
+  char *src;                 /* generated OpenCL source (epilogues: the function kiln_epi) */
+  /* epilogue groups: nodes[0] is the head (Conv, Gemm, MatMul) whose kernel
+   * applies the element-wise rest to each output before storing it */
+  int head;                  /* node index of the head, -1 for element-wise groups */
+  char sig[64];              /* epilogue signature: part of the head's kernel instance key */
+  char *full_src[2];         /* kiln_epi + conv.cl / gemm.cl, built on first use */
 } kiln_fgroup;
 
 /* One grouping considered: taken or rejected, with the numbers that decided. */
 typedef struct kiln_fusion_decision {
   char root[128];            /* the group's last node */
   char nodes[256];           /* "Add+Relu" */
-  const char *kind;          /* "elementwise" */
+  const char *kind;          /* "elementwise", "epilogue", "im2col" */
   int nnodes;
   bool fused, measured;      /* measured: predictions from the device's probe */
   double pred_fused_ns, pred_unfused_ns;
@@ -407,6 +414,25 @@ int kiln_fusion_plan(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fusion_
 /* Enqueues a group's fused kernel (called for the root node). */
 int kiln_fusion_run(kiln_exec *x, kiln_node *root, kiln_error *err);
 void kiln_fusion_free(kiln_graph *g);
+/* Enqueues whatever node n contributes to a run: its `dev`, its group's fused
+ * kernel when n is a group's root, nothing for a fused group's other members. */
+int kiln_node_dev(kiln_exec *x, kiln_node *n, kiln_error *err);
+/* Epilogue support for the head kernels (conv.cl, gemm.cl):
+ * kiln_epi_kernel: kernel `name` of `file` built with opts, with the node's
+ *   epilogue function compiled in (-DKILN_EPI) when n->epi is set;
+ * kiln_epi_out: the buffer the head writes (the group root's output when
+ *   fused, else the node's own output 0);
+ * kiln_epi_bufs: the epilogue's tensor operands e0, e1 (`fallback` where unused). */
+cl_kernel kiln_epi_kernel(kiln_exec *x, kiln_node *n, const char *file, const char *opts, const char *name, kiln_error *err);
+cl_mem kiln_epi_out(kiln_exec *x, kiln_node *n);
+void kiln_epi_bufs(kiln_exec *x, kiln_node *n, cl_mem fallback, cl_mem e[2]);
+/* The node whose outputs hold n's results: the epilogue group's root for a
+ * head, else n itself. */
+kiln_node *kiln_epi_result_node(kiln_graph *g, kiln_node *n);
+/* Host reference of a head's epilogue (tuner): runs the group's other nodes
+ * on host[] after the head's reference, reading their external inputs from
+ * the device. No-op for nodes without an epilogue. */
+int kiln_epi_ref(kiln_device *d, kiln_graph *g, kiln_node *n, void **host, kiln_error *err);
 
 /* ---- graph and plan ----------------------------------------------------- */
 

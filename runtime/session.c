@@ -399,6 +399,10 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
       int v = n->in[k];
       if (v < 0 || g->vals[v].buf) continue;
       kiln_value *val = &g->vals[v];
+      /* a value computed inside a fused kernel has no buffer at all (giving
+       * it one here made every fused group hold private buffers outside the
+       * pool: the VAE decoder's peak doubled with fusion) */
+      if (val->producer >= 0 && !g->nodes[val->producer].folded && g->nodes[val->producer].fuse_root >= 0 && !g->nodes[val->producer].fgroup) continue;
       size_t bytes = kiln_value_bytes(val);
       if (!(val->buf = kiln_cl_alloc(d, bytes, err))) { rc = err ? err->status : KILN_ECL; break; }
       own += bytes;
@@ -488,8 +492,9 @@ static int plan(kiln_session *s, kiln_error *err) {
   if ((rc = check_nodes(g, true, err)) != 0) return rc;
   /* GroupNorm pattern, norm + activation, scale/mask + softmax (passes.c) */
   if (!s->no_fusion && !getenv("KILN_NO_FUSION") && (rc = kiln_graph_fuse_patterns(g, NULL, NULL, NULL, err)) != 0) return rc;
-  for (int i = 0; i < g->nnodes; i++) { g->nodes[i].fuse_root = -1; g->nodes[i].fgroup = NULL; }
-  if (!s->no_fusion && !getenv("KILN_NO_FUSION")) {
+  for (int i = 0; i < g->nnodes; i++) { g->nodes[i].fuse_root = -1; g->nodes[i].fgroup = NULL; g->nodes[i].epi = NULL; }
+  g->fusion = !s->no_fusion && !getenv("KILN_NO_FUSION");
+  if (g->fusion) {
     kiln_fusion_costs fc = {0};
     if (s->cm && kiln_cm_fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
     if ((rc = kiln_fusion_plan(g, &fc, &s->fdec, &s->nfdec, err)) != 0) return rc;
@@ -539,7 +544,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     kiln_node *n = &g->nodes[i];
     if (n->folded || n->skip_dev) continue; /* skip_dev: output aliases the input's buffer */
     if (n->fuse_root >= 0 && !n->fgroup) continue; /* computed by its group's fused kernel */
-    if ((rc = n->fgroup ? kiln_fusion_run(&x, n, err) : n->op->dev(&x, n, err)) != 0) {
+    if ((rc = kiln_node_dev(&x, n, err)) != 0) {
       if (err && !strstr(err->msg, n->name)) {
         char m[1024];
         snprintf(m, sizeof m, "node '%s' (%s): %s", n->name, n->op_type, err->msg);

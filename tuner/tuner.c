@@ -71,6 +71,7 @@ double kiln__tune_run_once(kiln_exec *x, kiln_node *n, kiln_error *err) {
  * the reference is finite. */
 double kiln__tune_output_error(kiln_exec *x, kiln_node *n, void **ref, kiln_error *err) {
   double worst = 0;
+  n = kiln_epi_result_node(x->g, n); /* a head with a fused epilogue writes its group's output */
   for (int k = 0; k < n->nout; k++) {
     kiln_value *v = kiln_out(x->g, n, k);
     if (!v || !ref[n->out[k]]) continue;
@@ -408,6 +409,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
       else rc = kiln_cl_read(d, v->buf, host[n->in[k]], b, err);
     }
     if (!rc) rc = kiln_node_run_ref_host(g, n, host, err);
+    if (!rc) rc = kiln_epi_ref(d, g, n, host, err); /* a fused epilogue: compare the group's result */
     if (rc) goto done;
     int *cands = NULL;
     int nc = kiln_tunable_enumerate(t, &d->info, &cands), np = t->nparams;

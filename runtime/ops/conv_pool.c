@@ -479,6 +479,7 @@ static int conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_
            (long long)w->s[0], (long long)w->s[1], (long long)w->s[2], (long long)w->pb[0], (long long)w->pb[1], (long long)w->pb[2],
            (long long)w->pe[0], (long long)w->pe[1], (long long)w->pe[2], (long long)w->d[0], (long long)w->d[1], (long long)w->d[2],
            (long long)w->group, bias, wc);
+  if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   t->valid = conv_valid;
   t->features = conv_features;
   return 0;
@@ -561,17 +562,20 @@ static cl_mem conv_packed(kiln_exec *x, kiln_node *n, const win_geom *w, int kin
 }
 
 /* Launches conv_gemm (or conv_gemm_s with gather geometry sg[4] = SH, SW, IW, OW). */
-static int conv_gemm_launch(kiln_exec *x, const char *opts, cl_mem A, cl_mem B, cl_mem bias, cl_mem Y, cl_int M, cl_int K, cl_int P,
+/* epi: apply node n's epilogue (when it has one) to the stored values. */
+static int conv_gemm_launch(kiln_exec *x, kiln_node *n, const char *opts, cl_mem A, cl_mem B, cl_mem bias, cl_mem Y, cl_int M, cl_int K, cl_int P,
                             cl_int ldb, cl_int pload, cl_int ldy, cl_int G1, cl_long sa, cl_long sbo, cl_long sbi, cl_long syo,
-                            cl_long syi, cl_int has_bias, int64_t batches, int tm, int tn, int order, const cl_int *sg, kiln_error *err) {
-  cl_kernel k = kiln_cl_kernel(x->d, "conv.cl", opts, sg ? "conv_gemm_s" : "conv_gemm", err);
+                            cl_long syi, cl_int has_bias, cl_int epi, int64_t batches, int tm, int tn, int order, const cl_int *sg, kiln_error *err) {
+  cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, sg ? "conv_gemm_s" : "conv_gemm", err);
   if (!k) return err->status;
+  cl_mem e[2];
+  kiln_epi_bufs(x, n, Y, e);
   if (kiln_cl_args(k, err, KARG(A), KARG(B), KARG(bias), KARG(Y), KARG(M), KARG(K), KARG(P), KARG(ldb), KARG(pload), KARG(ldy), KARG(G1),
-                   KARG(sa), KARG(sbo), KARG(sbi), KARG(syo), KARG(syi), KARG(has_bias), KEND))
+                   KARG(sa), KARG(sbo), KARG(sbi), KARG(syo), KARG(syi), KARG(has_bias), KARG(epi), KARG(e[0]), KARG(e[1]), KEND))
     return err->status;
   if (sg) {
     for (int i = 0; i < 4; i++) {
-      cl_int e = clSetKernelArg(k, 17 + i, sizeof(cl_int), &sg[i]);
+      cl_int e = clSetKernelArg(k, 20 + i, sizeof(cl_int), &sg[i]);
       if (e != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clSetKernelArg: %s", kiln__clerror(e));
     }
   }
@@ -593,7 +597,9 @@ static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   int dt = kiln_in(g, n, 0)->dtype;
   char opts[512];
   kiln_cl_type_opts(dt, opts, sizeof opts);
-  cl_mem bx = kiln_in_buf(x, n, 0), bw = kiln_in_buf(x, n, 1), bb = kiln_in_buf(x, n, 2), by = kiln_out_buf(x, n, 0);
+  cl_mem bx = kiln_in_buf(x, n, 0), bw = kiln_in_buf(x, n, 1), bb = kiln_in_buf(x, n, 2), by = tr ? kiln_out_buf(x, n, 0) : kiln_epi_out(x, n);
+  cl_mem ep[2];
+  kiln_epi_bufs(x, n, by, ep);
   cl_int has_bias = bb != NULL;
   if (!bb) bb = bw;
   int64_t osz = w.out[0] * w.out[1] * w.out[2];
@@ -624,16 +630,16 @@ static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     int64_t isz = w.in[0] * w.in[1] * w.in[2];
     bool strided = w.s[0] * w.s[1] * w.s[2] != 1;
     cl_int sg[4] = {(cl_int)w.s[1], (cl_int)w.s[2], (cl_int)w.in[2], (cl_int)w.out[2]};
-    return conv_gemm_launch(x, opts, A, bx, bb, by, (cl_int)ocg, (cl_int)K, (cl_int)osz, (cl_int)isz, (cl_int)osz, (cl_int)osz,
+    return conv_gemm_launch(x, n, opts, A, bx, bb, by, (cl_int)ocg, (cl_int)K, (cl_int)osz, (cl_int)isz, (cl_int)osz, (cl_int)osz,
                             (cl_int)w.group, (cl_long)(ceil_div(ocg, tm) * K * tm), (cl_long)(w.c * isz), (cl_long)(icg * isz),
-                            (cl_long)(w.oc * osz), (cl_long)(ocg * osz), has_bias, w.n * w.group, tm, tn, p[CP_GORD], strided ? sg : NULL, err);
+                            (cl_long)(w.oc * osz), (cl_long)(ocg * osz), has_bias, 1, w.n * w.group, tm, tn, p[CP_GORD], strided ? sg : NULL, err);
   }
   case CONV_A_IM2COL:
   case CONV_A_LOCAL: {
     cl_int ldb = (cl_int)conv_ldb(osz);
     cl_mem col = kiln_exec_scratch(x, n, 0, (size_t)(w.n * w.group * K * ldb) * esz, err);
     if (!col) return err->status;
-    cl_kernel k = kiln_cl_kernel(x->d, "conv.cl", opts, "conv_im2col", err);
+    cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_im2col", err);
     if (!k) return err->status;
     if (kiln_cl_args(k, err, KARG(bx), KARG(col), KARG(mb), KARG(ldb), KEND)) return err->status;
     size_t gws[3] = {(size_t)(w.out[0] * w.out[1]), (size_t)K, (size_t)(w.n * w.group)};
@@ -641,15 +647,16 @@ static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     if (algo == CONV_A_IM2COL) {
       cl_mem A = conv_packed(x, n, &w, 1, tm, err);
       if (!A) return err->status;
-      return conv_gemm_launch(x, opts, A, col, bb, by, (cl_int)ocg, (cl_int)K, (cl_int)osz, ldb, ldb, (cl_int)osz, (cl_int)w.group,
+      return conv_gemm_launch(x, n, opts, A, col, bb, by, (cl_int)ocg, (cl_int)K, (cl_int)osz, ldb, ldb, (cl_int)osz, (cl_int)w.group,
                               (cl_long)(ceil_div(ocg, tm) * K * tm), (cl_long)(w.group * K * ldb), (cl_long)(K * ldb),
-                              (cl_long)(w.oc * osz), (cl_long)(ocg * osz), has_bias, w.n * w.group, tm, tn, p[CP_GORD], NULL, err);
+                              (cl_long)(w.oc * osz), (cl_long)(ocg * osz), has_bias, 1, w.n * w.group, tm, tn, p[CP_GORD], NULL, err);
     }
     int ts = p[CP_LTS], wpt = p[CP_LWPT];
-    cl_kernel kl = kiln_cl_kernel(x->d, "conv.cl", opts, "conv_gemm_local", err);
+    cl_kernel kl = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_gemm_local", err);
     if (!kl) return err->status;
     cl_int M = (cl_int)ocg, Kc = (cl_int)K, P = (cl_int)osz, G = (cl_int)w.group;
-    if (kiln_cl_args(kl, err, KARG(bw), KARG(col), KARG(bb), KARG(by), KARG(M), KARG(Kc), KARG(P), KARG(ldb), KARG(G), KARG(has_bias), KEND))
+    if (kiln_cl_args(kl, err, KARG(bw), KARG(col), KARG(bb), KARG(by), KARG(M), KARG(Kc), KARG(P), KARG(ldb), KARG(G), KARG(has_bias), KARG(ep[0]),
+                     KARG(ep[1]), KEND))
       return err->status;
     size_t gl[3] = {(size_t)(ceil_div(osz, ts) * (ts / wpt)), (size_t)(ceil_div(ocg, ts) * ts), (size_t)(w.n * w.group)};
     size_t ll[3] = {(size_t)(ts / wpt), (size_t)ts, 1};
@@ -663,32 +670,33 @@ static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     if (!V) return err->status;
     cl_mem Mw = kiln_exec_scratch(x, n, 1, (size_t)(w.n * 16 * w.oc * ldb) * esz, err);
     if (!Mw) return err->status;
-    cl_kernel ki = kiln_cl_kernel(x->d, "conv.cl", opts, "wino_in", err);
+    cl_kernel ki = kiln_epi_kernel(x, n, "conv.cl", opts, "wino_in", err);
     if (!ki) return err->status;
     if (kiln_cl_args(ki, err, KARG(bx), KARG(V), KARG(mb), KARG(TW), KARG(T_), KARG(ldb), KEND)) return err->status;
     size_t gi[3] = {(size_t)ldb, (size_t)w.c, (size_t)w.n};
     if ((rc = kiln_exec_launch(x, ki, 3, gi, NULL, err))) return rc;
-    if ((rc = conv_gemm_launch(x, opts, A, V, bb, Mw, (cl_int)w.oc, (cl_int)w.c, T_, ldb, ldb, ldb, 16, (cl_long)(ceil_div(w.oc, tm) * w.c * tm),
-                               (cl_long)(16 * w.c * ldb), (cl_long)(w.c * ldb), (cl_long)(16 * w.oc * ldb), (cl_long)(w.oc * ldb), 0,
+    if ((rc = conv_gemm_launch(x, n, opts, A, V, bb, Mw, (cl_int)w.oc, (cl_int)w.c, T_, ldb, ldb, ldb, 16, (cl_long)(ceil_div(w.oc, tm) * w.c * tm),
+                               (cl_long)(16 * w.c * ldb), (cl_long)(w.c * ldb), (cl_long)(16 * w.oc * ldb), (cl_long)(w.oc * ldb), 0, 0,
                                w.n * 16, tm, tn, p[CP_GORD], NULL, err)))
       return rc;
-    cl_kernel ko = kiln_cl_kernel(x->d, "conv.cl", opts, "wino_out", err);
+    cl_kernel ko = kiln_epi_kernel(x, n, "conv.cl", opts, "wino_out", err);
     if (!ko) return err->status;
-    if (kiln_cl_args(ko, err, KARG(Mw), KARG(bb), KARG(by), KARG(mb), KARG(TW), KARG(T_), KARG(ldb), KARG(has_bias), KEND)) return err->status;
+    if (kiln_cl_args(ko, err, KARG(Mw), KARG(bb), KARG(by), KARG(mb), KARG(TW), KARG(T_), KARG(ldb), KARG(has_bias), KARG(ep[0]), KARG(ep[1]), KEND))
+      return err->status;
     size_t go[3] = {(size_t)T_, (size_t)w.oc, (size_t)w.n};
     return kiln_exec_launch(x, ko, 3, go, NULL, err);
   }
   case CONV_A_DW: {
-    cl_kernel k = kiln_cl_kernel(x->d, "conv.cl", opts, "conv_dw", err);
+    cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_dw", err);
     if (!k) return err->status;
-    if (kiln_cl_args(k, err, KARG(bx), KARG(bw), KARG(bb), KARG(by), KARG(mb), KARG(has_bias), KEND)) return err->status;
+    if (kiln_cl_args(k, err, KARG(bx), KARG(bw), KARG(bb), KARG(by), KARG(mb), KARG(has_bias), KARG(ep[0]), KARG(ep[1]), KEND)) return err->status;
     size_t gws[3] = {(size_t)(ceil_div(w.out[2], p[CP_DWTP]) * w.out[1] * w.out[0]), (size_t)w.c, (size_t)w.n};
     return kiln_exec_launch(x, k, 3, gws, NULL, err);
   }
   default: {
-    cl_kernel k = kiln_cl_kernel(x->d, "conv.cl", opts, "conv_direct", err);
+    cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_direct", err);
     if (!k) return err->status;
-    if (kiln_cl_args(k, err, KARG(bx), KARG(bw), KARG(bb), KARG(by), KARG(mb), KARG(has_bias), KEND)) return err->status;
+    if (kiln_cl_args(k, err, KARG(bx), KARG(bw), KARG(bb), KARG(by), KARG(mb), KARG(has_bias), KARG(ep[0]), KARG(ep[1]), KEND)) return err->status;
     size_t gws[3] = {(size_t)(ceil_div(w.out[2], p[CP_TP]) * w.out[1] * w.out[0]), (size_t)(w.group * ceil_div(ocg, p[CP_TOC])), (size_t)w.n};
     return kiln_exec_launch(x, k, 3, gws, NULL, err);
   }

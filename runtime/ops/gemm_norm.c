@@ -144,6 +144,7 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   const int kern = p[GP_KERNEL], tm = p[GP_TM], nv = p[GP_NV], vw = p[GP_VW], wgm = p[GP_WGM], wgn = p[GP_WGN], kwi = p[GP_KWI];
   const int sa = p[GP_SA], kwg = p[GP_KWG];
   const int64_t M = t->dims[GD_M], N = t->dims[GD_N], esize = t->dims[GD_ESIZE];
+  if (kern == GK_CLBLAST && t->epilogue[0]) return 1; /* CLBlast's kernels take no epilogue */
   if ((size_t)wgm * (size_t)wgn > (dev && dev->max_work_group ? dev->max_work_group : 256)) return 1;
   if (tm * nv > 24) return 1;                         /* accumulators beyond any register file */
   /* redundant tiles above the defaults: a smaller value already covers the
@@ -264,14 +265,16 @@ static int gemm_tiled(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   char opts[600];
   kiln_cl_type_opts(dt, opts, sizeof opts);
   kiln_tunable_opts(t, p, opts, sizeof opts);
-  cl_kernel k = kiln_cl_kernel(x->d, "gemm.cl", opts, "gemm", err);
+  cl_kernel k = kiln_epi_kernel(x, n, "gemm.cl", opts, "gemm", err);
   if (!k) return err->status;
   cl_int M = (cl_int)d->M, N = (cl_int)d->N, K = (cl_int)d->K, has_c = d->has_c;
   targ alpha = targ_make(dt, d->alpha), beta = targ_make(dt, d->beta);
   cl_long sam = d->sam, sak = d->sak, sbk = d->sbk, sbn = d->sbn, scm = d->scm, scn = d->scn;
   if (!C) C = A;
+  cl_mem e[2];
+  kiln_epi_bufs(x, n, Y, e);
   if (kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), TARG(alpha), TARG(beta), KARG(A), KARG(sam), KARG(sak), KARG(B), KARG(sbk), KARG(sbn),
-                   KARG(C), KARG(scm), KARG(scn), KARG(has_c), KARG(Y), KARG(mb), KEND))
+                   KARG(C), KARG(scm), KARG(scn), KARG(has_c), KARG(Y), KARG(mb), KARG(e[0]), KARG(e[1]), KEND))
     return err->status;
   int64_t wgm = p[GP_WGM], wgn = p[GP_WGN], mwg = wgm * p[GP_TM], nwg = wgn * p[GP_NV] * p[GP_VW];
   size_t gws[3] = {(size_t)(ceil_div(d->N, nwg) * wgn), (size_t)(ceil_div(d->M, mwg) * wgm), (size_t)gemm_batches(d)};
@@ -293,9 +296,9 @@ static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   char opts[600];
   kiln_cl_type_opts(dt, opts, sizeof opts);
   kiln_tunable_opts(t, p, opts, sizeof opts);
-  cl_kernel kp = kiln_cl_kernel(x->d, "gemm.cl", opts, "gemm_pack_b", err);
+  cl_kernel kp = kiln_epi_kernel(x, n, "gemm.cl", opts, "gemm_pack_b", err);
   if (!kp) return err->status;
-  cl_kernel k = kiln_cl_kernel(x->d, "gemm.cl", opts, "gemm_panel", err);
+  cl_kernel k = kiln_epi_kernel(x, n, "gemm.cl", opts, "gemm_panel", err);
   if (!k) return err->status;
   size_t pbytes = (size_t)(psz * d->nbz) * (size_t)kiln_dtype_size(dt);
   cl_mem Bp = kiln_exec_scratch(x, n, 0, pbytes ? pbytes : 16, err);
@@ -314,8 +317,10 @@ static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   targ alpha = targ_make(dt, d->alpha), beta = targ_make(dt, d->beta);
   cl_long sam = d->sam, sak = d->sak, scm = d->scm, scn = d->scn;
   if (!C) C = A;
+  cl_mem e[2];
+  kiln_epi_bufs(x, n, Y, e);
   if (kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), TARG(alpha), TARG(beta), KARG(A), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
-                   KARG(scn), KARG(has_c), KARG(Y), KARG(mb), KEND))
+                   KARG(scn), KARG(has_c), KARG(Y), KARG(mb), KARG(e[0]), KARG(e[1]), KEND))
     return err->status;
   int64_t wgm = p[GP_WGM], wgn = p[GP_WGN];
   size_t gws[3] = {(size_t)(ceil_div(np, wgn) * wgn), (size_t)(ceil_div(ceil_div(d->M, p[GP_TM]), wgm) * wgm), (size_t)gemm_batches(d)};
@@ -459,7 +464,9 @@ int kiln__gemm_clblast_override(cl_device_id dev, int dtype, const char *params,
 static int gemm_launch(kiln_exec *x, kiln_node *n, int dt, const gemm_desc *d, cl_mem A, cl_mem B, cl_mem C, cl_mem Y, kiln_error *err) {
   kiln_tunable t;
   gemm_tunable_fill(d, dt, &t);
+  if (n->epi) snprintf(t.epilogue, sizeof t.epilogue, "%s", n->epi->sig);
   const int *p = kiln_exec_tparams(x, n, &t);
+  if (n->epi && p[GP_KERNEL] == GK_CLBLAST) return kiln__err(err, KILN_EINTERNAL, "CLBlast's GEMM cannot apply the epilogue %s", t.epilogue);
   switch (p[GP_KERNEL]) {
   case GK_TILED: return gemm_tiled(x, n, dt, &t, p, d, A, B, C, Y, err);
   case GK_PANEL: return gemm_panel(x, n, dt, &t, p, d, A, B, C, Y, err);
@@ -591,7 +598,7 @@ static int matmul_desc(kiln_graph *g, kiln_node *n, gemm_desc *d, kiln_error *er
 static int matmul_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   gemm_desc d;
   if (matmul_desc(x->g, n, &d, err)) return err->status;
-  return gemm_launch(x, n, kiln_out(x->g, n, 0)->dtype, &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), NULL, kiln_out_buf(x, n, 0), err);
+  return gemm_launch(x, n, kiln_out(x->g, n, 0)->dtype, &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), NULL, kiln_epi_out(x, n), err);
 }
 
 static int matmul_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
@@ -599,6 +606,7 @@ static int matmul_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   kiln_error e = {0};
   if (matmul_desc(g, n, &d, &e)) return 1;
   gemm_tunable_fill(&d, kiln_out(g, n, 0)->dtype, t);
+  if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   return 0;
 }
 
@@ -705,7 +713,7 @@ static int gemm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   gemm_desc d;
   if (gemm_node_desc(x->g, n, &d, err)) return err->status;
   return gemm_launch(x, n, kiln_out(x->g, n, 0)->dtype, &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), d.has_c ? kiln_in_buf(x, n, 2) : NULL,
-                     kiln_out_buf(x, n, 0), err);
+                     kiln_epi_out(x, n), err);
 }
 
 static int gemm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
@@ -713,6 +721,7 @@ static int gemm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   kiln_error e = {0};
   if (gemm_node_desc(g, n, &d, &e)) return 1;
   gemm_tunable_fill(&d, kiln_out(g, n, 0)->dtype, t);
+  if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   return 0;
 }
 
