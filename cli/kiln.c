@@ -824,8 +824,9 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
     printf("},\"tuning\":{\"db\":");
     if (db) json_str(stdout, kiln_db_path(db)); else printf("null");
     printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"untuned\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.predicted + ps.defaulted);
-    printf(",\"kernels_launched\":%d,\"nodes_folded\":%d,\"device_bytes\":%llu,\"inputs\":[", rs.kernels_launched, rs.nodes_folded,
-           (unsigned long long)rs.device_bytes);
+    printf(",\"kernels_launched\":%d,\"nodes_folded\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"inputs\":[",
+           rs.kernels_launched, rs.nodes_folded, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
+           (unsigned long long)rs.pool_bytes);
     for (int i = 0; i < b.n; i++) {
       printf("%s{\"name\":", i ? "," : ""); json_str(stdout, b.info[i].name);
       printf(",\"dtype\":"); json_str(stdout, kiln_dtype_name(b.t[i]->dtype));
@@ -873,6 +874,8 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
     printf("compile: %d program%s in %.1f ms; %d kernels launched per run; %d nodes folded at plan time; %.2f MiB on the device\n",
            rs.programs_compiled, rs.programs_compiled == 1 ? "" : "s", rs.compile_ms, rs.kernels_launched, rs.nodes_folded,
            (double)rs.device_bytes / (1 << 20));
+    printf("memory:  intermediates total %.2f MiB, peak %.2f MiB (%.1f%%) in the planner's shared buffers\n", rs.intermediate_bytes / 1048576.0,
+           rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0);
     if (db) printf("tuning:  %s: %d tunable kernel%s: %d tuned (measured), %d untuned with parameters predicted by the cost model, %d untuned with descriptor defaults\n",
                    kiln_db_path(db), ps.tunable, ps.tunable == 1 ? "" : "s", ps.tuned, ps.predicted, ps.defaulted);
     else printf("tuning:  no tuning database (%d tunable kernel%s use descriptor defaults; run `kiln tune`)\n", ps.tunable, ps.tunable == 1 ? "" : "s");
@@ -1408,7 +1411,9 @@ static int cmd_plan(const cmd *c, int argc, char **argv) {
   if (json) {
     printf("{\"model\":"); json_str(stdout, path);
     printf(",\"device\":"); json_str(stdout, kiln_device_get_info(d)->name);
-    printf(",\"fusion\":%s,\"kernels\":%d,\"device_bytes\":%llu,\"launches\":[", nofusion ? "false" : "true", nk, (unsigned long long)rs.device_bytes);
+    printf(",\"fusion\":%s,\"kernels\":%d,\"kernel_launches\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"launches\":[",
+           nofusion ? "false" : "true", nk, rs.kernels_launched, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
+           (unsigned long long)rs.pool_bytes);
     for (int i = 0; i < nk; i++) {
       printf("%s{\"node\":", i ? "," : ""); json_str(stdout, k[i].node);
       printf(",\"ops\":"); json_str(stdout, k[i].ops);
@@ -1432,8 +1437,11 @@ static int cmd_plan(const cmd *c, int argc, char **argv) {
     }
     printf("]}\n");
   } else {
-    printf("%s on %s: %d kernel launches per inference%s, %.2f MiB of device memory\n", path, kiln_device_get_info(d)->name, nk,
-           nofusion ? " (fusion off)" : "", rs.device_bytes / 1048576.0);
+    printf("%s on %s: %d kernels, %d launches per inference%s, %.2f MiB of device memory\n", path, kiln_device_get_info(d)->name, nk,
+           rs.kernels_launched, nofusion ? " (fusion off)" : "", rs.device_bytes / 1048576.0);
+    printf("intermediates total %.2f MiB, peak %.2f MiB (%.1f%%); weights, inputs and outputs %.2f MiB\n", rs.intermediate_bytes / 1048576.0,
+           rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0,
+           (rs.device_bytes - rs.pool_bytes) / 1048576.0);
     printf("%-26s %-24s %-9s %-10s %11s %11s  %s\n", "kernel (last node)", "ops", "family", "params", "predict us", "measured us", "parameters");
     for (int i = 0; i < nk; i++) {
       char pu[32] = "-", mu[32] = "-";

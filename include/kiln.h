@@ -258,6 +258,8 @@ typedef struct kiln_run_stats {
   double compile_ms;       /* total */
   int nodes_folded;        /* computed at load time */
   uint64_t device_bytes;   /* device memory held by the plan */
+  uint64_t intermediate_bytes; /* sum of the sizes of all tensors the model computes on the device (not inputs, outputs, weights) */
+  uint64_t pool_bytes;     /* device buffers those share (the memory planner's peak; part of device_bytes) */
 } kiln_run_stats;
 /* Fills *st with the figures of the last run (zeros before the first). */
 void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st);

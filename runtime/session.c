@@ -230,7 +230,7 @@ static void release_plan(kiln_session *s) {
   s->fdec = NULL;
   s->nfdec = 0;
   s->planned = false;
-  s->st.device_bytes = 0;
+  s->st.device_bytes = s->st.pool_bytes = s->st.intermediate_bytes = 0;
 }
 
 void kiln_session_free(kiln_session *s) {
@@ -435,13 +435,19 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
       val->buf = pool[slot[v]].m;
       clRetainMemObject(val->buf);
     }
-    /* values that die here give their buffers back (outputs nobody reads, too) */
-    for (int pass = 0; pass < 2 && !rc; pass++) {
-      int cnt = pass ? n->nout : n->nin, *ids = pass ? n->out : n->in;
-      for (int k = 0; k < cnt; k++) {
-        int v = ids[k];
-        if (v < 0 || slot[v] < 0 || pinned[v]) continue;
-        if (last[v] <= i) { pool[slot[v]].busy = false; slot[v] = -1; }
+    /* values that die here give their buffers back (outputs nobody reads,
+     * too); at a fused group's root, the inputs of all its nodes (their last
+     * use is the root) */
+    int ngm = n->fgroup ? n->fgroup->nnodes : 1;
+    for (int q = 0; q < ngm && !rc; q++) {
+      kiln_node *m = n->fgroup ? &g->nodes[n->fgroup->nodes[q]] : n;
+      for (int pass = 0; pass < 2; pass++) {
+        int cnt = pass ? m->nout : m->nin, *ids = pass ? m->out : m->in;
+        for (int k = 0; k < cnt; k++) {
+          int v = ids[k];
+          if (v < 0 || slot[v] < 0 || pinned[v]) continue;
+          if (last[v] <= i) { pool[slot[v]].busy = false; slot[v] = -1; }
+        }
       }
     }
   }
@@ -451,6 +457,13 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
   free(slot);
   free(pinned);
   s->st.device_bytes = pooled + own;
+  s->st.pool_bytes = pooled;
+  s->st.intermediate_bytes = 0;
+  for (int v = 0; v < nv; v++) {
+    kiln_value *val = &g->vals[v];
+    if (val->producer < 0 || g->nodes[val->producer].folded || val->is_const || val->is_output || val->dtype == KILN_DT_SEQUENCE || val->rank < 0) continue;
+    s->st.intermediate_bytes += kiln_value_bytes(val);
+  }
   if (rc && err && !strstr(err->msg, "tensor")) {
     char m[1024];
     snprintf(m, sizeof m, "allocating device memory: %s", err->msg);
