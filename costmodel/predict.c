@@ -159,12 +159,15 @@ int kiln_session_plan_info(kiln_session *s, int measure, kiln_plan_kernel **out,
         snprintf(q->origin, sizeof q->origin, "%s", h->tparams_origin ? h->tparams_origin : "default");
         kiln_tunable_str(&t, h->tparams, q->params, sizeof q->params);
         if (have_dm && t.features) {
-          kiln_correction c;
-          kiln_cm_fit_db(s->db, s->db_device, &dm, t.family, &c, NULL);
-          kiln_features f;
-          memset(&f, 0, sizeof f);
-          t.features(&t, h->tparams, &f);
-          q->predicted_ns = kiln_cm_predict_ns(&dm, &c, &f);
+          kiln_correction *c = malloc(sizeof *c);
+          if (c) {
+            kiln_cm_fit_db(s->db, s->db_device, &dm, t.family, c, NULL);
+            kiln_features f;
+            memset(&f, 0, sizeof f);
+            t.features(&t, h->tparams, &f);
+            q->predicted_ns = kiln_cm_predict_ns(&dm, c, &f, q->params);
+            free(c);
+          }
         }
       }
       continue;

@@ -111,6 +111,7 @@ void kiln_fusion_free(kiln_graph *g) {
       n->fgroup = NULL;
     }
     n->epi = NULL;
+    n->im2col_fused = false;
     n->fuse_root = -1;
   }
 }
@@ -373,6 +374,34 @@ static int plan_epilogues(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fu
   return rc;
 }
 
+/* im2col copies that the GEMM can do without (1x1 convs): reading the input
+ * itself saves a launch and the copy, but gathers columns. */
+static int plan_im2col(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fusion_decision **dec, int *ndec, int *cap, kiln_error *err) {
+  double bw = costs && costs->bw_gbps > 0 ? costs->bw_gbps : 10.0, launch_ns = costs && costs->launch_us > 0 ? costs->launch_us * 1e3 : 30e3;
+  const char *force = getenv("KILN_IM2COL_FUSE"); /* experiments: 1 = always, 0 = never */
+  for (int i = 0; i < g->nnodes; i++) {
+    kiln_node *n = &g->nodes[i];
+    n->im2col_fused = false;
+    double copy, direct;
+    char why[128];
+    if (kiln__conv_im2col_costs(g, n, bw, launch_ns, &copy, &direct, why, sizeof why)) continue;
+    kiln_fusion_decision *d = dec_push(dec, ndec, cap);
+    if (!d) return kiln__err(err, KILN_ENOMEM, "out of memory");
+    snprintf(d->root, sizeof d->root, "%s", n->name);
+    snprintf(d->nodes, sizeof d->nodes, "im2col+Conv");
+    d->kind = "im2col";
+    d->nnodes = 1;
+    d->pred_fused_ns = direct;
+    d->pred_unfused_ns = copy;
+    d->measured = costs && costs->probed;
+    d->fused = force ? atoi(force) != 0 : direct < copy;
+    snprintf(d->reason, sizeof d->reason, "%s: GEMM on the input predicted %.1f us vs im2col copy + GEMM %.1f us (%s)", d->fused ? "fused" : "rejected",
+             direct / 1e3, copy / 1e3, why);
+    n->im2col_fused = d->fused;
+  }
+  return 0;
+}
+
 int kiln_node_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (n->fgroup) return kiln_fusion_run(x, n, err);
   if (n->fuse_root >= 0) return 0;
@@ -436,7 +465,12 @@ int kiln_fusion_plan(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fusion_
   int rc = 0, cap = 0;
   kiln_fusion_decision *dec = NULL;
   /* epilogues first: an element-wise tail belongs in its producer's kernel */
-  if ((rc = plan_epilogues(g, costs, &dec, ndec, &cap, err)) != 0) { free(dec); kiln_fusion_free(g); *ndec = 0; return rc; }
+  if ((rc = plan_epilogues(g, costs, &dec, ndec, &cap, err)) != 0 || (rc = plan_im2col(g, costs, &dec, ndec, &cap, err)) != 0) {
+    free(dec);
+    kiln_fusion_free(g);
+    *ndec = 0;
+    return rc;
+  }
   int *grp = malloc(sizeof(int) * (size_t)(nn + 1)), *cons = calloc((size_t)g->nvals + 1, sizeof(int));
   if (!grp || !cons) { free(grp); free(cons); free(dec); kiln_fusion_free(g); *ndec = 0; return kiln__err(err, KILN_ENOMEM, "out of memory"); }
   for (int i = 0; i < nn; i++) {

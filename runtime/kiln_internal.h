@@ -98,6 +98,7 @@ typedef struct kiln_node {
   int fuse_root;             /* index of the fused group's last node, -1 if not fused */
   struct kiln_fgroup *fgroup;/* on a group's last node: the fused kernel (fusion.c) */
   struct kiln_fgroup *epi;   /* on a Conv/Gemm/MatMul whose kernel applies an epilogue group (not owned) */
+  bool im2col_fused;         /* Conv: the plan's GEMM reads the input itself, no im2col copy (fusion.c) */
   /* per-node device state, owned by the plan; see kiln_exec_param()/scratch() */
   cl_mem param[4];
   size_t param_bytes[4];
@@ -429,6 +430,13 @@ void kiln_epi_bufs(kiln_exec *x, kiln_node *n, cl_mem fallback, cl_mem e[2]);
 /* The node whose outputs hold n's results: the epilogue group's root for a
  * head, else n itself. */
 kiln_node *kiln_epi_result_node(kiln_graph *g, kiln_node *n);
+/* A 1x1 Conv whose untuned default is im2col + GEMM (the copy pads the
+ * columns or gathers a stride): predicted time of that copy path
+ * (*copy_ns: one more launch, the copy's traffic) against the GEMM reading
+ * the input itself (*direct_ns: gathered columns cost a cache line each per
+ * block of output channels), counted with bandwidth bw_gbps and launch_ns.
+ * Returns 0 when the choice applies to node n, else nonzero. */
+int kiln__conv_im2col_costs(kiln_graph *g, kiln_node *n, double bw_gbps, double launch_ns, double *copy_ns, double *direct_ns, char *why, size_t len);
 /* Host reference of a head's epilogue (tuner): runs the group's other nodes
  * on host[] after the head's reference, reading their external inputs from
  * the device. No-op for nodes without an epilogue. */

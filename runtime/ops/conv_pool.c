@@ -470,6 +470,8 @@ static int conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_
    * GEMM's last tile reads guarded), run faster as im2col + GEMM on a
    * padded buffer) */
   int algo = (fl & CF_DW) ? CONV_A_DW : !wc ? CONV_A_DIRECT : (fl & CF_1X1) && P % 8 == 0 ? CONV_A_1X1 : (fl & CF_WINO) ? CONV_A_WINO : CONV_A_IM2COL;
+  /* the plan fused the im2col copy away (fusion.c: kiln__conv_im2col_costs) */
+  if (algo == CONV_A_IM2COL && n->im2col_fused && (fl & (CF_1X1 | CF_1X1S))) algo = CONV_A_1X1;
   t->params[CP_ALGO].dflt = algo;
   int snp = snprintf(t->shape_key, sizeof t->shape_key, "N=%lld,C=%lld,", (long long)w->n, (long long)w->c);
   if (w->nsp == 3) snp += snprintf(t->shape_key + snp, sizeof t->shape_key - (size_t)snp, "D=%lld,", (long long)w->in[0]);
@@ -482,6 +484,44 @@ static int conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   t->valid = conv_valid;
   t->features = conv_features;
+  return 0;
+}
+
+int kiln__conv_im2col_costs(kiln_graph *g, kiln_node *n, double bw_gbps, double launch_ns, double *copy_ns, double *direct_ns, char *why, size_t len) {
+  if (strcmp(n->op_type, "Conv") || n->folded) return 1;
+  kiln_value *xv = kiln_in(g, n, 0);
+  if (!xv || xv->dtype != KILN_DT_FLOAT) return 1;
+  win_geom w;
+  kiln_error e = {0};
+  if (win_setup(g, n, WIN_CONV, &w, &e)) return 1;
+  kiln_tunable t;
+  bool was = n->im2col_fused;
+  n->im2col_fused = false;
+  int rc = conv_tunable_of(g, n, &w, &t);
+  n->im2col_fused = was;
+  if (rc || t.params[CP_ALGO].dflt != CONV_A_IM2COL || !(t.dims[CD_FLAGS] & (CF_1X1 | CF_1X1S))) return 1;
+  int64_t M = t.dims[CD_M], K = t.dims[CD_K], P = t.dims[CD_P], nb = t.dims[CD_NB];
+  int tm = t.params[CP_GTM].dflt, tn = t.params[CP_GTN].dflt;
+  double esz = 4, blocks = (double)ceil_div(M, tm), line = 64;
+  bool strided = !(t.dims[CD_FLAGS] & CF_1X1);
+  int64_t gathered = strided ? P : P % tn; /* columns read through the gather */
+  double sw = strided ? (double)w.s[2] : 1;
+  /* rows of B that start off 16-byte boundaries split the GEMM's vector
+   * loads: measured on POCL (AVX2) for mobilenet_v2's unaligned 1x1 convs,
+   * the GEMM on the input ran 0.6-1.1x the time of copy + GEMM at 14x14
+   * (rows 16-byte aligned) and 1.3-2.7x at 7x7 (rows 4-byte aligned);
+   * the factor stands for that until `kiln tune` measures the pair */
+  double rowpen = (int64_t)(P * esz) % 64 == 0 ? 1.0 : (int64_t)(P * esz) % 16 == 0 ? 1.1 : 2.5;
+  double b_direct = (double)nb * K * (double)(P - gathered) * esz * blocks * rowpen, b_copy = (double)nb * K * (double)conv_ldb(P) * esz * blocks;
+  /* a gathered element costs its cache line unless its neighbours in the
+   * row are used too (stride sw: one in sw elements of a line) */
+  double gcost = strided ? (sw * esz < line ? sw * esz : line) : 2 * esz;
+  b_direct += (double)nb * K * (double)gathered * gcost * blocks;
+  double copy = 2.0 * nb * K * (double)conv_ldb(P) * esz;
+  *copy_ns = launch_ns + (copy + b_copy) / bw_gbps;
+  *direct_ns = b_direct / bw_gbps;
+  snprintf(why, len, "%s 1x1 conv M=%lld K=%lld P=%lld: %lld gathered columns", strided ? "strided" : "unaligned", (long long)M, (long long)K,
+           (long long)P, (long long)gathered);
   return 0;
 }
 
