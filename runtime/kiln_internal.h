@@ -122,6 +122,8 @@ struct kiln_graph {
   char *path;                /* model file */
   void **ref_host;           /* during reference runs: host buffers per value (see kiln_node_run_ref_host) */
   bool fusion;               /* the plan fuses (kernels may merge producer steps, e.g. im2col into the GEMM) */
+  struct kiln_fusion_decision *pdec; /* plan-time pattern rewrites done (passes.c), listed by kiln plan */
+  int npdec;
 };
 
 /* Attribute lookup; the *_or variants return `dflt` when absent. */

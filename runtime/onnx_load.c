@@ -60,6 +60,7 @@ void kiln_graph_free(kiln_graph *g) {
     free(n->state);
   }
   free(g->nodes); free(g->vals); free(g->inputs); free(g->outputs); free(g->path);
+  free(g->pdec);
   free(g);
 }
 

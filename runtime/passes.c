@@ -474,6 +474,34 @@ static int push_attr(kiln_node *n, const char *name, int type, int64_t i, float 
 
 static int cmp_desc(const void *a, const void *b) { return *(const int *)b - *(const int *)a; }
 
+/* Records a rewrite for kiln plan: the node that now computes `ops`. */
+static int note_rewrite(kiln_graph *g, const char *root, const char *ops, int nnodes, const char *reason) {
+  kiln_fusion_decision *d = realloc(g->pdec, sizeof *d * (size_t)(g->npdec + 1));
+  if (!d) return -1;
+  g->pdec = d;
+  d += g->npdec++;
+  memset(d, 0, sizeof *d);
+  snprintf(d->root, sizeof d->root, "%s", root);
+  snprintf(d->nodes, sizeof d->nodes, "%s", ops);
+  d->kind = "pattern";
+  d->nnodes = nnodes;
+  d->fused = true;
+  snprintf(d->reason, sizeof d->reason, "%s", reason);
+  return 0;
+}
+
+/* "A+B+C" of the op types of nodes rm[0..nrm) and `first` (in graph order). */
+static void ops_list(kiln_graph *g, int first, const int *rm, int nrm, char *buf, size_t len) {
+  int idx[16], n = 0;
+  idx[n++] = first;
+  for (int k = 0; k < nrm && n < 16; k++) idx[n++] = rm[k];
+  for (int a = 1; a < n; a++)
+    for (int b = a; b > 0 && idx[b] < idx[b - 1]; b--) { int t = idx[b]; idx[b] = idx[b - 1]; idx[b - 1] = t; }
+  size_t o = 0;
+  buf[0] = 0;
+  for (int k = 0; k < n && o < len; k++) o += (size_t)snprintf(buf + o, len - o, "%s%s", k ? "+" : "", g->nodes[idx[k]].op_type);
+}
+
 /* Removes nodes rm[0..nrm) (indices into g->nodes). */
 static void drop_nodes(kiln_graph *g, int *rm, int nrm) {
   qsort(rm, (size_t)nrm, sizeof *rm, cmp_desc);
@@ -538,6 +566,10 @@ static int fuse_groupnorm(kiln_graph *g, int ii, bool act, kiln_error *err) {
   free(ns);
   free(nb);
   if (sid < 0 || bid < 0) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  char ops[256], why[192];
+  ops_list(g, ii, rm, nrm, ops, sizeof ops);
+  snprintf(why, sizeof why, "exported GroupNorm (G=%lld, C=%lld)%s%s: one GroupNormalization kernel", (long long)G, (long long)C, actname ? " + " : "", actname ? actname : "");
+  if (note_rewrite(g, g->nodes[ii].name, ops, nrm + 1, why)) return kiln__err(err, KILN_ENOMEM, "out of memory");
   in = &g->nodes[ii];
   float eps = kiln_attr_float(in, "epsilon", 1e-5f);
   free_attrs(in);
@@ -572,6 +604,11 @@ static int fuse_norm_activation(kiln_graph *g, int ii, kiln_error *err) {
   int rm[4], nrm = 0, zo;
   const char *a = match_activation(g, n->out[0], rm, &nrm, &zo);
   if (!a) return 0;
+  char ops[256], why[192];
+  ops_list(g, ii, rm, nrm, ops, sizeof ops);
+  snprintf(why, sizeof why, "%s applied by the %s kernel", a, n->op_type);
+  if (note_rewrite(g, n->name, ops, nrm + 1, why)) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  n = &g->nodes[ii];
   if (push_attr(n, "kiln_activation", KILN_ATTR_STRING, 0, 0, a)) return kiln__err(err, KILN_ENOMEM, "out of memory");
   g->vals[n->out[0]].producer = -1;
   n->out[0] = zo;
@@ -627,6 +664,11 @@ static int fuse_softmax(kiln_graph *g, int si, kiln_error *err) {
     }
   }
   if (nrm == 0) return 0;
+  char ops[256], why[192];
+  ops_list(g, si, rm, nrm, ops, sizeof ops);
+  snprintf(why, sizeof why, "%s%s%s in the %s kernel", scale != 1.0 ? "scale" : "", scale != 1.0 && mask >= 0 ? " and " : "", mask >= 0 ? "additive mask" : "",
+           g->nodes[si].op_type);
+  if (note_rewrite(g, g->nodes[si].name, ops, nrm + 1, why)) return kiln__err(err, KILN_ENOMEM, "out of memory");
   sm = &g->nodes[si];
   if (scale != 1.0 && push_attr(sm, "kiln_scale", KILN_ATTR_FLOAT, 0, (float)scale, NULL)) return kiln__err(err, KILN_ENOMEM, "out of memory");
   if (mask >= 0) {

@@ -511,6 +511,13 @@ static int plan(kiln_session *s, kiln_error *err) {
     kiln_fusion_costs fc = {0};
     if (s->cm && kiln_cm_fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
     if ((rc = kiln_fusion_plan(g, &fc, &s->fdec, &s->nfdec, err)) != 0) return rc;
+    if (g->npdec) { /* the plan-time rewrites of passes.c, listed with the groupings */
+      kiln_fusion_decision *all = realloc(s->fdec, sizeof *all * (size_t)(s->nfdec + g->npdec));
+      if (!all) return kiln__err(err, KILN_ENOMEM, "out of memory");
+      memcpy(all + s->nfdec, g->pdec, sizeof *all * (size_t)g->npdec);
+      s->fdec = all;
+      s->nfdec += g->npdec;
+    }
   }
   if ((rc = allocate_buffers(s, err)) != 0) return rc;
   kiln_device *d = s->d;
