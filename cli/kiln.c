@@ -1613,7 +1613,7 @@ static const cmd commands[] = {
    "                [--input [NAME=]FILE]... [--shape NAME=D0,...]... [--seed N] [--device SEL] [--json]",
    "  --db FILE             tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db)\n"
    "  --budget SECONDS      stop after this much time (recorded instances are kept; rerun resumes)\n"
-   "  --max-trials N        candidates measured per kernel instance (default: model ~10%, else all)\n"
+   "  --max-trials N        candidates measured per kernel instance (default: model ~10%, at most 48; else all)\n"
    "  --strategy NAME       model (default: rank the space with the cost model, measure the most\n"
    "                        promising, refit, repeat; probes the device first if needed),\n"
    "                        exhaustive or random\n"

@@ -213,10 +213,15 @@ static double measure_candidate(trial_ctx *c, int k) {
 /* ---- the model strategy ---- */
 
 /* Candidates the model strategy measures out of nc (without --max-trials):
- * a tenth, at least the default and the best predicted. */
+ * a tenth, at least the default and the best predicted, and at most
+ * MODEL_MAX_TRIALS: every candidate is a program build (0.3-2 s on POCL), and
+ * a tenth of a GEMM space (3,000-10,000 candidates) would be hundreds of
+ * builds per instance. */
+#define MODEL_MAX_TRIALS 48
 static int model_limit(int nc) {
   int l = nc / 10;
   if (l < 2) l = 2;
+  if (l > MODEL_MAX_TRIALS) l = MODEL_MAX_TRIALS;
   return l > nc ? nc : l;
 }
 
