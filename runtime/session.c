@@ -461,7 +461,9 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
   s->st.intermediate_bytes = 0;
   for (int v = 0; v < nv; v++) {
     kiln_value *val = &g->vals[v];
-    if (val->producer < 0 || g->nodes[val->producer].folded || val->is_const || val->is_output || val->dtype == KILN_DT_SEQUENCE || val->rank < 0) continue;
+    /* the model's intermediate tensors, also those a plan-time rewrite or a
+     * fused kernel never materializes (their producer may be gone) */
+    if (val->is_input || val->is_initializer || val->is_const || val->is_output || !val->dtype || val->dtype == KILN_DT_SEQUENCE || val->rank < 0) continue;
     s->st.intermediate_bytes += kiln_value_bytes(val);
   }
   if (rc && err && !strstr(err->msg, "tensor")) {
