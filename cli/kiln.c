@@ -699,7 +699,7 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
   const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
   int ninputs = 0;
   bool random = false, check = false, json = false, nofusion = false, verify_imported = false;
-  uint64_t seed = 0, repeat = 1, max_memory = 0;
+  uint64_t seed = 0, repeat = 1, max_memory = 0, max_model = 0;
   kiln_shape_binding shapes[64];
   char shape_names[64][256];
   int nshapes = 0;
@@ -713,6 +713,8 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
     else if (!strcmp(argv[i], "--verify-imported")) verify_imported = true;
     else if ((r = opt_val(argc, argv, &i, "--max-memory", &v)) != 0) {
       if (r < 0 || !parse_u64(v, &max_memory)) rc = usage_error(c, "--max-memory needs a number of bytes");
+    } else if ((r = opt_val(argc, argv, &i, "--max-model-bytes", &v)) != 0) {
+      if (r < 0 || !parse_u64(v, &max_model) || !max_model) rc = usage_error(c, "--max-model-bytes needs a positive number of bytes");
     }
     else if (!strcmp(argv[i], "--check")) check = true;
     else if (!strcmp(argv[i], "--json")) json = true;
@@ -761,7 +763,7 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
   run_result res = {0};
   kiln_param_stats ps = {0};
   double *ms = calloc((size_t)repeat, sizeof *ms), *sorted = calloc((size_t)repeat, sizeof *sorted);
-  kiln_load_options lo = {.shapes = shapes, .nshapes = nshapes};
+  kiln_load_options lo = {.shapes = shapes, .nshapes = nshapes, .max_model_bytes = max_model};
   if (!ms || !sorted) { print_error("out of memory"); rc = 1; goto done; }
   /* everything that can be checked without a device comes first */
   if ((rc = kiln_model_load(path, &lo, &m, &err)) != 0) { rc = fail(&err, rc); goto done; }
@@ -1574,7 +1576,7 @@ static const cmd commands[] = {
   {"run", cmd_run, NEEDS_MODEL | NEEDS_DEVICE, "run a model on an OpenCL device",
    "MODEL.onnx [--input [NAME=]FILE]... [--random] [--seed N] [--shape NAME=D0,D1,...]...\n"
    "                [--output-dir DIR] [--format npy|pb] [--repeat N] [--device SEL] [--check] [--json] [--db FILE]\n"
-   "                [--no-fusion] [--max-memory BYTES]",
+   "                [--no-fusion] [--max-memory BYTES] [--max-model-bytes BYTES]",
    "  --input [NAME=]FILE   bind an input from a TensorProto (.pb) or NumPy (.npy) file; without\n"
    "                        NAME= it binds to the first input not bound yet\n"
    "  --random              fill unbound inputs with seeded uniform [-1,1) floats (integers: 0..9);\n"
@@ -1595,7 +1597,10 @@ static const cmd commands[] = {
    "  --no-fusion           run every node as its own kernel (for comparison)\n"
    "  --verify-imported     re-time imported or shared records for this exact device once before\n"
    "                        running; a record that misses its recorded time is demoted\n"
-   "  --max-memory BYTES    refuse a plan that needs more device memory than this\n"},
+   "  --max-memory BYTES    refuse a plan that needs more device memory than this\n"
+   "  --max-model-bytes BYTES  refuse a model whose file and external data together are larger\n"
+   "                        (default $KILN_MAX_MODEL_BYTES, else 4 GiB; every command honours the\n"
+   "                        variable)\n"},
   {"info", cmd_info, NEEDS_MODEL | USES_DEVICE, "show a model's inputs, outputs, ops, parameters and FLOPs",
    "MODEL.onnx [--shape NAME=D0,D1,...]... [--device SEL] [--json]",
    "  --shape NAME=D0,...   bind an input's shape or a symbolic dimension (needed for FLOPs)\n"

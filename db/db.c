@@ -181,6 +181,21 @@ static int migrate_in_memory(kiln_db *db, int64_t ver, kiln_error *err) {
   return 0;
 }
 
+/* The SQLite header (first n <= 100 bytes of a file of `size` bytes) before
+ * SQLite reads anything: magic string, and a page count that fits the size. */
+static int check_header(const char *label, const unsigned char *hdr, size_t n, uint64_t size, kiln_error *err) {
+  if (n < 100 || memcmp(hdr, "SQLite format 3", 16) != 0)
+    return kiln__err(err, KILN_EDB, "%s: not an SQLite database (bad header; left untouched)", label);
+  unsigned page = ((unsigned)hdr[16] << 8) | hdr[17];
+  if (page == 1) page = 65536;
+  uint32_t npages = ((uint32_t)hdr[28] << 24) | ((uint32_t)hdr[29] << 16) | ((uint32_t)hdr[30] << 8) | hdr[31];
+  if (page && npages && size < (uint64_t)page * npages)
+    return kiln__err(err, KILN_EDB, "%s: truncated database (%llu bytes, header says %llu; left untouched)", label, (unsigned long long)size, (unsigned long long)page * npages);
+  return 0;
+}
+
+static int validate_open(kiln_db *db, int exists, int on_disk, kiln_error *err);
+
 int kiln_db_open(const char *path, int flags, kiln_db **out, kiln_error *err) {
   struct stat stt;
   int exists = stat(path, &stt) == 0;
@@ -199,16 +214,11 @@ int kiln_db_open(const char *path, int flags, kiln_db **out, kiln_error *err) {
   if (exists) {
     /* Check the header before SQLite touches anything. */
     FILE *f = fopen(path, "rb");
-    char hdr[100] = {0};
+    unsigned char hdr[100] = {0};
     size_t n = f ? fread(hdr, 1, sizeof hdr, f) : 0;
     if (f) fclose(f);
-    if (n < 100 || memcmp(hdr, "SQLite format 3", 16) != 0)
-      return kiln__err(err, KILN_EDB, "%s: not an SQLite database (bad header; left untouched)", path);
-    unsigned page = ((unsigned char)hdr[16] << 8) | (unsigned char)hdr[17];
-    if (page == 1) page = 65536;
-    uint32_t npages = ((uint32_t)(unsigned char)hdr[28] << 24) | ((uint32_t)(unsigned char)hdr[29] << 16) | ((uint32_t)(unsigned char)hdr[30] << 8) | (unsigned char)hdr[31];
-    if (page && npages && (uint64_t)stt.st_size < (uint64_t)page * npages)
-      return kiln__err(err, KILN_EDB, "%s: truncated database (%lld bytes, header says %llu; left untouched)", path, (long long)stt.st_size, (unsigned long long)page * npages);
+    int st = check_header(path, hdr, n, (uint64_t)stt.st_size, err);
+    if (st) return st;
   } else {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
@@ -227,6 +237,22 @@ int kiln_db_open(const char *path, int flags, kiln_db **out, kiln_error *err) {
   int rc = sqlite3_open_v2(path, &db->h, oflags | SQLITE_OPEN_NOMUTEX, NULL);
   int st = 0;
   if (rc != SQLITE_OK) { st = kiln__err(err, KILN_EDB, "%s: cannot open: %s", path, sqlite3_errstr(rc)); goto fail; }
+  if ((st = validate_open(db, exists, 1, err)) != 0) goto fail;
+  *out = db;
+  return 0;
+fail:
+  if (db->h) sqlite3_close(db->h);
+  free(db->path);
+  free(db);
+  return st ? st : KILN_EDB;
+}
+
+/* The checks and migrations of kiln_db_open on the open handle db->h (the
+ * file existed before when `exists`); `on_disk`: db->h is the file, so a
+ * writable migration leaves a backup beside it. */
+static int validate_open(kiln_db *db, int exists, int on_disk, kiln_error *err) {
+  const char *path = db->path;
+  int rc, st = 0;
   sqlite3_busy_timeout(db->h, 10000);
   int64_t app = 0, ver = 0;
   if (exists) {
@@ -263,12 +289,11 @@ int kiln_db_open(const char *path, int flags, kiln_db **out, kiln_error *err) {
   if (db->readonly) {
     /* an older schema is migrated in a private in-memory copy; the file is not touched */
     if (ver < KILN_DB_SCHEMA && (st = migrate_in_memory(db, ver, err)) != 0) goto fail;
-    *out = db;
     return 0;
   }
   if ((st = exec_retry(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", err))) goto fail;
   if (ver < KILN_DB_SCHEMA) {
-    if (exists && ver > 0) {
+    if (exists && ver > 0 && on_disk) {
       char bak[4200];
       snprintf(bak, sizeof bak, "%s.bak-v%lld", path, (long long)ver);
       if (backup_file(db->h, bak) != 0) { st = kiln__err(err, KILN_EDB, "%s: cannot write backup %s before migrating: %s", path, bak, strerror(errno)); goto fail; }
@@ -288,13 +313,40 @@ int kiln_db_open(const char *path, int flags, kiln_db **out, kiln_error *err) {
     if (st) { sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL); goto fail; }
     if ((st = exec_retry(db, "COMMIT", err))) goto fail;
   }
-  *out = db;
   return 0;
 fail:
-  if (db->h) sqlite3_close(db->h);
-  free(db->path);
-  free(db);
   return st ? st : KILN_EDB;
+}
+
+int kiln__db_open_image(const void *data, size_t len, int flags, kiln_db **out, kiln_error *err) {
+  const char *label = "<memory>";
+  if (len == 0) return kiln__err(err, KILN_EDB, "%s: empty file, not a kiln tuning database (left untouched)", label);
+  if (len < 512) return kiln__err(err, KILN_EDB, "%s: truncated or not an SQLite file (%llu bytes; left untouched)", label, (unsigned long long)len);
+  int st = check_header(label, data, len < 100 ? len : 100, (uint64_t)len, err);
+  if (st) return st;
+  kiln_db *db = calloc(1, sizeof *db);
+  if (!db || !(db->path = strdup(label))) { free(db); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  db->readonly = (flags & KILN_DB_READONLY) != 0;
+  unsigned char *copy = sqlite3_malloc64(len);
+  int rc = copy ? sqlite3_open_v2(":memory:", &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) : SQLITE_NOMEM;
+  if (rc == SQLITE_OK) {
+    memcpy(copy, data, len);
+    /* SQLite owns (and frees) the copy from here on, also on failure */
+    rc = sqlite3_deserialize(db->h, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+                             SQLITE_DESERIALIZE_FREEONCLOSE | (db->readonly ? SQLITE_DESERIALIZE_READONLY : SQLITE_DESERIALIZE_RESIZEABLE));
+    copy = NULL;
+  }
+  sqlite3_free(copy);
+  if (rc != SQLITE_OK) st = kiln__err(err, KILN_EDB, "%s: cannot open: %s", label, sqlite3_errstr(rc));
+  else st = validate_open(db, 1, 0, err);
+  if (st) {
+    sqlite3_close(db->h);
+    free(db->path);
+    free(db);
+    return st;
+  }
+  *out = db;
+  return 0;
 }
 
 void kiln_db_close(kiln_db *db) {

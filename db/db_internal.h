@@ -31,4 +31,11 @@ int kiln__db_sqlerr(kiln_db *db, kiln_error *err, const char *what);
 /* Binds parameters 1..18 of a records insert (device .. predicted_ns) from r (db.c). */
 void kiln__db_bind_record(sqlite3_stmt *st, int64_t device, const kiln_record *r);
 
+/* kiln_db_open on a database file's bytes instead of a file: a private
+ * in-memory copy (sqlite3_deserialize) goes through the same header, schema,
+ * application_id and quick_check validation, and migration (in place when
+ * writable, without the backup file). Messages name the database
+ * "<memory>". Used by the fuzz target tests/fuzz/fuzz_db.c (db.c). */
+int kiln__db_open_image(const void *data, size_t len, int flags, kiln_db **out, kiln_error *err);
+
 #endif /* KILN_DB_INTERNAL_H */

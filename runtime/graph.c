@@ -46,6 +46,25 @@ int kiln_node_run_ref(kiln_graph *g, kiln_node *n, kiln_error *err) { return kil
 /* Folded outputs larger than this stay on the device path (bytes). */
 #define FOLD_LIMIT ((size_t)256 << 20)
 
+/* Shapes whose size does not fit: 0 if v's element count times 16 (the
+ * largest element) fits in int64_t, else fills why with the shape. Every
+ * byte count, stride and index computed from a shape is then free of
+ * overflow. */
+static int size_overflows(const kiln_value *v, char *why, size_t wl) {
+  int64_t n = 1;
+  int bad = 0;
+  for (int k = 0; k < v->rank; k++) {
+    if (v->dims[k] < 0) continue; /* unbound or invalid: reported elsewhere */
+    if (v->dims[k] && n > INT64_MAX / 16 / v->dims[k]) bad = 1;
+    else n *= v->dims[k];
+  }
+  if (!bad) return 0;
+  size_t o = (size_t)snprintf(why, wl, "[");
+  for (int k = 0; k < v->rank && o < wl; k++) o += (size_t)snprintf(why + o, wl - o, "%s%lld", k ? "," : "", (long long)v->dims[k]);
+  if (o < wl) snprintf(why + o, wl - o, "]");
+  return 1;
+}
+
 int kiln_graph_plan(kiln_graph *g, kiln_error *err) {
   /* reset everything computed by an earlier plan */
   for (int i = 0; i < g->nvals; i++) {
@@ -65,6 +84,9 @@ int kiln_graph_plan(kiln_graph *g, kiln_error *err) {
       if (v->dims[k] < 0)
         return kiln__err(err, KILN_ESHAPE, "input '%s' dimension %d%s%s%s is not bound: pass --shape %s=... or an input tensor", v->name, k,
                          v->dim_param[k] ? " ('" : "", v->dim_param[k] ? v->dim_param[k] : "", v->dim_param[k] ? "')" : "", v->name);
+    char sh[256];
+    if (size_overflows(v, sh, sizeof sh))
+      return kiln__err(err, KILN_ELIMIT, "input '%s': shape %s has too many elements (its size overflows 64 bits)", v->name, sh);
   }
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
@@ -101,6 +123,10 @@ int kiln_graph_plan(kiln_graph *g, kiln_error *err) {
       kiln_value *v = &g->vals[n->out[k]];
       if (v->dtype != KILN_DT_SEQUENCE && (v->rank < 0 || (kiln_dtype_size(v->dtype) == 0 && !(v->dtype == KILN_DT_STRING && v->strw > 0))))
         return kiln__err(err, KILN_EUNSUPPORTED, "node '%s' (%s): output '%s' has type %s, which kiln does not support", n->name, n->op_type, v->name, kiln_dtype_name(v->dtype));
+      char sh[256];
+      if (v->dtype != KILN_DT_SEQUENCE && size_overflows(v, sh, sizeof sh))
+        return kiln__err(err, KILN_ELIMIT, "node '%s' (%s): output '%s' would have shape %s: too many elements (its size overflows 64 bits)",
+                         n->name, n->op_type, v->name, sh);
       if (!v->is_const) outs_const = false;
       out_bytes += kiln_value_bytes(v);
     }

@@ -295,6 +295,65 @@ static int topo_sort(kiln_graph *g, kiln_error *err) {
   return rc;
 }
 
+/* Bytes of a tensor's external data, from its shape (UINT64_MAX when the
+ * shape's size overflows); 0 for data inside the model file. */
+static uint64_t external_bytes(const Onnx__TensorProto *tp) {
+  if (!tp->has_data_location || tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) return 0;
+  uint64_t n = kiln_dtype_size(tp->has_data_type ? tp->data_type : 0);
+  for (size_t i = 0; i < tp->n_dims; i++) {
+    if (tp->dims[i] < 0) return 0; /* refused by kiln_tensor_from_proto */
+    if (tp->dims[i] && n > UINT64_MAX / (uint64_t)tp->dims[i]) return UINT64_MAX;
+    n *= (uint64_t)tp->dims[i];
+  }
+  return n;
+}
+
+/* Nesting depth limit for the protobuf messages of a model. Subgraphs
+ * (If/Loop/Scan bodies: graph -> node -> attribute -> graph ...) and
+ * sequence/map/optional types nest without bound in the schema, and
+ * protobuf-c's unpacker recurses once per level with no limit of its own, so a
+ * few MB of nested messages would overflow the stack. 100 is the default
+ * recursion limit of Google's protobuf parsers; it allows ~30 levels of
+ * nested subgraphs. */
+#define KILN_ONNX_MAX_NESTING 100
+
+static int read_varint(const uint8_t *p, size_t len, size_t *o, uint64_t *v) {
+  uint64_t r = 0;
+  for (int shift = 0; shift < 64 && *o < len; shift += 7) {
+    uint8_t b = p[(*o)++];
+    r |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) { *v = r; return 0; }
+  }
+  return -1;
+}
+
+/* Walks the wire format of a message of type d (without unpacking it) and
+ * returns 1 if its sub-messages nest deeper than KILN_ONNX_MAX_NESTING, else
+ * 0. Malformed bytes also give 0: the unpacker reports those. The recursion
+ * here stops at the limit. */
+static int nesting_too_deep(const uint8_t *p, size_t len, const ProtobufCMessageDescriptor *d, int depth) {
+  if (depth > KILN_ONNX_MAX_NESTING) return 1;
+  size_t o = 0;
+  while (o < len) {
+    uint64_t tag, v;
+    if (read_varint(p, len, &o, &tag)) return 0;
+    switch (tag & 7) {
+    case 0: if (read_varint(p, len, &o, &v)) return 0; break;
+    case 1: if (len - o < 8) return 0; o += 8; break;
+    case 5: if (len - o < 4) return 0; o += 4; break;
+    case 2: {
+      if (read_varint(p, len, &o, &v) || v > len - o) return 0;
+      const ProtobufCFieldDescriptor *f = tag >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3)) : NULL;
+      if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && nesting_too_deep(p + o, (size_t)v, f->descriptor, depth + 1)) return 1;
+      o += (size_t)v;
+      break;
+    }
+    default: return 0; /* groups and invalid wire types: the unpacker refuses them */
+    }
+  }
+  return 0;
+}
+
 /* Builds the graph from a serialized ModelProto. `path` names the model in
  * messages and in g->path (NULL for a buffer: messages say "<memory>");
  * base_dir resolves external data. */
@@ -304,6 +363,9 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
   if ((uint64_t)len > max_bytes)
     return kiln__err(err, KILN_ELIMIT, "%s: model is %llu bytes, more than the limit of %llu bytes", label, (unsigned long long)len, (unsigned long long)max_bytes);
   if (len == 0) return kiln__err(err, KILN_EPARSE, "%s: empty file, not an ONNX model", label);
+  if (nesting_too_deep(buf, len, &onnx__model_proto__descriptor, 0))
+    return kiln__err(err, KILN_ELIMIT, "%s: messages nested more than %d levels deep (subgraphs inside subgraphs, or nested sequence/map types): refused before parsing",
+                     label, KILN_ONNX_MAX_NESTING);
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
   if (!mp) return kiln__err(err, KILN_EPARSE, "%s: not a valid ONNX model (protobuf parse failed: truncated or not an ONNX file)", label);
   int rc = 0;
@@ -322,10 +384,19 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
   }
   if (!g->opset) g->opset = 1;
   const Onnx__GraphProto *gp = mp->graph;
-  /* initializers */
+  /* initializers; the limit covers the model file and its external data */
+  uint64_t total = len;
   for (size_t i = 0; i < gp->n_initializer; i++) {
     const Onnx__TensorProto *tp = gp->initializer[i];
     if (!tp->name || !*tp->name) { rc = kiln__err(err, KILN_EPARSE, "%s: initializer %zu has no name", label, i); goto fail; }
+    uint64_t ext = external_bytes(tp);
+    if (ext > max_bytes - total) {
+      rc = kiln__err(err, KILN_ELIMIT, "%s: model is more than the limit of %llu bytes with its external data (%llu bytes in the file, tensor '%s' adds %s%llu)",
+                     label, (unsigned long long)max_bytes, (unsigned long long)len, tp->name, ext == UINT64_MAX ? "more than " : "",
+                     (unsigned long long)(ext == UINT64_MAX ? max_bytes : ext));
+      goto fail;
+    }
+    total += ext;
     if (kiln_graph_find_value(g, tp->name) >= 0) { rc = kiln__err(err, KILN_EPARSE, "%s: initializer '%s' is given twice", label, tp->name); goto fail; }
     kiln_tensor *t = NULL;
     if ((rc = kiln_tensor_from_proto(tp, base_dir, &t, err)) != 0) {
@@ -415,7 +486,10 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
     g->vals[id].is_output = true;
     g->outputs[g->noutputs++] = id;
   }
-  if ((rc = topo_sort(g, err)) != 0) goto fail;
+  if ((rc = topo_sort(g, err)) != 0) {
+    char tmp[1024]; snprintf(tmp, sizeof tmp, "%s: %s", label, err ? err->msg : ""); if (err) snprintf(err->msg, sizeof err->msg, "%s", tmp);
+    goto fail;
+  }
   for (int i = 0; i < g->nnodes; i++)
     for (int k = 0; k < g->nodes[i].nin; k++)
       if (g->nodes[i].in[k] >= 0) g->vals[g->nodes[i].in[k]].nconsumers++;

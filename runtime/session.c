@@ -3,6 +3,7 @@
  * one `dev` call per node that was not folded), the whole-model CPU reference
  * run, and model statistics. */
 #include "kiln_internal.h"
+#include <errno.h>
 #include "kiln_db.h"
 #include <time.h>
 
@@ -51,6 +52,16 @@ int kiln_model_load(const char *path, const kiln_load_options *opt, kiln_model *
   kiln_model *m = calloc(1, sizeof *m);
   if (!m) return kiln__err(err, KILN_ENOMEM, "out of memory");
   if (opt) m->opt = *opt;
+  if (!m->opt.max_model_bytes) { /* KILN_MAX_MODEL_BYTES: the limit when the caller sets none */
+    const char *e = getenv("KILN_MAX_MODEL_BYTES");
+    if (e && *e) {
+      char *end;
+      errno = 0;
+      unsigned long long v = strtoull(e, &end, 10);
+      if (errno || *end || *e == '-' || v == 0) { free(m); return kiln__err(err, KILN_EINVAL, "KILN_MAX_MODEL_BYTES=%s: not a positive number of bytes", e); }
+      m->opt.max_model_bytes = v;
+    }
+  }
   int rc = kiln_onnx_load(path, m->opt.max_model_bytes, &m->g, err);
   if (rc) { free(m); return rc; }
   if ((rc = kiln_graph_rewrite(m->g, err)) != 0) {
