@@ -69,7 +69,17 @@ static kiln_attr AINTS(const char *nm, int cnt, const int64_t *v) {
   return a;
 }
 
+/* --case SUBSTRING (repeatable): run only the cases whose label contains
+ * one of them (tests/oclgrind.sh runs a few small ones under Oclgrind). */
+static const char *only[16];
+static int nonly;
+static int selected(const char *label) {
+  for (int i = 0; i < nonly; i++) if (strstr(label, only[i])) return 1;
+  return nonly == 0;
+}
+
 static void run_case(const conv_case *cc) {
+  if (!selected(cc->label)) return;
   kiln_graph g = {0};
   kiln_node n = {0};
   kiln_error err = {0};
@@ -208,7 +218,13 @@ done:
 
 int main(int argc, char **argv) {
   kiln_error err = {0};
-  if (kiln_device_open(argc > 2 && !strcmp(argv[1], "--device") ? argv[2] : NULL, &dev, &err)) {
+  const char *devsel = NULL;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--device")) devsel = argv[i + 1];
+    else if (!strcmp(argv[i], "--case") && nonly < 16) only[nonly++] = argv[i + 1];
+    else { fprintf(stderr, "usage: %s [--device SEL] [--case SUBSTRING]...\n", argv[0]); return 2; }
+  }
+  if (kiln_device_open(devsel, &dev, &err)) {
     printf("skipped: %s\n", err.msg);
     return SKIP;
   }

@@ -64,7 +64,17 @@ static void pick_vectors(const kiln_tunable *t0) {
 static kiln_attr AI(const char *nm, int64_t v) { kiln_attr a = {0}; a.name = (char *)nm; a.type = KILN_ATTR_INT; a.i = v; return a; }
 static kiln_attr AF(const char *nm, float v) { kiln_attr a = {0}; a.name = (char *)nm; a.type = KILN_ATTR_FLOAT; a.f = v; return a; }
 
+/* --case SUBSTRING (repeatable): run only the cases whose label contains
+ * one of them (tests/oclgrind.sh runs a few small ones under Oclgrind). */
+static const char *only[16];
+static int nonly;
+static int selected(const char *label) {
+  for (int i = 0; i < nonly; i++) if (strstr(label, only[i])) return 1;
+  return nonly == 0;
+}
+
 static void run_case(const char *op, int nin, const vspec *ins, kiln_attr *attrs, int nattr, const char *label) {
+  if (!selected(label)) return;
   kiln_graph g = {0};
   kiln_node n = {0};
   kiln_error err = {0};
@@ -176,8 +186,14 @@ done:
 
 int main(int argc, char **argv) {
   kiln_error err = {0};
-  setenv("KILN_GEMM_KERNELS", "0,1,2", 1); /* CLBlast (2) is opt-in for tuning; test it too */
-  if (kiln_device_open(argc > 2 && !strcmp(argv[1], "--device") ? argv[2] : NULL, &dev, &err)) {
+  setenv("KILN_GEMM_KERNELS", "0,1,2", 0); /* CLBlast (2) is opt-in for tuning; test it too (unless the caller narrows it) */
+  const char *devsel = NULL;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--device")) devsel = argv[i + 1];
+    else if (!strcmp(argv[i], "--case") && nonly < 16) only[nonly++] = argv[i + 1];
+    else { fprintf(stderr, "usage: %s [--device SEL] [--case SUBSTRING]...\n", argv[0]); return 2; }
+  }
+  if (kiln_device_open(devsel, &dev, &err)) {
     printf("skipped: %s\n", err.msg);
     return SKIP;
   }

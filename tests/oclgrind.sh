@@ -13,7 +13,16 @@
 #   - tunable kernels (gemm, conv): `kiln tune` on such models, which runs
 #     every candidate parameter vector on the device and checks it against the
 #     CPU reference: at least three vectors per instance (the default and
-#     others drawn at random or spread over the space), none rejected.
+#     others drawn at random or spread over the space), none rejected;
+#   - every generated model of any family whose plan (`kiln plan` on the
+#     default device) has a tunable kernel is tuned the same way with three
+#     random vectors, so kernels that gain tunable parameters are covered
+#     with parameter sets taken from their descriptors, without a list here;
+#   - gemm and conv: tests/gemm_params.c and tests/conv_params.c on a few
+#     small cases with edge tiles (--case), which force every kernel variant
+#     (gemm: tiled with and without local memory, panel; conv: direct, 1x1,
+#     im2col, depthwise, Winograd, local-memory GEMM) with three or more
+#     parameter vectors each, compared with the CPU reference.
 # Oclgrind's instruction counts name the kernels each step executed; they are
 # listed per family (and a few that must run are checked).
 #
@@ -24,10 +33,13 @@
 #   OCLGRIND (default oclgrind), OG_KEEP=1 keeps the work directory.
 # Exits 77 (skipped) without oclgrind, the test data or python3-onnx.
 #
-# Oclgrind 21.10's uninitialized-value plugin aborts on LLVM's `freeze`
-# instruction, which its optimizer emits (e.g. for 64-bit division); kernels
-# are therefore built with -cl-opt-disable under Oclgrind: the checks see the
-# kernels as written.
+# Oclgrind 21.10's uninitialized-value plugin (--uninitialized) aborts with
+# "Unsupported instruction: freeze" on LLVM's `freeze`, which the optimizer
+# emits for integer division and remainder (index arithmetic: conv_im2col,
+# conv_gemm, ew_add... every family has some), so with that plugin the
+# kernels are built with -cl-opt-disable: the checks see the kernels as
+# written. Only that plugin needs it: OG_OPT=1 runs the optimized kernels
+# with the memory, data-race and API checks but without --uninitialized.
 set -u
 
 KILN=${1:?usage: oclgrind.sh PATH/TO/kiln PATH/TO/kiln_conformance [FAMILY...]}
@@ -52,7 +64,14 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/kiln-oclgrind.XXXXXX") || exit 1
 if [ "${OG_KEEP:-0}" = 1 ]; then echo "work directory: $T"; else trap 'rm -rf "$T"' EXIT INT TERM; fi
 export KILN_CACHE_DIR=off
 unset KILN_DEVICE KILN_DB
-OG="nice -n 10 $OCLGRIND --build-options -cl-opt-disable --check-api --data-races --uninitialized --inst-counts"
+if [ "${OG_OPT:-0}" = 1 ]; then
+  OG="nice -n 10 $OCLGRIND --check-api --data-races --inst-counts"
+else
+  OG="nice -n 10 $OCLGRIND --build-options -cl-opt-disable --check-api --data-races --uninitialized --inst-counts"
+fi
+# the parameter tests beside kiln_conformance (same build directory)
+GEMM_PARAMS=${GEMM_PARAMS:-$(dirname "$CONF")/gemm_params}
+CONV_PARAMS=${CONV_PARAMS:-$(dirname "$CONF")/conv_params}
 # Oclgrind's diagnostics: memory errors, uninitialized values, races, barrier
 # divergence, API errors, unsupported instructions; every diagnostic raised
 # inside a kernel carries a "Kernel: NAME" line.
@@ -227,12 +246,17 @@ conf_gemm="matmul_2d matmul_3d matmul_4d gemm_all_attributes gemm_transposeA gem
   qlinearmatmul_3D"
 tune_gemm="gemm_mm_13x17x19:random:4:1 gemm_mm_13x17x19:exhaustive:4:0 gemm_mm_constb_batched:random:4:2 gemm_gemm_tt_bias:random:4:3
   gemm_mm_bcast:random:3:4"
-need_gemm=""
+# params_FAMILY: PROGRAM:CASE[:CASE...] run under Oclgrind with --case
+# filters (labels of tests/gemm_params.c / conv_params.c); every forced vector
+# must match the reference. CLBlast (KERNEL=2) is left out: not kiln's code.
+params_gemm="$GEMM_PARAMS:MatMul 33x17x65:MatMul bcast both:Gemm tA1 tB0 bias2"
+need_gemm="gemm gemm_panel gemm_pack_b"
 conf_conv="basic_conv_with_padding conv_with_strides_and_asymmetric_padding conv_with_autopad_same convtranspose convtranspose_1d
   convtranspose_3d convtranspose_dilations convtranspose_pads convinteger_with_padding qlinearconv basic_convinteger"
 tune_conv="conv_s2_p1:exhaustive:6:0 conv_s2_p1:random:3:5 conv_s1_p1_bias:exhaustive:6:0 conv_1x1:exhaustive:4:0 conv_1x1_s2:random:3:6
   conv_dw:exhaustive:4:0 conv_group_dil:random:3:7 conv_var_w:random:3:8 conv_1d:random:3:9"
-need_conv=""
+params_conv="$CONV_PARAMS:3x3 s1 p1 edge tiles:1x1 s2:depthwise 3x3 s2 p1 N=2:3x3 dil 2 p2"
+need_conv="conv_direct conv_dw conv_gemm conv_gemm_s conv_gemm_local conv_im2col wino_in wino_out"
 conf_pool="maxpool_2d_ceil maxpool_2d_dilations maxpool_2d_same_lower maxpool_3d_default maxpool_with_argmax_2d_precomputed_strides
   averagepool_2d_pads_count_include_pad averagepool_2d_ceil averagepool_1d_default globalaveragepool globalmaxpool
   maxunpool_export_with_output_shape maxunpool_export_without_output_shape"
@@ -279,6 +303,35 @@ nreports() {
   echo $((a > b ? a : b))
 }
 kernels_in() { sed -n "s/^Instructions executed for kernel '\(.*\)':.*/\1/p" "$@" 2>/dev/null | sort -u; }
+
+# check_tune LOG DB WANT: the JSON of `kiln tune` in LOG and the records in
+# DB: every instance measured >= WANT vectors (or all it has), none rejected.
+# Prints VEC lines (one per record), FAIL lines and "COUNT records failures".
+check_tune() {
+  "$PY" - "$1" "$2" "$3" <<'EOF'
+import json, sqlite3, sys
+log, db, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+js = None
+for line in open(log, errors="replace"):
+    if line.startswith('{"model"'):
+        js = json.loads(line)
+if js is None:
+    print("FAIL no JSON result from kiln tune"); sys.exit(0)
+bad = 0
+for inst in js["instances"]:
+    if inst["trials"] < min(want, inst.get("candidates", want)) or inst["rejected"]:
+        bad += 1
+        print("FAIL %s %s: %d trials, %d rejected" % (inst["family"], inst["shape_key"], inst["trials"], inst["rejected"]))
+if not js["instances"]:
+    bad += 1; print("FAIL no tunable instance")
+c = sqlite3.connect(db)
+n = 0
+for fam, key, params, status, err in c.execute("select family, shape_key, params, status, max_err from records order by id"):
+    n += 1
+    print("VEC %s %s [%s] %s err=%s" % (fam, key, params, status, "-" if err is None else "%.1e" % err))
+print("COUNT %d %d" % (n, bad))
+EOF
+}
 
 total_fail=0
 for fam in $FAMILIES; do
@@ -339,30 +392,7 @@ EOS
       echo "  oclgrind reports in kiln tune $m ($strat):"; cat "$D/rep"; errs=$((errs + $(nreports "$log")))
     fi
     # every instance: >= min(trials, candidates) vectors measured, none rejected
-    out=$("$PY" - "$log" "$db" "$trials" <<'EOF'
-import json, sqlite3, sys
-log, db, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
-js = None
-for line in open(log, errors="replace"):
-    if line.startswith('{"model"'):
-        js = json.loads(line)
-if js is None:
-    print("FAIL no JSON result from kiln tune"); sys.exit(0)
-bad = 0
-for inst in js["instances"]:
-    if inst["trials"] < want or inst["rejected"]:
-        bad += 1
-        print("FAIL %s %s: %d trials, %d rejected" % (inst["family"], inst["shape_key"], inst["trials"], inst["rejected"]))
-if not js["instances"]:
-    bad += 1; print("FAIL no tunable instance")
-c = sqlite3.connect(db)
-n = 0
-for fam, key, params, status, err in c.execute("select family, shape_key, params, status, max_err from records order by id"):
-    n += 1
-    print("VEC %s %s [%s] %s err=%s" % (fam, key, params, status, "-" if err is None else "%.1e" % err))
-print("COUNT %d %d" % (n, bad))
-EOF
-)
+    out=$(check_tune "$log" "$db" "$trials")
     echo "$out" | grep '^VEC' | sed "s/^VEC/    $m ($strat, seed $seed):/" >>"$D/vectors"
     cnt=$(echo "$out" | sed -n 's/^COUNT \([0-9]*\) .*/\1/p')
     nvec=$((nvec + ${cnt:-0}))
@@ -373,6 +403,50 @@ EOF
       fails=$((fails + 1))
     fi
   done
+  # 4. generated models with tunable kernels (any family): three random
+  #    vectors per instance from the kernel's descriptor
+  for m in $run; do
+    "$KILN" plan "$T/models/$m.onnx" --no-measure --json >"$D/plan_$m.json" 2>/dev/null || continue
+    grep -q '"family":"[a-z]' "$D/plan_$m.json" || continue
+    nmodels=$((nmodels + 1))
+    db="$D/tune_${m}_auto.db"
+    log="$D/tune_${m}_auto.log"
+    og "$log" "$KILN" tune "$T/models/$m.onnx" --db "$db" --strategy random --max-trials 3 --seed 11 --device oclgrind --json
+    rc=$?
+    if ! reports "$log" >"$D/rep"; then
+      echo "  oclgrind reports in kiln tune $m:"; cat "$D/rep"; errs=$((errs + $(nreports "$log")))
+    fi
+    out=$(check_tune "$log" "$db" 3)
+    echo "$out" | grep '^VEC' | sed "s/^VEC/    $m (random, seed 11):/" >>"$D/vectors"
+    cnt=$(echo "$out" | sed -n 's/^COUNT \([0-9]*\) .*/\1/p')
+    nvec=$((nvec + ${cnt:-0}))
+    if [ $rc -ne 0 ] || echo "$out" | grep -q '^FAIL'; then
+      echo "  FAIL: kiln tune $m.onnx (exit $rc):"; echo "$out" | grep -E '^(FAIL|VEC)' | sed 's/^/    /'; fails=$((fails + 1))
+    fi
+  done
+  # 5. forced parameter vectors of every kernel variant (gemm_params, conv_params)
+  eval "params=\${params_$fam:-}"
+  if [ -n "$params" ]; then
+    prog=${params%%:*}
+    cases=${params#*:}
+    if [ ! -x "$prog" ]; then echo "  FAIL: $prog not built"; fails=$((fails + 1)); else
+      set --
+      while [ -n "$cases" ]; do c=${cases%%:*}; set -- "$@" --case "$c"; case $cases in *:*) cases=${cases#*:} ;; *) cases= ;; esac; done
+      log="$D/params.log"
+      # KILN_GEMM_KERNELS=0,1: kiln's own GEMM kernels (no CLBlast)
+      KILN_GEMM_KERNELS=0,1 og "$log" "$prog" --device oclgrind "$@"
+      rc=$?
+      if ! reports "$log" >"$D/rep"; then
+        echo "  oclgrind reports in ${prog##*/}:"; cat "$D/rep"; errs=$((errs + $(nreports "$log")))
+      fi
+      summ=$(grep -E '^[0-9]+ (runs|parameter vectors run)' "$log" | tail -1)
+      nvec=$((nvec + $(echo "$summ" | sed -n 's/^\([0-9]*\) .*/\1/p')))
+      echo "    ${prog##*/} $*: $summ" >>"$D/vectors"
+      if [ $rc -ne 0 ] || [ -z "$summ" ]; then
+        echo "  FAIL: ${prog##*/} under oclgrind (exit $rc):"; grep -E 'FAIL|mismatch|error' "$log" | head -10 | sed 's/^/    /'; fails=$((fails + 1))
+      fi
+    fi
+  fi
   # coverage: the kernels that ran
   ran=$(kernels_in "$D"/*.log | tr '\n' ' ')
   eval "copy_only=\${copy_only_$fam:-0}"
