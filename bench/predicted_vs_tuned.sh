@@ -27,6 +27,14 @@ while [ $i -lt "$ROUNDS" ]; do
   set -- $(KILN_NO_PREDICT=1 "$KILN" run --random --repeat "$REPEAT" --json --db "$T/empty.db" "$MODEL" | med)
   dt=$1
   python3 -c "print('%5d  %9.2f (%s)  %12.2f (%s)  %11.2f  %15.2fx  %14.2fx' % ($i + 1, $tt, '$ta', $pt, '$pa', $dt, $pt / $tt, $dt / $tt))"
+  echo "$tt $pt $dt" >> "$T/rounds"
   i=$((i + 1))
 done
+python3 - "$T/rounds" <<'PY'
+import sys, statistics as st
+r = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
+t, p, d = (st.median(x) for x in zip(*r))
+print("median over %d rounds: tuned %.2f ms, predicted %.2f ms (%.2fx), defaults %.2f ms (%.2fx); median of per-round ratios: predicted %.2fx, defaults %.2fx"
+      % (len(r), t, p, p / t, d, d / t, st.median(b / a for a, b, c in r), st.median(c / a for a, b, c in r)))
+PY
 echo "load after: $(uptime)"
