@@ -195,8 +195,8 @@ double kiln_cm_predict_ns(const kiln_devmodel *m, const kiln_correction *c, cons
   double x[KILN_CM_NX], y = 0;
   full_x(m, c, f, params, x);
   for (int i = 0; i < KILN_CM_NX; i++) y += c->w[i] * x[i];
-  if (y > 8) y = 8;
-  if (y < -8) y = -8;
+  if (y > 30) y = 30; /* overflow guard only: a tighter clamp ties the candidates it cuts off */
+  if (y < -30) y = -30;
   return base * exp(y);
 }
 
