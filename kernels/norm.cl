@@ -58,6 +58,9 @@ inline long inner_off(__global const long *meta, long j) {
 #ifndef NORM_VW
   #define NORM_VW 1   // norm_rows: elements per vector load along a contiguous row (1, 2, 4, 8; the host sets >1 only for rows with unit inner stride)
 #endif
+#ifndef NORM_BLK
+  #define NORM_BLK 0  // norm_rows: 0 cyclic elements per work-item (GPU-style), 1 one contiguous block per work-item (CPU-style)
+#endif
 #define NR_CAT_(a, b) a##b
 #define NR_CAT(a, b) NR_CAT_(a, b)
 #if NORM_VW > 1
@@ -112,36 +115,52 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
   const long srow = ((r / sp[0]) % sp[1]) * sp[2];
   const long jdiv = sp[3], jmod = sp[4];
 
+  /* The elements of the row item l takes: cyclic (j = l, l + NORM_WG, ...:
+   * neighbouring items read neighbouring elements, as GPUs want) or, with
+   * NORM_BLK, one contiguous block [j0, j1) per item (CPUs). Vectors: vector
+   * indices [v0, v1) with stride vs, then the scalar tail [t0, t1) stride ts. */
+#if NORM_BLK
+  const long chunk = ((L + NORM_WG - 1) / NORM_WG + NORM_VW - 1) / NORM_VW * NORM_VW;
+  const long j0 = min(L, (long)l * chunk), j1 = min(L, j0 + chunk);
+#if NORM_VW > 1
+  const long v0 = j0 / NORM_VW, v1 = j1 / NORM_VW, vs = 1, t0 = v1 * NORM_VW, t1 = j1, ts = 1;
+#else
+  const long t0 = j0, t1 = j1, ts = 1;
+#endif
+#elif NORM_VW > 1
+  const long v0 = l, v1 = L / NORM_VW, vs = NORM_WG, t0 = L / NORM_VW * NORM_VW + l, t1 = L, ts = NORM_WG;
+#else
+  const long t0 = l, t1 = L, ts = NORM_WG;
+#endif
   T s = 0;
 #if NORM_VW > 1
   __global const T *xr = x + base;
-  const long nv = L / NORM_VW, tail = nv * NORM_VW;
   {
     VT a = (VT)0;
-    for (long v = l; v < nv; v += NORM_WG) a += VLOAD(v, xr);
+    for (long v = v0; v < v1; v += vs) a += VLOAD(v, xr);
     s = vsum(a);
-    for (long j = tail + l; j < L; j += NORM_WG) s += xr[j];
+    for (long j = t0; j < t1; j += ts) s += xr[j];
   }
 #else
-  for (long j = l; j < L; j += NORM_WG) s += x[base + inner_off(meta, j)];
+  for (long j = t0; j < t1; j += ts) s += x[base + inner_off(meta, j)];
 #endif
   const T mean = wg_sum(s, red) / (T)max(L, (long)1);
   s = 0;
 #if NORM_VW > 1
   {
     VT a = (VT)0;
-    for (long v = l; v < nv; v += NORM_WG) {
+    for (long v = v0; v < v1; v += vs) {
       VT d = VLOAD(v, xr) - (VT)mean;
       a += d * d;
     }
     s = vsum(a);
-    for (long j = tail + l; j < L; j += NORM_WG) {
+    for (long j = t0; j < t1; j += ts) {
       T d = xr[j] - mean;
       s += d * d;
     }
   }
 #else
-  for (long j = l; j < L; j += NORM_WG) {
+  for (long j = t0; j < t1; j += ts) {
     T d = x[base + inner_off(meta, j)] - mean;
     s += d * d;
   }
@@ -149,7 +168,7 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
   const T var = wg_sum(s, red) / (T)max(L, (long)1);
   const T inv = (flags & 4) ? (T)1 / (sqrt(var) + eps) : (T)1 / sqrt(var + eps);
 #if NORM_VW > 1
-  for (long v = l; v < nv; v += NORM_WG) {
+  for (long v = v0; v < v1; v += vs) {
     T t[NORM_VW];
     VSTORE((VLOAD(v, xr) - (VT)mean) * (VT)inv, 0, t);
     for (int k = 0; k < NORM_VW; k++) {
@@ -161,10 +180,8 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
       y[base + j] = norm_act(e, flags);
     }
   }
-  for (long j = tail + l; j < L; j += NORM_WG) {
-#else
-  for (long j = l; j < L; j += NORM_WG) {
 #endif
+  for (long j = t0; j < t1; j += ts) {
     long o = base + inner_off(meta, j);
     T v = (x[o] - mean) * inv;
     long si = srow + (j / jdiv) % jmod;

@@ -33,8 +33,10 @@ static double unif(void) { return (double)(next_u64() >> 11) / 9007199254740992.
 /* Samples per family (name=value lists over the descriptor defaults). */
 static const char *const s_lines[] = {"WG=1,VW=1", "WG=16,VW=2", "WG=32,VW=4", "WG=64,VW=8", "WG=128,VW=1", "WG=256,VW=2", "WG=1,VW=8", "WG=64,VW=1", "WG=16,VW=1", NULL};
 static const char *const s_norm[] = {"NORM_WG=1,NORM_VW=1", "NORM_WG=16,NORM_VW=2", "NORM_WG=32,NORM_VW=4", "NORM_WG=64,NORM_VW=8",
-                                     "NORM_WG=128,NORM_VW=1", "NORM_WG=256,NORM_VW=2", "NORM_WG=1,NORM_VW=8", "NORM_WG=16,NORM_VW=1", NULL};
-static const char *const s_pool[] = {"PL_WPI=1,PL_WG=32", "PL_WPI=2,PL_WG=0", "PL_WPI=4,PL_WG=64", "PL_WPI=8,PL_WG=128", "PL_WPI=3,PL_WG=256", "PL_WPI=2,PL_WG=256", NULL};
+                                     "NORM_WG=128,NORM_VW=1", "NORM_WG=256,NORM_VW=2", "NORM_WG=1,NORM_VW=8", "NORM_WG=16,NORM_VW=1",
+                                     "NORM_WG=16,NORM_VW=1,NORM_BLK=1", "NORM_WG=64,NORM_VW=4,NORM_BLK=1", "NORM_WG=32,NORM_VW=8,NORM_BLK=1",
+                                     "NORM_WG=256,NORM_VW=2,NORM_BLK=1", NULL};
+static const char *const s_pool[] = {"PL_WPI=1,PL_WG=32", "PL_WPI=2,PL_WG=0", "PL_WPI=4,PL_WG=64", "PL_WPI=8,PL_WG=128", "PL_WPI=1,PL_WG=256", "PL_WPI=2,PL_WG=256", NULL};
 static const char *const s_gpool[] = {"PL_WG=16,PL_VW=1", "PL_WG=32,PL_VW=2", "PL_WG=64,PL_VW=4", "PL_WG=128,PL_VW=8", "PL_WG=256,PL_VW=1", "PL_WG=16,PL_VW=8", NULL};
 static const char *const s_ew[] = {"EW_WPI=2,EW_WG=0", "EW_WPI=4,EW_WG=64", "EW_WPI=8,EW_WG=128", "EW_WPI=1,EW_WG=256", "EW_WPI=8,EW_WG=0", NULL};
 

@@ -1051,7 +1051,7 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   int rc = win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
   if (rc) return rc;
   kiln_tunable t;
-  int pa = global ? 1 : 1, pb = global ? 1 : 0;
+  int pa = 1, pb = global ? 1 : 0; /* the descriptor defaults */
   if (pool_tunable(g, n, &t) == 0) {
     const int *p = kiln_exec_tparams(x, n, &t);
     pa = p[PP_A];

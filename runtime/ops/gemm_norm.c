@@ -1426,10 +1426,11 @@ static void norm_rows_ref(const norm_layout *l, int flags, double eps, const voi
 
 /* ---- the "norm" tunable family: norm.cl's norm_rows ---- */
 
-enum { NP_WG, NP_VW, NP_COUNT };
+enum { NP_WG, NP_VW, NP_BLK, NP_COUNT };
 static const kiln_kparam norm_params[NP_COUNT] = {
   [NP_WG] = {"NORM_WG", 6, {1, 16, 32, 64, 128, 256}, NORM_WG}, /* work-items per row (one work-group per row) */
   [NP_VW] = {"NORM_VW", 4, {1, 2, 4, 8}, 1},                     /* vector width of the loads along a contiguous row */
+  [NP_BLK] = {"NORM_BLK", 2, {0, 1}, 0},                         /* 1: a contiguous block of the row per work-item */
 };
 enum { ND_ROWS, ND_L, ND_CONTIG, ND_ESIZE, ND_AFFINE };
 
@@ -1444,6 +1445,7 @@ static int norm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   const int wg = p[NP_WG], vw = p[NP_VW];
   const int64_t L = t->dims[ND_L];
   if (dev && dev->max_work_group && (size_t)wg > dev->max_work_group) return 1;
+  if (p[NP_BLK] && wg == 1) return 1;                            /* the same as cyclic */
   if (vw > 1 && (!t->dims[ND_CONTIG] || L < vw)) return 1;
   /* work-items with nothing to do: a smaller group covers the row (the
    * default stays valid for every shape) */
@@ -1492,7 +1494,7 @@ static int norm_rows_dev(kiln_exec *x, kiln_node *n, const norm_layout *l, int f
   kiln_tunable t;
   norm_tunable_fill(x->g, n, l, flags, &t);
   const int *p = kiln_exec_tparams(x, n, &t);
-  int wg = p[NP_WG], vw = t.dims[ND_CONTIG] ? p[NP_VW] : 1;
+  int wg = p[NP_WG], vw = t.dims[ND_CONTIG] ? p[NP_VW] : 1, blk = p[NP_BLK];
   int64_t meta[3 + 4 * MAXR + 5] = {0};
   meta[0] = l->L;
   meta[1] = l->no;
@@ -1505,8 +1507,9 @@ static int norm_rows_dev(kiln_exec *x, kiln_node *n, const norm_layout *l, int f
   if (!mb) return err->status;
   char opts[300], tb[200];
   /* the defaults build the same program as the other norm.cl kernels */
-  if (vw > 1) snprintf(opts, sizeof opts, "%s -DNORM_WG=%d -DNORM_VW=%d", kiln_cl_type_opts(dt, tb, sizeof tb), wg, vw);
-  else snprintf(opts, sizeof opts, "%s -DNORM_WG=%d", kiln_cl_type_opts(dt, tb, sizeof tb), wg);
+  int o = snprintf(opts, sizeof opts, "%s -DNORM_WG=%d", kiln_cl_type_opts(dt, tb, sizeof tb), wg);
+  if (vw > 1) o += snprintf(opts + o, sizeof opts - (size_t)o, " -DNORM_VW=%d", vw);
+  if (blk) snprintf(opts + o, sizeof opts - (size_t)o, " -DNORM_BLK=1");
   cl_kernel k = kiln_cl_kernel(x->d, "norm.cl", opts, "norm_rows", err);
   if (!k) return err->status;
   if (!bs) bs = bx;
