@@ -61,7 +61,7 @@ done
 if [ -z "$PY" ]; then echo "SKIP: needs python3 with the onnx module (apt-get install python3-onnx)"; exit 77; fi
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/kiln-oclgrind.XXXXXX") || exit 1
-if [ "${OG_KEEP:-0}" = 1 ]; then echo "work directory: $T"; else trap 'rm -rf "$T"' EXIT INT TERM; fi
+if [ "${OG_KEEP:-0}" = 1 ]; then echo "work directory: $T"; else trap 'rm -rf "$T"' EXIT; trap 'exit 130' INT TERM; fi
 export KILN_CACHE_DIR=off
 unset KILN_DEVICE KILN_DB
 if [ "${OG_OPT:-0}" = 1 ]; then
@@ -69,6 +69,14 @@ if [ "${OG_OPT:-0}" = 1 ]; then
 else
   OG="nice -n 10 $OCLGRIND --build-options -cl-opt-disable --check-api --data-races --uninitialized --inst-counts"
 fi
+# Oclgrind 21.10 crashes (SIGSEGV in RaceDetector::syncWorkItems at the end
+# of a work-group, or heap corruption: "free(): invalid size") in `kiln tune`
+# of small Convs when its instruction counter (--inst-counts) runs beside the
+# race detector; each plugin alone runs them clean (reproduced on a 1x1 conv,
+# also with one worker thread). Families listed in NOINST run without
+# --inst-counts: their kernel coverage is not read from Oclgrind there
+# (conv_params reports the algorithms it ran instead).
+NOINST="conv"
 # the parameter tests beside kiln_conformance (same build directory)
 GEMM_PARAMS=${GEMM_PARAMS:-$(dirname "$CONF")/gemm_params}
 CONV_PARAMS=${CONV_PARAMS:-$(dirname "$CONF")/conv_params}
@@ -286,7 +294,7 @@ copy_only_sequence=1 # sequences move with clEnqueueCopyBufferRect: no kernels
 # ---- running under oclgrind ----------------------------------------------------
 now() { date +%s; }
 # og LOG CMD...: runs CMD under Oclgrind, output (both streams) in LOG.
-og() { log=$1; shift; $OG "$@" >"$log" 2>&1; }
+og() { log=$1; shift; ${OGF:-$OG} "$@" >"$log" 2>&1; }
 # reports LOG: prints Oclgrind's diagnostics in LOG, each after the name of the
 # conformance test it came before; returns 1 if there were any.
 reports() {
@@ -337,6 +345,8 @@ total_fail=0
 for fam in $FAMILIES; do
   case " $ALL " in *" $fam "*) ;; *) echo "FAIL: unknown family '$fam' (families: $ALL)"; total_fail=$((total_fail + 1)); continue ;; esac
   eval "conf=\${conf_$fam:-}; run=\${run_$fam:-}; tune=\${tune_$fam:-}; need=\${need_$fam:-}"
+  OGF=$OG
+  case " $NOINST " in *" $fam "*) OGF=$(echo "$OG" | sed 's/ --inst-counts//'); need= ;; esac
   D="$T/$fam"
   mkdir -p "$D"
   t0=$(now)
@@ -462,6 +472,7 @@ EOS
   # coverage: the kernels that ran
   ran=$(kernels_in "$D"/*.log | tr '\n' ' ')
   eval "copy_only=\${copy_only_$fam:-0}"
+  case " $NOINST " in *" $fam "*) copy_only=1; ran="(not counted: see NOINST)" ;; esac
   if [ -z "$ran" ] && [ "$copy_only" != 1 ]; then echo "  FAIL: no kernel of family $fam ran on the device"; fails=$((fails + 1)); fi
   for k in $need; do
     case " $ran " in *" $k "*) ;; *) echo "  FAIL: kernel $k did not run (dispatch changed? adjust the models or need_$fam)"; fails=$((fails + 1)) ;; esac
