@@ -123,7 +123,7 @@ _Static_assert(GP_COUNT <= KILN_MAX_KPARAMS && GP_COUNT <= KILN_MAX_KPARAMS_NODE
  * still used at run time. */
 static void gemm_kernels_from_env(kiln_kparam *k) {
   const char *e = getenv("KILN_GEMM_KERNELS");
-  if (!e || !*e) e = "0,1";
+  if (!e || !*e) e = "0,1,2";
   int n = 0;
   for (const char *c = e; *c && n < 3; c++)
     if (*c >= '0' && *c <= '2' && (c == e || c[-1] == ',')) {
@@ -162,6 +162,10 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
    * than the panel kernel at every size tried on POCL (one SA=1 candidate:
    * 76 s per 2048^3 run against 2 s), so it is left to GPUs */
   if (kern == GK_TILED && dev && !dev->is_gpu) return 1;
+  /* CLBlast on CPU devices: its GPU-style kernels never beat the panel kernel
+   * on POCL (bench_gemm), and CLBlast rebuilds its programs in every process
+   * (no on-disk cache), so it is left to GPUs unless KILN_GEMM_KERNELS names it */
+  if (kern == GK_CLBLAST && dev && !dev->is_gpu && !getenv("KILN_GEMM_KERNELS")) return 1;
   bool offered = false;
   for (int i = 0; i < t->params[GP_KERNEL].nvals; i++) offered |= t->params[GP_KERNEL].vals[i] == kern;
   if (!offered) return 1;
