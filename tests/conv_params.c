@@ -69,12 +69,12 @@ static kiln_attr AINTS(const char *nm, int cnt, const int64_t *v) {
   return a;
 }
 
-/* --case SUBSTRING (repeatable): run only the cases whose label contains
- * one of them (tests/oclgrind.sh runs a few small ones under Oclgrind). */
+/* --case LABEL (repeatable): run only the cases with one of these labels
+ * (tests/oclgrind.sh runs a few small ones under Oclgrind, one per process). */
 static const char *only[16];
 static int nonly;
 static int selected(const char *label) {
-  for (int i = 0; i < nonly; i++) if (strstr(label, only[i])) return 1;
+  for (int i = 0; i < nonly; i++) if (!strcmp(label, only[i])) return 1;
   return nonly == 0;
 }
 
@@ -222,7 +222,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--device")) devsel = argv[i + 1];
     else if (!strcmp(argv[i], "--case") && nonly < 16) only[nonly++] = argv[i + 1];
-    else { fprintf(stderr, "usage: %s [--device SEL] [--case SUBSTRING]...\n", argv[0]); return 2; }
+    else { fprintf(stderr, "usage: %s [--device SEL] [--case LABEL]...\n", argv[0]); return 2; }
   }
   if (kiln_device_open(devsel, &dev, &err)) {
     printf("skipped: %s\n", err.msg);
