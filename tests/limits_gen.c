@@ -137,13 +137,18 @@ static void rreserve(rbuf *b, size_t more) {
   while (cap - used < more) cap *= 2;
   uint8_t *np = malloc(cap);
   if (!np) { perror("limits_gen"); exit(1); }
-  memcpy(np + cap - used, b->p + b->start, used);
+  if (used) memcpy(np + cap - used, b->p + b->start, used);
   free(b->p);
   b->p = np;
   b->start = cap - used;
   b->cap = cap;
 }
-static void rraw(rbuf *b, const void *d, size_t n) { rreserve(b, n); b->start -= n; memcpy(b->p + b->start, d, n); }
+static void rraw(rbuf *b, const void *d, size_t n) {
+  if (!n) return;
+  rreserve(b, n);
+  b->start -= n;
+  memcpy(b->p + b->start, d, n);
+}
 static void rvarint(rbuf *b, uint64_t v) {
   uint8_t t[10];
   size_t n = 0;
