@@ -77,7 +77,7 @@ static int node(tgraph *t, const char *op, int nin, const int *ins, int nattr, c
   n->in = t->ins[i];
   n->out = t->outs[i];
   memcpy(n->in, ins, sizeof(int) * (size_t)nin);
-  memcpy(t->attrs[i], attrs, sizeof(kiln_attr) * (size_t)nattr);
+  if (nattr) memcpy(t->attrs[i], attrs, sizeof(kiln_attr) * (size_t)nattr); /* attrs may be NULL when there are none */
   n->attrs = t->attrs[i];
   n->nattr = nattr;
   n->op = kiln_op_lookup("", op);
