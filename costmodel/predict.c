@@ -124,6 +124,38 @@ int kiln_predict(kiln_model *m, const char *profile, kiln_session *s, kiln_db *d
   return 0;
 }
 
+/* "Op+Op+..." of a fused group's nodes into q->ops, and how many it covers. */
+static void group_ops(kiln_graph *g, const kiln_fgroup *fg, kiln_plan_kernel *q) {
+  size_t o = 0;
+  for (int k = 0; k < fg->nnodes && o < sizeof q->ops; k++)
+    o += (size_t)snprintf(q->ops + o, sizeof q->ops - o, "%s%s", k ? "+" : "", g->nodes[fg->nodes[k]].op_type);
+  q->nodes_covered = fg->nnodes;
+}
+
+/* Family (with `suffix`), parameters, their origin and (given a device model)
+ * the prediction of node n's tunable kernel into q; -1 if n has none. */
+static int describe_tunable(kiln_session *s, kiln_graph *g, kiln_node *n, const kiln_devmodel *dm, const char *suffix,
+                            kiln_plan_kernel *q) {
+  kiln_tunable t;
+  memset(&t, 0, sizeof t);
+  if (!n->op->tunable || n->op->tunable(g, n, &t) != 0) return -1;
+  snprintf(q->family, sizeof q->family, "%s%s", t.family, suffix);
+  snprintf(q->origin, sizeof q->origin, "%s", n->tparams_origin ? n->tparams_origin : "default");
+  kiln_tunable_str(&t, n->tparams, q->params, sizeof q->params);
+  if (dm && t.features) {
+    kiln_correction *c = malloc(sizeof *c);
+    if (c) {
+      kiln_cm_fit_db(s->db, s->db_device, dm, t.family, c, NULL);
+      kiln_features f;
+      memset(&f, 0, sizeof f);
+      t.features(&t, n->tparams, &f);
+      q->predicted_ns = kiln_cm_predict_ns(dm, c, &f, q->params);
+      free(c);
+    }
+  }
+  return 0;
+}
+
 int kiln_session_plan_info(kiln_session *s, int measure, kiln_plan_kernel **out, int *nout, kiln_error *err) {
   *out = NULL;
   *nout = 0;
@@ -147,60 +179,19 @@ int kiln_session_plan_info(kiln_session *s, int measure, kiln_plan_kernel **out,
     q->measured_ns = meas[i];
     q->predicted_ns = -1;
     if (n->fgroup && n->fgroup->head >= 0) { /* an epilogue: the head's kernel, parameters and instance */
-      kiln_node *h = &g->nodes[n->fgroup->head];
-      size_t o = 0;
-      for (int k = 0; k < n->fgroup->nnodes && o < sizeof q->ops; k++)
-        o += (size_t)snprintf(q->ops + o, sizeof q->ops - o, "%s%s", k ? "+" : "", g->nodes[n->fgroup->nodes[k]].op_type);
-      q->nodes_covered = n->fgroup->nnodes;
-      kiln_tunable t;
-      memset(&t, 0, sizeof t);
-      if (h->op->tunable && h->op->tunable(g, h, &t) == 0) {
-        snprintf(q->family, sizeof q->family, "%s+epi", t.family);
-        snprintf(q->origin, sizeof q->origin, "%s", h->tparams_origin ? h->tparams_origin : "default");
-        kiln_tunable_str(&t, h->tparams, q->params, sizeof q->params);
-        if (have_dm && t.features) {
-          kiln_correction *c = malloc(sizeof *c);
-          if (c) {
-            kiln_cm_fit_db(s->db, s->db_device, &dm, t.family, c, NULL);
-            kiln_features f;
-            memset(&f, 0, sizeof f);
-            t.features(&t, h->tparams, &f);
-            q->predicted_ns = kiln_cm_predict_ns(&dm, c, &f, q->params);
-            free(c);
-          }
-        }
-      }
+      group_ops(g, n->fgroup, q);
+      describe_tunable(s, g, &g->nodes[n->fgroup->head], have_dm ? &dm : NULL, "+epi", q);
       continue;
     }
     if (n->fgroup) {
-      size_t o = 0;
-      for (int k = 0; k < n->fgroup->nnodes && o < sizeof q->ops; k++)
-        o += (size_t)snprintf(q->ops + o, sizeof q->ops - o, "%s%s", k ? "+" : "", g->nodes[n->fgroup->nodes[k]].op_type);
-      q->nodes_covered = n->fgroup->nnodes;
+      group_ops(g, n->fgroup, q);
       snprintf(q->family, sizeof q->family, "fused");
       snprintf(q->origin, sizeof q->origin, "generated");
       continue;
     }
     snprintf(q->ops, sizeof q->ops, "%s", n->op_type);
     q->nodes_covered = 1;
-    kiln_tunable t;
-    memset(&t, 0, sizeof t);
-    if (n->op->tunable && n->op->tunable(g, n, &t) == 0) {
-      snprintf(q->family, sizeof q->family, "%s", t.family);
-      snprintf(q->origin, sizeof q->origin, "%s", n->tparams_origin ? n->tparams_origin : "default");
-      kiln_tunable_str(&t, n->tparams, q->params, sizeof q->params);
-      if (have_dm && t.features) {
-        kiln_correction *c = malloc(sizeof *c);
-        if (c) {
-          kiln_cm_fit_db(s->db, s->db_device, &dm, t.family, c, NULL);
-          kiln_features f;
-          memset(&f, 0, sizeof f);
-          t.features(&t, n->tparams, &f);
-          q->predicted_ns = kiln_cm_predict_ns(&dm, c, &f, q->params);
-          free(c);
-        }
-      }
-    } else snprintf(q->origin, sizeof q->origin, "fixed");
+    if (describe_tunable(s, g, n, have_dm ? &dm : NULL, "", q) != 0) snprintf(q->origin, sizeof q->origin, "fixed");
   }
   free(meas);
   *out = p;
