@@ -23,6 +23,8 @@
  *   conv_gemm_s   [algo 1] same for strided 1x1 convs (B gathered from x).
  *   conv_im2col   [algos 2, 5] B[n][g][K][ldb] from x (zeros for padding and
  *                 for the columns P..ldb-1). grid: (OD*OH, K, N*G)
+ *   conv_im2col_p [algo 6] the same in panels of GEMM_TN columns for gemm.cl's
+ *                 gemm_panel. grid: (K, OD*OH, N*G)
  *   conv_dw       [algo 3] depthwise (one input and one output channel per
  *                 group): CONVDW_TP pixels of one row per work-item.
  *                 grid: (ceil(OW/TP)*OH*OD, C, N)
@@ -258,6 +260,7 @@ __kernel void conv_gemm_s(__global const T *A, __global const T *B, __global con
   gemm_body(A, B, bias, Y, M, K, P, ldb, pload, ldy, G1, sa, sbo, sbi, syo, syi, has_bias, 1, SH, SW, IW, OW, epi, e0, e1);
 }
 
+
 /* im2col: col[(n*G + g)*K + k][p] for k = (ic, kd, kh, kw) of group g and
  * output pixel p (zeros for padding taps; the row with od*OH + oh = 0 also
  * zeroes the columns P..ldb-1). Each work-item fills one output row (OW
@@ -295,6 +298,43 @@ __kernel void conv_im2col(__global const T *x, __global T *col, __global const i
   else
     for (int ow = lo; ow < hi; ow++) cr[ow] = xr[ow * SW + iw0];
   for (int ow = max(lo, hi); ow < OW; ow++) cr[ow] = 0;
+}
+
+/* im2col into panels of GEMM_TN columns: col[b][p / TN][k][p % TN], np =
+ * ceil(P/TN) panels per (n, g), zeros for padding taps and for p >= P. The
+ * GEMM then reads each work-item's K x TN block contiguously (a dense
+ * [K][P] buffer puts every k of a block on another page for large P).
+ * gemm.cl's gemm_panel (built with ROWCH=1) multiplies the weights with it.
+ * Each work-item fills one output row (OW columns) of one k; consecutive
+ * work-items take consecutive k (neighbouring lines of the same panels).
+ * grid: (K, OD*OH, N*G) */
+__kernel void conv_im2col_p(__global const T *x, __global T *col, __global const int *m) {
+  const int C = m[M_C], G = m[M_G], ICg = m[M_ICG];
+  const int ID = m[M_IN], IH = m[M_IN + 1], IW = m[M_IN + 2];
+  const int OD = m[M_OUT], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
+  const int KD = m[M_K], KH = m[M_K + 1], KW = m[M_K + 2];
+  const int SW = m[M_S + 2], DW = m[M_DL + 2];
+  const int KK = KD * KH * KW, K = ICg * KK, P = OD * OH * OW, NP = (P + GEMM_TN - 1) / GEMM_TN;
+  const int k = get_global_id(0), r = get_global_id(1), b = get_global_id(2);
+  if (r >= OD * OH || k >= K || b >= m[M_N] * G) return;
+  const int n = b / G, g = b % G;
+  const int ic = k / KK, t = k % KK, kw = t % KW, kh = (t / KW) % KH, kd = t / (KW * KH);
+  const int oh = r % OH, od = r / OH;
+  __global T *cb = col + (long)b * NP * K * GEMM_TN + (long)k * GEMM_TN;
+  if (r == OD * OH - 1)
+    for (int p = P; p < NP * GEMM_TN; p++) cb[(long)(p / GEMM_TN) * K * GEMM_TN + p % GEMM_TN] = 0;
+  const int id = od * m[M_S] - m[M_P] + kd * m[M_DL];
+  const int ih = oh * m[M_S + 1] - m[M_P + 1] + kh * m[M_DL + 1];
+  const bool row_in = id >= 0 && id < ID && ih >= 0 && ih < IH;
+  __global const T *xr = x + ((long)n * C + (long)g * ICg + ic) * ((long)ID * IH * IW) + ((long)(row_in ? id : 0) * IH + (row_in ? ih : 0)) * IW;
+  const int iw0 = kw * DW - m[M_P + 2];
+  int p = r * OW, pj = p % GEMM_TN;
+  __global T *dst = cb + (long)(p / GEMM_TN) * K * GEMM_TN;
+  for (int ow = 0; ow < OW; ow++) {
+    const int iw = ow * SW + iw0;
+    dst[pj] = row_in && iw >= 0 && iw < IW ? xr[iw] : (T)0;
+    if (++pj == GEMM_TN) { pj = 0; dst += (long)K * GEMM_TN; }
+  }
 }
 
 /* GPU-style tiled GEMM for algo 5: Y[n][g*M + m][p] = sum_k W[g*M + m][k] *

@@ -124,9 +124,27 @@ inline void batch_offsets(__global const long *bmeta, long z, long *ao, long *bo
 /* Y(m, n0..n0+VW-1) = alpha * acc + beta * C(m, n0..): vector store when the
  * whole vector is inside, element by element at the right edge. Y starts at
  * element ybase of the output (for the epilogue's index). */
+#ifndef ROWCH
+  #define ROWCH 0
+#endif
 inline void store_vec(TV acc, const int m, const int n0, const int N, const T alpha, const T beta,
                       __global const T *C, const long scm, const long scn, const int has_c, __global T *Y,
                       const long ybase, __global const T *e0, __global const T *e1) {
+#if ROWCH
+  /* convolution layout (Conv's algo 6): rows are output channels of batch
+   * z = ybase / (M*N) (image x group); C is a bias per channel and scn the
+   * channel count, so channel c = (ybase / N + m) % scn (groups in order) */
+  const int ch = (int)((ybase / N + m) % scn);
+  const T cb = has_c ? beta * C[ch] : (T)0;
+  TV o = alpha * acc + (TV)(cb);
+  T *ro = (T *)&o;
+#ifdef KILN_EPI
+  for (int e = 0; e < VW; e++) ro[e] = EPI(ro[e], ybase + (long)m * N + n0 + e, ch);
+#endif
+  if (n0 + VW <= N) { VSTOREL(o, 0, Y + (long)m * N + n0); return; }
+  for (int e = 0; e < VW && n0 + e < N; e++) Y[(long)m * N + n0 + e] = ro[e];
+  return;
+#endif
   if (n0 + VW <= N && (!has_c || scn == 1)) {
     TV o = alpha * acc;
     if (has_c) o += beta * VLOADL(0, C + m * scm + n0);

@@ -23,19 +23,21 @@ void kiln_tunable_str(const kiln_tunable *t, const int *p, char *buf, size_t len
 
 int kiln_tunable_parse(const kiln_tunable *t, const char *s, int *p) {
   for (int i = 0; i < t->nparams; i++) p[i] = t->params[i].dflt;
-  int seen = 0;
   while (s && *s) {
     const char *eq = strchr(s, '=');
     if (!eq) return -1;
     size_t nl = (size_t)(eq - s);
     int found = 0;
     for (int i = 0; i < t->nparams; i++)
-      if (strlen(t->params[i].name) == nl && !strncmp(t->params[i].name, s, nl)) { p[i] = atoi(eq + 1); found = 1; seen++; }
+      if (strlen(t->params[i].name) == nl && !strncmp(t->params[i].name, s, nl)) { p[i] = atoi(eq + 1); found = 1; }
     if (!found) return -1; /* a parameter this build does not know */
     s = strchr(eq, ',');
     if (s) s++;
   }
-  return seen == t->nparams ? 0 : -1;
+  /* a parameter the text lacks keeps its default: records written before a
+   * build added a parameter were measured at what is now its default (new
+   * parameters must default to the behaviour that existed before them) */
+  return 0;
 }
 
 /* Enumerates the valid candidates of t (default first); returns count. */

@@ -225,6 +225,31 @@ static int model_limit(int nc) {
   return l > nc ? nc : l;
 }
 
+#define EXPLORE_FACTOR 4.0
+/* Length of the first "NAME=V" item of a canonical parameter string. */
+static size_t first_item(const char *p) {
+  const char *c = strchr(p, ',');
+  return c ? (size_t)(c - p) : strlen(p);
+}
+
+/* The unmeasured candidate with the lowest prediction among those whose
+ * first parameter value no measured candidate has, if it is predicted within
+ * EXPLORE_FACTOR of the best unmeasured prediction; else -1. */
+static int explore_pick(char (*ps)[256], const double *pred, const char *done, int nc) {
+  int best = -1, k = -1;
+  for (int q = 0; q < nc; q++)
+    if (!done[q] && (best < 0 || pred[q] < pred[best])) best = q;
+  if (best < 0) return -1;
+  for (int q = 0; q < nc; q++) {
+    if (done[q] || !(pred[q] <= EXPLORE_FACTOR * pred[best])) continue;
+    size_t l = first_item(ps[q]);
+    bool seen = false;
+    for (int j = 0; j < nc && !seen; j++) seen = done[j] && first_item(ps[j]) == l && !strncmp(ps[j], ps[q], l);
+    if (!seen && (k < 0 || pred[q] < pred[k])) k = q;
+  }
+  return k;
+}
+
 /* The model strategy over one instance's nc candidates (default at 0):
  * measure the default, then in rounds the `round` unmeasured candidates with
  * the lowest prediction, refitting the family's correction on the samples
@@ -249,7 +274,15 @@ static int model_search(const kiln_devmodel *dm, const char *family, const char 
         kiln_cm_fit_samples(dm, family, smp, skip_key, corr);
         for (int q = 0; q < nc; q++) if (!done[q]) pred[q] = kiln_cm_predict_ns(dm, corr, &feat[q], ps[q]);
       }
-      for (int q = 0; q < nc; q++) if (!done[q] && (k < 0 || pred[q] < pred[k])) k = q;
+      /* exploration: while half the budget is left, the best-predicted
+       * candidate of each value of the first parameter (the algorithm or
+       * kernel selector) that has no measurement on this instance yet and is
+       * predicted within EXPLORE_FACTOR of the best; a correction fitted
+       * without any record of an algorithm cannot rank it, so otherwise
+       * the search would never leave the algorithm it already knows */
+      if (cnt * 2 <= limit) k = explore_pick(ps, pred, done, nc);
+      if (k < 0)
+        for (int q = 0; q < nc; q++) if (!done[q] && (k < 0 || pred[q] < pred[k])) k = q;
     }
     if (k < 0) break;
     if (cnt == 0) {

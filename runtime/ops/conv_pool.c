@@ -289,17 +289,22 @@ static int conv_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
  *   dw       conv_dw, depthwise (group == C == OC);
  *   wino     Winograd F(2x2,3x3) for 2-D 3x3 stride-1 dilation-1 group-1:
  *            wino_in, 16 conv_gemm products, wino_out;
- *   local    conv_im2col, then the GPU-style conv_gemm_local.
+ *   local    conv_im2col, then the GPU-style conv_gemm_local;
+ *   panel    conv_im2col_p into scratch in panels of GEMM_TN columns, then
+ *            gemm.cl's gemm_panel (the gemm family's CPU kernel, built with
+ *            ROWCH=1 for the per-channel bias and epilogue) on the weights as
+ *            stored: GEMM_TM rows x GEMM_TN columns per work-item, work-groups
+ *            of PANEL_WG panels.
  * The GEMM-based algorithms (1x1, im2col, wino) share the register tile
  * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
  * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
  * need constant weights. valid() rejects algorithms that do not apply and
  * pins the parameters an algorithm does not read to their defaults, so the
  * space holds no duplicates. */
-enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_COUNT };
-enum { CP_ALGO, CP_TOC, CP_TP, CP_DWTP, CP_GTM, CP_GTN, CP_GORD, CP_LTS, CP_LWPT, CP_COUNT };
+enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_COUNT };
+enum { CP_ALGO, CP_TOC, CP_TP, CP_DWTP, CP_GTM, CP_GTN, CP_GORD, CP_LTS, CP_LWPT, CP_PWG, CP_COUNT };
 static const kiln_kparam conv_kparams[CP_COUNT] = {
-  [CP_ALGO] = {"CONV_ALGO", CONV_A_COUNT, {0, 1, 2, 3, 4, 5}, CONV_A_DIRECT},
+  [CP_ALGO] = {"CONV_ALGO", CONV_A_COUNT, {0, 1, 2, 3, 4, 5, 6}, CONV_A_DIRECT},
   [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
   [CP_TP] = {"CONV_TP", 3, {4, 8, 16}, 8},
   [CP_DWTP] = {"CONVDW_TP", 3, {4, 8, 16}, 8},
@@ -308,6 +313,7 @@ static const kiln_kparam conv_kparams[CP_COUNT] = {
   [CP_GORD] = {"GEMM_ORDER", 2, {0, 1}, 0},
   [CP_LTS] = {"LG_TS", 3, {8, 16, 32}, 16},
   [CP_LWPT] = {"LG_WPT", 3, {1, 2, 4}, 1},
+  [CP_PWG] = {"PANEL_WG", 3, {1, 2, 4}, 4},
 };
 _Static_assert(CP_COUNT <= KILN_MAX_KPARAMS, "too many conv parameters");
 /* which parameters each algorithm reads (bit i = parameter i) */
@@ -318,6 +324,7 @@ static const unsigned conv_algo_uses[CONV_A_COUNT] = {
   [CONV_A_DW] = 1u << CP_DWTP,
   [CONV_A_WINO] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_GORD,
   [CONV_A_LOCAL] = 1u << CP_LTS | 1u << CP_LWPT,
+  [CONV_A_PANEL] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_PWG,
 };
 
 /* kiln_tunable.dims of a Conv instance */
@@ -347,6 +354,10 @@ static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   case CONV_A_IM2COL:
     if (!wc || (fl & CF_DW)) return -1;
     if ((double)nb * K * conv_ldb(P) * esz > (double)d->max_alloc) return -1;
+    break;
+  case CONV_A_PANEL:
+    if (!wc || (fl & CF_DW)) return -1;
+    if ((double)nb * K * round_up(P, p[CP_GTN]) * esz > (double)d->max_alloc) return -1;
     break;
   case CONV_A_DW: if (!(fl & CF_DW)) return -1; break;
   case CONV_A_WINO: {
@@ -393,12 +404,18 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
     break;
   }
   case CONV_A_1X1:
-  case CONV_A_IM2COL: {
+  case CONV_A_IM2COL:
+  case CONV_A_PANEL: {
     int tm = p[CP_GTM], tn = p[CP_GTN];
-    int64_t ldb = conv_ldb(P);
+    int64_t ldb = p[CP_ALGO] == CONV_A_PANEL ? round_up(P, tn) : conv_ldb(P);
     f->work_groups = (double)nb * ceil_div(P, tn) * ceil_div(M, tm);
     f->bytes = wbytes * (double)ceil_div(P, tn) + (double)nb * K * ldb * esz * (double)ceil_div(M, tm) + ybytes;
-    if (p[CP_ALGO] == CONV_A_IM2COL) { f->bytes += 2.0 * nb * K * ldb * esz; f->launches = 2; }
+    if (p[CP_ALGO] != CONV_A_1X1) { f->bytes += 2.0 * nb * K * ldb * esz; f->launches = 2; }
+    if (p[CP_ALGO] == CONV_A_PANEL) {
+      f->wg_size = p[CP_PWG];
+      f->work_groups = (double)nb * ceil_div(ceil_div(P, tn), p[CP_PWG]) * ceil_div(M, tm);
+      f->bytes = wbytes * (double)ceil_div(P, tn) + (double)nb * K * ldb * esz * (2 + (double)ceil_div(M, tm)) + ybytes;
+    }
     f->vec = 8;
     break;
   }
@@ -701,6 +718,48 @@ static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     size_t gl[3] = {(size_t)(ceil_div(osz, ts) * (ts / wpt)), (size_t)(ceil_div(ocg, ts) * ts), (size_t)(w.n * w.group)};
     size_t ll[3] = {(size_t)(ts / wpt), (size_t)ts, 1};
     return kiln_exec_launch(x, kl, 3, gl, ll, err);
+  }
+  case CONV_A_PANEL: {
+    int64_t np = ceil_div(osz, tn), G = w.group, NB = w.n * G;
+    cl_mem col = kiln_exec_scratch(x, n, 0, (size_t)(NB * np * K * tn) * esz, err);
+    if (!col) return err->status;
+    cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_im2col_p", err);
+    if (!k) return err->status;
+    if (kiln_cl_args(k, err, KARG(bx), KARG(col), KARG(mb), KEND)) return err->status;
+    size_t gws[3] = {(size_t)K, (size_t)(w.out[0] * w.out[1]), (size_t)NB};
+    if ((rc = kiln_exec_launch(x, k, 3, gws, NULL, err))) return rc;
+    /* gemm_panel's batch metadata (gemm.cl batch_offsets): batches (n, g),
+     * weights g*M*K apart, panel buffers np*K*TN apart */
+    int64_t meta[1 + 3 * 8] = {2, w.n, G};
+    meta[1 + 8 + 1] = ocg * K;
+    meta[1 + 16] = G * np * K * tn;
+    meta[1 + 16 + 1] = np * K * tn;
+    cl_mem bm = kiln_exec_param(x, n, 2, meta, sizeof meta, err);
+    if (!bm) return err->status;
+    char gopts[512];
+    kiln_cl_type_opts(dt, gopts, sizeof gopts);
+    size_t gl = strlen(gopts);
+    snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=8 -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16 -DROWCH=1", tm, tn / 8,
+             p[CP_PWG]);
+    cl_kernel kg = kiln_epi_kernel(x, n, "gemm.cl", gopts, "gemm_panel", err);
+    if (!kg) return err->status;
+    cl_int M = (cl_int)ocg, N = (cl_int)osz, Kc = (cl_int)K, hc = has_bias;
+    cl_long sam = K, sak = 1, scm = 0, scn = w.oc;
+    if (dt == KILN_DT_DOUBLE) {
+      cl_double one = 1;
+      if (kiln_cl_args(kg, err, KARG(M), KARG(N), KARG(Kc), KARG(one), KARG(one), KARG(bw), KARG(sam), KARG(sak), KARG(col), KARG(bb), KARG(scm),
+                       KARG(scn), KARG(hc), KARG(by), KARG(bm), KARG(ep[0]), KARG(ep[1]), KEND))
+        return err->status;
+    } else {
+      cl_float one = 1;
+      if (kiln_cl_args(kg, err, KARG(M), KARG(N), KARG(Kc), KARG(one), KARG(one), KARG(bw), KARG(sam), KARG(sak), KARG(col), KARG(bb), KARG(scm),
+                       KARG(scn), KARG(hc), KARG(by), KARG(bm), KARG(ep[0]), KARG(ep[1]), KEND))
+        return err->status;
+    }
+    size_t wgn = (size_t)p[CP_PWG];
+    size_t gg[3] = {(size_t)ceil_div(np, (int64_t)wgn) * wgn, (size_t)ceil_div(ocg, tm), (size_t)NB};
+    size_t lg[3] = {wgn, 1, 1};
+    return kiln_exec_launch(x, kg, 3, gg, lg, err);
   }
   case CONV_A_WINO: {
     cl_int T_ = (cl_int)conv_wino_tiles(&w), TW = (cl_int)ceil_div(w.out[2], 2), ldb = (cl_int)conv_ldb(T_);
