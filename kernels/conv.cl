@@ -30,6 +30,8 @@
  *                 grid: (ceil(OW/TP)*OH*OD, C, N)
  *   wino_in, wino_out  [algo 4] Winograd F(2x2,3x3) input and output
  *                 transforms around 16 conv_gemm products (U_xi . V_xi).
+ *   wino_in_p     [algo 7] wino_in into panels for gemm.cl's gemm_panel
+ *                 (the 16 products), then wino_out.
  *   conv_gemm_local [algo 5] GPU-style GEMM of the unpacked weights with the
  *                 im2col buffer: LG_TS x LG_TS tiles of A and B in local
  *                 memory, LG_WPT outputs per work-item.
@@ -377,10 +379,9 @@ __kernel void conv_gemm_local(__global const T *W, __global const T *col, __glob
 /* Winograd F(2x2,3x3) input transform: V[n][xi][c][t] = (B^T d B)[xi] for
  * the 4x4 input patch d of tile t (tiles of 2x2 outputs, TW per row; zeros
  * for t >= T up to ldb). grid: (ldb, C, N). */
-__kernel void wino_in(__global const T *x, __global T *V, __global const int *m, int TW, int T_, int ldb) {
+/* The 16 values (B^T d B)[xi] of tile t, channel c, image n (zeros past T_). */
+inline void wino_tile_in(__global const T *x, __global const int *m, int TW, int T_, int t, int c, int n, T out[16]) {
   const int C = m[M_C], IH = m[M_IN + 1], IW = m[M_IN + 2];
-  const int t = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
-  if (t >= ldb || c >= C || n >= m[M_N]) return;
   T d[4][4];
   if (t < T_) {
     const int ih0 = (t / TW) * 2 - m[M_P + 1], iw0 = (t % TW) * 2 - m[M_P + 2];
@@ -401,14 +402,37 @@ __kernel void wino_in(__global const T *x, __global T *V, __global const int *m,
     u[2][j] = d[2][j] - d[1][j];
     u[3][j] = d[1][j] - d[3][j];
   }
+  for (int i = 0; i < 4; i++) {
+    out[4 * i + 0] = u[i][0] - u[i][2];
+    out[4 * i + 1] = u[i][1] + u[i][2];
+    out[4 * i + 2] = u[i][2] - u[i][1];
+    out[4 * i + 3] = u[i][1] - u[i][3];
+  }
+}
+
+__kernel void wino_in(__global const T *x, __global T *V, __global const int *m, int TW, int T_, int ldb) {
+  const int C = m[M_C];
+  const int t = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
+  if (t >= ldb || c >= C || n >= m[M_N]) return;
+  T o[16];
+  wino_tile_in(x, m, TW, T_, t, c, n, o);
   __global T *v = V + ((long)n * 16 * C + c) * ldb + t;
   const long xs = (long)C * ldb;
-  for (int i = 0; i < 4; i++) {
-    v[(4 * i + 0) * xs] = u[i][0] - u[i][2];
-    v[(4 * i + 1) * xs] = u[i][1] + u[i][2];
-    v[(4 * i + 2) * xs] = u[i][2] - u[i][1];
-    v[(4 * i + 3) * xs] = u[i][1] - u[i][3];
-  }
+  for (int xi = 0; xi < 16; xi++) v[xi * xs] = o[xi];
+}
+
+/* [algo 7] wino_in into panels of GEMM_TN tiles for gemm.cl's gemm_panel:
+ * V[n][xi][t / TN][c][t % TN] (np = ceil(T_/TN) panels); consecutive
+ * work-items take consecutive channels. grid: (C, np*TN, N) */
+__kernel void wino_in_p(__global const T *x, __global T *V, __global const int *m, int TW, int T_) {
+  const int C = m[M_C], NP = (T_ + GEMM_TN - 1) / GEMM_TN;
+  const int c = get_global_id(0), t = get_global_id(1), n = get_global_id(2);
+  if (t >= NP * GEMM_TN || c >= C || n >= m[M_N]) return;
+  T o[16];
+  wino_tile_in(x, m, TW, T_, t, c, n, o);
+  __global T *v = V + (((long)n * 16 * NP + t / GEMM_TN) * C + c) * GEMM_TN + t % GEMM_TN;
+  const long xs = (long)NP * C * GEMM_TN;
+  for (int xi = 0; xi < 16; xi++) v[xi * xs] = o[xi];
 }
 
 /* Winograd F(2x2,3x3) output transform: y tile = A^T Mt A (+ bias) with

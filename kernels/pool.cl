@@ -30,15 +30,32 @@
   #define PL_VW 1  // gpool_wg: consecutive elements per work-item step
 #endif
 
+/* With -DPL_GEOM=<the 23 ints of m> -DPL_MODE=.. -DPL_IND=.. -DPL_ORDER=..
+ * the geometry and mode are compile-time constants (the host builds one
+ * program per pooling geometry): the window loops get constant bounds and
+ * the mode branches fold away. Without them they are read at run time. */
+#ifdef PL_GEOM
+__constant int pl_geom[23] = {PL_GEOM};
+  #define PM(i) pl_geom[i]
+  #define MODE PL_MODE
+  #define WITH_IND PL_IND
+  #define STORAGE_ORDER PL_ORDER
+#else
+  #define PM(i) m[i]
+  #define MODE mode
+  #define WITH_IND with_ind
+  #define STORAGE_ORDER storage_order
+#endif
+
 /* Output q of plane nc. */
 inline void pool_at(__global const T *x, __global T *y, __global long *ind, __global const int *m,
                     int mode, float p, int with_ind, int storage_order, const long q, const long nc) {
-  const int ID = m[2], IH = m[3], IW = m[4], OD = m[5], OH = m[6], OW = m[7];
-  const int KD = m[8], KH = m[9], KW = m[10], SD = m[11], SH = m[12], SW = m[13];
-  const int DD = m[14], DH = m[15], DW = m[16];
+  const int ID = PM(2), IH = PM(3), IW = PM(4), OD = PM(5), OH = PM(6), OW = PM(7);
+  const int KD = PM(8), KH = PM(9), KW = PM(10), SD = PM(11), SH = PM(12), SW = PM(13);
+  const int DD = PM(14), DH = PM(15), DW = PM(16);
   const long P = (long)OD * OH * OW;
   const int ow = q % OW, oh = (q / OW) % OH, od = q / ((long)OW * OH);
-  const int d0 = od * SD - m[17], h0 = oh * SH - m[18], w0 = ow * SW - m[19];
+  const int d0 = od * SD - PM(17), h0 = oh * SH - PM(18), w0 = ow * SW - PM(19);
   const long isz = (long)ID * IH * IW;
   __global const T *xc = x + nc * isz;
   ACC acc = 0;
@@ -56,9 +73,9 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
         if (iw < 0 || iw >= IW) continue;
         const long off = ((long)id * IH + ih) * IW + iw;
         const T v = xc[off];
-        if (mode == 0) {
-          if (bi < 0 || v > best) { best = v; bi = storage_order ? id + (long)ID * (ih + (long)IH * iw) : off; }
-        } else if (mode == 3) {
+        if (MODE == 0) {
+          if (bi < 0 || v > best) { best = v; bi = STORAGE_ORDER ? id + (long)ID * (ih + (long)IH * iw) : off; }
+        } else if (MODE == 3) {
           acc += pow(fabs((ACC)v), (ACC)p);
         } else {
           acc += (ACC)v;
@@ -68,13 +85,13 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
     }
   }
   const long yo = nc * P + q;
-  if (mode == 0) {
+  if (MODE == 0) {
     y[yo] = best;
-    if (with_ind) ind[yo] = bi < 0 ? -1 : nc * isz + bi;
-  } else if (mode == 3) {
+    if (WITH_IND) ind[yo] = bi < 0 ? -1 : nc * isz + bi;
+  } else if (MODE == 3) {
     y[yo] = (T)pow(acc, (ACC)1 / (ACC)p);
   } else {
-    if (mode == 2) {
+    if (MODE == 2) {
       /* window positions inside the padded input [-pad_begin, in + pad_end) */
       int c3[3];
       const int in3[3] = {ID, IH, IW}, k3[3] = {KD, KH, KW}, dl3[3] = {DD, DH, DW}, s3[3] = {d0, h0, w0};
@@ -82,7 +99,7 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
         c3[a] = 0;
         for (int k = 0; k < k3[a]; k++) {
           const int t = s3[a] + k * dl3[a];
-          if (t >= -m[17 + a] && t < in3[a] + m[20 + a]) c3[a]++;
+          if (t >= -PM(17 + a) && t < in3[a] + PM(20 + a)) c3[a]++;
         }
       }
       cnt = c3[0] * c3[1] * c3[2];
@@ -95,9 +112,9 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
  * g0 * PL_WPI .. + PL_WPI - 1 of its plane. */
 __kernel void pool_fwd(__global const T *x, __global T *y, __global long *ind, __global const int *m,
                        int mode, float p, int with_ind, int storage_order) {
-  const long P = (long)m[5] * m[6] * m[7];
+  const long P = (long)PM(5) * PM(6) * PM(7);
   const long nc = get_global_id(1);
-  if (nc >= (long)m[0] * m[1]) return;
+  if (nc >= (long)PM(0) * PM(1)) return;
   const long q0 = get_global_id(0) * PL_WPI;
   for (int t = 0; t < PL_WPI; t++) {
     if (q0 + t >= P) return;

@@ -123,18 +123,18 @@ static int head_vectors(kiln_tunable *t, int (*p)[KILN_MAX_KPARAMS], int cap) {
   cnt = 1;
   if (!strcmp(t->family, "conv")) {
     static const char *alt[] = {"", "GEMM_TM=8,GEMM_TN=16,GEMM_ORDER=1"};
-    for (int a = 0; a < 7 && cnt < cap; a++)
+    for (int a = 0; a < 8 && cnt < cap; a++)
       for (int s = 0; s < 2 && cnt < cap; s++) {
         int q[KILN_MAX_KPARAMS];
         for (int i = 0; i < t->nparams; i++) q[i] = t->params[i].dflt;
         q[0] = a;
         if (s) {
-          if (a != 1 && a != 2 && a != 4 && a != 6) continue;
+          if (a != 1 && a != 2 && a != 4 && a != 6 && a != 7) continue;
           for (int i = 0; i < t->nparams; i++) {
             if (!strcmp(t->params[i].name, "GEMM_TM")) q[i] = 8;
             if (!strcmp(t->params[i].name, "GEMM_TN")) q[i] = 16;
-            if (!strcmp(t->params[i].name, "GEMM_ORDER") && a != 6) q[i] = 1;
-            if (!strcmp(t->params[i].name, "PANEL_WG") && a == 6) q[i] = 2;
+            if (!strcmp(t->params[i].name, "GEMM_ORDER") && a < 6) q[i] = 1;
+            if (!strcmp(t->params[i].name, "PANEL_WG") && a >= 6) q[i] = 2;
           }
         }
         (void)alt;

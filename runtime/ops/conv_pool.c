@@ -294,17 +294,19 @@ static int conv_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
  *            gemm.cl's gemm_panel (the gemm family's CPU kernel, built with
  *            ROWCH=1 for the per-channel bias and epilogue) on the weights as
  *            stored: GEMM_TM rows x GEMM_TN columns per work-item, work-groups
- *            of PANEL_WG panels.
+ *            of PANEL_WG panels;
+ *   winop    Winograd as wino, the 16 products by gemm_panel on panels of
+ *            GEMM_TN tiles written by wino_in_p.
  * The GEMM-based algorithms (1x1, im2col, wino) share the register tile
  * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
  * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
  * need constant weights. valid() rejects algorithms that do not apply and
  * pins the parameters an algorithm does not read to their defaults, so the
  * space holds no duplicates. */
-enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_COUNT };
+enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_COUNT };
 enum { CP_ALGO, CP_TOC, CP_TP, CP_DWTP, CP_GTM, CP_GTN, CP_GORD, CP_LTS, CP_LWPT, CP_PWG, CP_COUNT };
 static const kiln_kparam conv_kparams[CP_COUNT] = {
-  [CP_ALGO] = {"CONV_ALGO", CONV_A_COUNT, {0, 1, 2, 3, 4, 5, 6}, CONV_A_DIRECT},
+  [CP_ALGO] = {"CONV_ALGO", CONV_A_COUNT, {0, 1, 2, 3, 4, 5, 6, 7}, CONV_A_DIRECT},
   [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
   [CP_TP] = {"CONV_TP", 3, {4, 8, 16}, 8},
   [CP_DWTP] = {"CONVDW_TP", 3, {4, 8, 16}, 8},
@@ -325,6 +327,7 @@ static const unsigned conv_algo_uses[CONV_A_COUNT] = {
   [CONV_A_WINO] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_GORD,
   [CONV_A_LOCAL] = 1u << CP_LTS | 1u << CP_LWPT,
   [CONV_A_PANEL] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_PWG,
+  [CONV_A_WINOP] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_PWG,
 };
 
 /* kiln_tunable.dims of a Conv instance */
@@ -360,7 +363,8 @@ static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
     if ((double)nb * K * round_up(P, p[CP_GTN]) * esz > (double)d->max_alloc) return -1;
     break;
   case CONV_A_DW: if (!(fl & CF_DW)) return -1; break;
-  case CONV_A_WINO: {
+  case CONV_A_WINO:
+  case CONV_A_WINOP: {
     if (!wc || !(fl & CF_WINO)) return -1;
     int64_t ldb = conv_ldb(t->dims[CD_WT]), c = t->dims[CD_C];
     if ((double)nb * 16 * (c > M ? c : M) * ldb * esz > (double)d->max_alloc) return -1;
@@ -381,7 +385,7 @@ static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
     /* a panel much taller than the output channels, or a tile much wider
      * than the pixels, only multiplies zeros (the defaults always stay) */
     if (p[CP_GTM] != t->params[CP_GTM].dflt && p[CP_GTM] > 2 * M && p[CP_GTM] > 2) return -1;
-    int64_t cols = algo == CONV_A_WINO ? t->dims[CD_WT] : P;
+    int64_t cols = algo == CONV_A_WINO || algo == CONV_A_WINOP ? t->dims[CD_WT] : P;
     if (p[CP_GTN] != t->params[CP_GTN].dflt && p[CP_GTN] > 2 * cols && p[CP_GTN] > 8) return -1;
   }
   return 0;
@@ -419,9 +423,11 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
     f->vec = 8;
     break;
   }
-  case CONV_A_WINO: {
+  case CONV_A_WINO:
+  case CONV_A_WINOP: {
     int tm = p[CP_GTM], tn = p[CP_GTN];
-    int64_t T = t->dims[CD_WT], ldb = conv_ldb(T);
+    int64_t T = t->dims[CD_WT], ldb = p[CP_ALGO] == CONV_A_WINOP ? round_up(T, tn) : conv_ldb(T);
+    if (p[CP_ALGO] == CONV_A_WINOP) f->wg_size = p[CP_PWG];
     double gm = (double)nb * 16 * M * c * T; /* multiply-adds of the 16 products */
     f->flops = 2 * gm + (double)nb * (c * ldb * 32 + M * T * 24);
     f->work_groups = (double)nb * 16 * ceil_div(T, tn) * ceil_div(M, tm);
@@ -553,7 +559,7 @@ static int conv_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
 }
 
 /* Packed weights of a node (param slot 1) and what they were packed for. */
-typedef struct { int algo_kind; int tm; } conv_pack_state; /* kind: 1 panels, 2 Winograd */
+typedef struct { int algo_kind; int tm; } conv_pack_state; /* kind: 1 panels, 2 Winograd, 3 Winograd for gemm_panel (tm = OC) */
 
 /* Weights [G][M][K] (element size esz) into panels [G][ceil(M/tm)][K][tm],
  * zero rows past M. Returns a malloc'd block of *bytes. */
@@ -608,7 +614,7 @@ static cl_mem conv_packed(kiln_exec *x, kiln_node *n, const win_geom *w, int kin
   size_t esz = wv->dtype == KILN_DT_DOUBLE ? 8 : 4, bytes;
   if (!wv->data) { kiln__err(err, KILN_EINTERNAL, "Conv weights are not constant"); return NULL; }
   int64_t ocg = w->oc / w->group, K = w->c / w->group * w->k[0] * w->k[1] * w->k[2];
-  void *a = kind == 2 ? pack_wino(wv->data, wv->dtype, w->oc, w->c, tm, esz, &bytes) : pack_panels(wv->data, w->group, ocg, K, tm, esz, &bytes);
+  void *a = kind >= 2 ? pack_wino(wv->data, wv->dtype, w->oc, w->c, tm, esz, &bytes) : pack_panels(wv->data, w->group, ocg, K, tm, esz, &bytes);
   if (!a) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
   cl_mem b = kiln_exec_param(x, n, 1, a, bytes, err);
   free(a);
@@ -639,6 +645,20 @@ static int conv_gemm_launch(kiln_exec *x, kiln_node *n, const char *opts, cl_mem
   size_t gws[3] = {(size_t)ceil_div(P, tn), (size_t)ceil_div(M, tm), (size_t)batches};
   if (order) { size_t t = gws[0]; gws[0] = gws[1]; gws[1] = t; }
   return kiln_exec_launch(x, k, 3, gws, NULL, err);
+}
+
+/* Arguments of gemm.cl's gemm_panel (alpha = beta = 1) for algorithms 6 and 7. */
+static int conv_panel_gemm(kiln_exec *x, cl_kernel k, int dt, cl_int M, cl_int N, cl_int K, cl_mem A, cl_long sam, cl_long sak, cl_mem Bp, cl_mem C,
+                           cl_long scm, cl_long scn, cl_int has_c, cl_mem Y, cl_mem meta, cl_mem e0, cl_mem e1, kiln_error *err) {
+  (void)x;
+  if (dt == KILN_DT_DOUBLE) {
+    cl_double one = 1;
+    return kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), KARG(one), KARG(one), KARG(A), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
+                        KARG(scn), KARG(has_c), KARG(Y), KARG(meta), KARG(e0), KARG(e1), KEND) ? err->status : 0;
+  }
+  cl_float one = 1;
+  return kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), KARG(one), KARG(one), KARG(A), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
+                      KARG(scn), KARG(has_c), KARG(Y), KARG(meta), KARG(e0), KARG(e1), KEND) ? err->status : 0;
 }
 
 static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
@@ -743,23 +763,53 @@ static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
              p[CP_PWG]);
     cl_kernel kg = kiln_epi_kernel(x, n, "gemm.cl", gopts, "gemm_panel", err);
     if (!kg) return err->status;
-    cl_int M = (cl_int)ocg, N = (cl_int)osz, Kc = (cl_int)K, hc = has_bias;
-    cl_long sam = K, sak = 1, scm = 0, scn = w.oc;
-    if (dt == KILN_DT_DOUBLE) {
-      cl_double one = 1;
-      if (kiln_cl_args(kg, err, KARG(M), KARG(N), KARG(Kc), KARG(one), KARG(one), KARG(bw), KARG(sam), KARG(sak), KARG(col), KARG(bb), KARG(scm),
-                       KARG(scn), KARG(hc), KARG(by), KARG(bm), KARG(ep[0]), KARG(ep[1]), KEND))
-        return err->status;
-    } else {
-      cl_float one = 1;
-      if (kiln_cl_args(kg, err, KARG(M), KARG(N), KARG(Kc), KARG(one), KARG(one), KARG(bw), KARG(sam), KARG(sak), KARG(col), KARG(bb), KARG(scm),
-                       KARG(scn), KARG(hc), KARG(by), KARG(bm), KARG(ep[0]), KARG(ep[1]), KEND))
-        return err->status;
-    }
+    if ((rc = conv_panel_gemm(x, kg, dt, (cl_int)ocg, (cl_int)osz, (cl_int)K, bw, K, 1, col, bb, 0, w.oc, has_bias, by, bm, ep[0], ep[1], err)))
+      return rc;
     size_t wgn = (size_t)p[CP_PWG];
     size_t gg[3] = {(size_t)ceil_div(np, (int64_t)wgn) * wgn, (size_t)ceil_div(ocg, tm), (size_t)NB};
     size_t lg[3] = {wgn, 1, 1};
     return kiln_exec_launch(x, kg, 3, gg, lg, err);
+  }
+  case CONV_A_WINOP: {
+    cl_int T_ = (cl_int)conv_wino_tiles(&w), TW = (cl_int)ceil_div(w.out[2], 2);
+    int64_t np = ceil_div(T_, tn);
+    /* U as [16][C][OC] (panels of OC rows): gemm_panel reads A(m, k) = U[xi][k][m] */
+    cl_mem A = conv_packed(x, n, &w, 3, (int)w.oc, err);
+    if (!A) return err->status;
+    cl_mem V = kiln_exec_scratch(x, n, 0, (size_t)(w.n * 16 * np * w.c * tn) * esz, err);
+    if (!V) return err->status;
+    cl_mem Mw = kiln_exec_scratch(x, n, 1, (size_t)(w.n * 16 * w.oc * T_) * esz, err);
+    if (!Mw) return err->status;
+    cl_kernel ki = kiln_cl_kernel(x->d, "conv.cl", opts, "wino_in_p", err);
+    if (!ki) return err->status;
+    if (kiln_cl_args(ki, err, KARG(bx), KARG(V), KARG(mb), KARG(TW), KARG(T_), KEND)) return err->status;
+    size_t gi[3] = {(size_t)w.c, (size_t)(np * tn), (size_t)w.n};
+    if ((rc = kiln_exec_launch(x, ki, 3, gi, NULL, err))) return rc;
+    /* batches (n, xi): U_xi OC*C apart, V panels np*C*TN apart */
+    int64_t meta[1 + 3 * 8] = {2, w.n, 16};
+    meta[1 + 8 + 1] = w.oc * w.c;
+    meta[1 + 16] = 16 * np * w.c * tn;
+    meta[1 + 16 + 1] = np * w.c * tn;
+    cl_mem bm = kiln_exec_param(x, n, 2, meta, sizeof meta, err);
+    if (!bm) return err->status;
+    char gopts[512];
+    kiln_cl_type_opts(dt, gopts, sizeof gopts);
+    size_t gl = strlen(gopts);
+    snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=8 -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16", tm, tn / 8, p[CP_PWG]);
+    cl_kernel kg = kiln_cl_kernel(x->d, "gemm.cl", gopts, "gemm_panel", err); /* no epilogue: wino_out applies it */
+    if (!kg) return err->status;
+    if ((rc = conv_panel_gemm(x, kg, dt, (cl_int)w.oc, T_, (cl_int)w.c, A, 1, w.oc, V, bw, 0, 1, 0, Mw, bm, bw, bw, err))) return rc;
+    size_t wgn = (size_t)p[CP_PWG];
+    size_t gg[3] = {(size_t)ceil_div(np, (int64_t)wgn) * wgn, (size_t)ceil_div(w.oc, tm), (size_t)(w.n * 16)};
+    size_t lg[3] = {wgn, 1, 1};
+    if ((rc = kiln_exec_launch(x, kg, 3, gg, lg, err))) return rc;
+    cl_kernel ko = kiln_epi_kernel(x, n, "conv.cl", opts, "wino_out", err);
+    if (!ko) return err->status;
+    cl_int ldo = T_;
+    if (kiln_cl_args(ko, err, KARG(Mw), KARG(bb), KARG(by), KARG(mb), KARG(TW), KARG(T_), KARG(ldo), KARG(has_bias), KARG(ep[0]), KARG(ep[1]), KEND))
+      return err->status;
+    size_t go[3] = {(size_t)T_, (size_t)w.oc, (size_t)w.n};
+    return kiln_exec_launch(x, ko, 3, go, NULL, err);
   }
   case CONV_A_WINO: {
     cl_int T_ = (cl_int)conv_wino_tiles(&w), TW = (cl_int)ceil_div(w.out[2], 2), ldb = (cl_int)conv_ldb(T_);
@@ -1116,7 +1166,7 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     pa = p[PP_A];
     pb = p[PP_B];
   }
-  char opts[300], tb[256];
+  char opts[600], tb[256];
   cl_float p = mode == POOL_LP ? (cl_float)kiln_attr_int(n, "p", 2) : 0.f;
   cl_int cm = mode;
   if (global && pa > 1) { /* a work-group per plane */
@@ -1143,10 +1193,18 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   /* the defaults build the program every pool.cl kernel shares */
   kiln_cl_type_opts(kiln_in(g, n, 0)->dtype, opts, sizeof opts);
   if (wpi > 1) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_WPI=%d", wpi);
-  cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", opts, "pool_fwd", err);
-  if (!k) return err->status;
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0), bi = kiln_out_buf(x, n, 1);
   cl_int with_ind = bi != NULL, order = (cl_int)kiln_attr_int(n, "storage_order", 0);
+  if (!global) {
+    /* windowed pools: geometry and mode as constants (one program per
+     * geometry; the generic kernel's run-time window loops and mode branches
+     * cost ~10x on POCL: resnet18's MaxPool 6-7 ms) */
+    size_t o = strlen(opts);
+    o += (size_t)snprintf(opts + o, sizeof opts - o, " -DPL_MODE=%d -DPL_IND=%d -DPL_ORDER=%d -DPL_GEOM=", mode, with_ind, order);
+    for (int i = 0; i < 23 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", pm[i]);
+  }
+  cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", opts, "pool_fwd", err);
+  if (!k) return err->status;
   if (!bi) bi = by;
   if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(bi), KARG(mb), KARG(cm), KARG(p), KARG(with_ind), KARG(order), KEND)) return err->status;
   size_t P = (size_t)(w.out[0] * w.out[1] * w.out[2]), g0 = (P + (size_t)wpi - 1) / (size_t)wpi;
