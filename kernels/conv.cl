@@ -463,24 +463,33 @@ __kernel void wino_out(__global const T *Mw, __global const T *bias, __global T 
   }
 }
 
+/* conv_dw with -DCONV_GEOM=<the 24 ints of m>: the geometry is a
+ * compile-time constant (the host builds one program per depthwise shape),
+ * so the tap loops have constant bounds and unroll. */
+#ifdef CONV_GEOM
+__constant int conv_geom[24] = {CONV_GEOM};
+  #define CM(i) conv_geom[i]
+#else
+  #define CM(i) m[i]
+#endif
 __kernel void conv_dw(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
                       __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
-  const int C = m[M_C];
-  const int ID = m[M_IN], IH = m[M_IN + 1], IW = m[M_IN + 2];
-  const int OD = m[M_OUT], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
-  const int KD = m[M_K], KH = m[M_K + 1], KW = m[M_K + 2];
-  const int SD = m[M_S], SH = m[M_S + 1], SW = m[M_S + 2];
-  const int DD = m[M_DL], DH = m[M_DL + 1], DW = m[M_DL + 2];
+  const int C = CM(M_C);
+  const int ID = CM(M_IN), IH = CM(M_IN + 1), IW = CM(M_IN + 2);
+  const int OD = CM(M_OUT), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
+  const int KD = CM(M_K), KH = CM(M_K + 1), KW = CM(M_K + 2);
+  const int SD = CM(M_S), SH = CM(M_S + 1), SW = CM(M_S + 2);
+  const int DD = CM(M_DL), DH = CM(M_DL + 1), DW = CM(M_DL + 2);
   const int nowb = (OW + CONVDW_TP - 1) / CONVDW_TP;
   const int g0 = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
   const int ow0 = (g0 % nowb) * CONVDW_TP, r = g0 / nowb, oh = r % OH, od = r / OH;
-  if (od >= OD || c >= C || n >= m[M_N]) return;
+  if (od >= OD || c >= C || n >= CM(M_N)) return;
   const int KK = KD * KH * KW;
   __global const T *xc = x + ((long)n * C + c) * ((long)ID * IH * IW);
   __global const T *wc = w + (long)c * KK;
   T acc[CONVDW_TP];
   for (int j = 0; j < CONVDW_TP; j++) acc[j] = 0;
-  const int id0 = od * SD - m[M_P], ih0 = oh * SH - m[M_P + 1], iw0 = ow0 * SW - m[M_P + 2];
+  const int id0 = od * SD - CM(M_P), ih0 = oh * SH - CM(M_P + 1), iw0 = ow0 * SW - CM(M_P + 2);
   for (int kd = 0; kd < KD; kd++) {
     const int id = id0 + kd * DD;
     if (id < 0 || id >= ID) continue;

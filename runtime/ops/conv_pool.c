@@ -836,6 +836,10 @@ static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     return kiln_exec_launch(x, ko, 3, go, NULL, err);
   }
   case CONV_A_DW: {
+    /* the geometry as constants (one program per depthwise shape) */
+    size_t o = strlen(opts);
+    o += (size_t)snprintf(opts + o, sizeof opts - o, " -DCONV_GEOM=");
+    for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", m[i]);
     cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_dw", err);
     if (!k) return err->status;
     if (kiln_cl_args(k, err, KARG(bx), KARG(bw), KARG(bb), KARG(by), KARG(mb), KARG(has_bias), KARG(ep[0]), KARG(ep[1]), KEND)) return err->status;
