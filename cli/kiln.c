@@ -1010,7 +1010,7 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
   int ninputs = 0;
   bool json = false, nofusion = false, compare = false;
   uint64_t seed = 0, max_trials = 0;
-  double budget = 0, max_gflop = 0;
+  double budget = 0, max_gflop = 0, fusion_close = 0;
   kiln_shape_binding shapes[64];
   char shape_names[64][256];
   int nshapes = 0, rc = 0;
@@ -1044,6 +1044,11 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
       char *end;
       max_gflop = r < 0 ? -1 : strtod(v, &end);
       if (r < 0 || *end || !(max_gflop > 0)) rc = usage_error(c, "--max-gflop needs a positive number");
+    } else if ((r = opt_val(argc, argv, &i, "--fusion-close", &v)) != 0) {
+      char *end;
+      fusion_close = r < 0 ? -2 : strtod(v, &end);
+      if (r < 0 || *end || !(fusion_close == 0 || fusion_close > 1)) rc = usage_error(c, "--fusion-close needs a factor above 1, or 0 for none");
+      if (fusion_close == 0) fusion_close = -1;
     } else if ((r = opt_val(argc, argv, &i, "--strategy", &v)) != 0) {
       if (r < 0 || (strcmp(v, "exhaustive") && strcmp(v, "random") && strcmp(v, "model"))) rc = usage_error(c, "--strategy must be model, exhaustive or random");
       else strategy = v;
@@ -1081,7 +1086,8 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
   if (nofusion) kiln_session_set_fusion(s, 0);
   tune_ui ui = {.tty = isatty(2) != 0, .json = json};
   kiln_tune_options o = {.budget_s = budget, .max_trials = (int)max_trials, .strategy = strategy, .seed = seed,
-                         .families = families, .max_gflop = max_gflop, .compare = compare, .progress = tune_progress, .ctx = &ui};
+                         .families = families, .max_gflop = max_gflop, .compare = compare, .progress = tune_progress, .ctx = &ui,
+                         .fusion_close = fusion_close};
   if (compare) strategy = "exhaustive, then the model strategy replayed on its times";
   const kiln_device_info *di = kiln_device_get_info(d);
   if (!json) { printf("tuning %s on %s (%s)\ndatabase: %s, strategy %s\n", path, di->name, di->platform, dbpath, strategy); fflush(stdout); }
@@ -1434,6 +1440,8 @@ static int cmd_plan(const cmd *c, int argc, char **argv) {
       printf(",\"fused\":%s,\"from_probe\":%s,\"predicted_fused_us\":", f[i].fused ? "true" : "false", f[i].probed ? "true" : "false");
       json_num(stdout, f[i].pred_fused_ns / 1e3);
       printf(",\"predicted_unfused_us\":"); json_num(stdout, f[i].pred_unfused_ns / 1e3);
+      printf(",\"measured_fused_us\":"); if (f[i].meas_fused_ns > 0) json_num(stdout, f[i].meas_fused_ns / 1e3); else printf("null");
+      printf(",\"measured_unfused_us\":"); if (f[i].meas_unfused_ns > 0) json_num(stdout, f[i].meas_unfused_ns / 1e3); else printf("null");
       printf(",\"reason\":"); json_str(stdout, f[i].reason);
       printf("}");
     }
@@ -1614,7 +1622,7 @@ static const cmd commands[] = {
    "  --device SEL          device (see `kiln devices`)\n"},
   {"tune", cmd_tune, NEEDS_MODEL | NEEDS_DEVICE, "measure kernel parameters for a model on this device and store them in the tuning database",
    "MODEL.onnx [--db FILE] [--budget SECONDS] [--max-trials N] [--strategy model|exhaustive|random]\n"
-   "                [--families LIST] [--max-gflop X] [--compare-strategies]\n"
+   "                [--families LIST] [--max-gflop X] [--compare-strategies] [--fusion-close X]\n"
    "                [--input [NAME=]FILE]... [--shape NAME=D0,...]... [--seed N] [--device SEL] [--json]",
    "  --db FILE             tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db)\n"
    "  --budget SECONDS      stop after this much time (recorded instances are kept; rerun resumes)\n"
@@ -1624,8 +1632,13 @@ static const cmd commands[] = {
    "                        exhaustive or random\n"
    "  --input, --shape, --seed   as for `kiln run`; unbound inputs are random\n"
    "  --no-fusion           tune the kernels of the unfused plan\n"
-   "  --families LIST       only these kernel families (comma list, e.g. conv,gemm)\n"
+   "  --families LIST       only these kernel families (comma list, e.g. conv,gemm; \"fusion\":\n"
+   "                        the fusion groupings below)\n"
    "  --max-gflop X         skip instances whose default candidate does more than X GFLOP\n"
+   "  --fusion-close X      after the kernels, time every fusion grouping whose predicted fused and\n"
+   "                        separate times are within a factor X (default 1.5; 0: none) both ways in\n"
+   "                        the whole model and record both per device and subgraph signature;\n"
+   "                        `kiln run` and `kiln plan` then follow the measurement\n"
    "  --compare-strategies  measure every candidate (reusing this device's records of the\n"
    "                        instance), replay the model strategy on those times and print\n"
    "                        per instance: candidates, how many the model measures, and its\n"

@@ -641,7 +641,7 @@ int kiln_db_get_probe(kiln_db *db, int64_t device, char **json) {
 
 int kiln_db_families(kiln_db *db, int64_t device, char (*out)[32], int cap) {
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(db->h, "SELECT DISTINCT family FROM records WHERE device=? ORDER BY family", -1, &st, NULL) != SQLITE_OK) return 0;
+  if (sqlite3_prepare_v2(db->h, "SELECT DISTINCT family FROM records WHERE device=? AND family<>'fusion' ORDER BY family", -1, &st, NULL) != SQLITE_OK) return 0;
   sqlite3_bind_int64(st, 1, device);
   int n = 0;
   while (n < cap && step_retry(db, st) == SQLITE_ROW) snprintf(out[n++], 32, "%s", sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "");

@@ -85,7 +85,9 @@ int kiln_db_binary_put(kiln_db *db, const char *key, const unsigned char *bin, s
 int kiln_db_set_probe(kiln_db *db, int64_t device, const char *json, kiln_error *err);
 int kiln_db_get_probe(kiln_db *db, int64_t device, char **json);
 
-/* Distinct kernel families with records for a device; returns the count (<= cap). */
+/* Distinct kernel families with records for a device; returns the count (<= cap).
+ * The "fusion" records of kiln tune (groupings timed fused and separate) are no
+ * kernel family and are left out. */
 int kiln_db_families(kiln_db *db, int64_t device, char (*out)[32], int cap);
 
 /* Counts for `kiln db stats`. */

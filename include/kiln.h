@@ -280,6 +280,7 @@ typedef struct kiln_fusion_info {
   char root[128], nodes[256], kind[24], reason[192];
   int nnodes, fused, probed;      /* probed: predictions from the device's probe */
   double pred_fused_ns, pred_unfused_ns;
+  double meas_fused_ns, meas_unfused_ns; /* recorded by `kiln tune` on this device (then they decided); <= 0 if none */
 } kiln_fusion_info;
 /* The last plan's groupings; *out owned by the caller (free()). */
 int kiln_session_fusion(const kiln_session *s, kiln_fusion_info **out, int *n);
@@ -410,6 +411,10 @@ typedef struct kiln_tune_options {
                                instance), then replay the model strategy on those times */
   void (*progress)(const kiln_tune_progress *p, void *ctx); /* optional */
   void *ctx;
+  double fusion_close;      /* fusion groupings whose predicted fused and separate times are
+                               within this factor are measured both ways and recorded (family
+                               "fusion"); 0: 1.5; < 0: none. Skipped with compare, when the
+                               budget is spent, or when families leaves out "fusion" */
 } kiln_tune_options;
 
 /* Tunes every tunable kernel instance of the session's model (inputs must be

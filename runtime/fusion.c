@@ -171,6 +171,59 @@ static int generate(kiln_graph *g, kiln_fgroup *grp, kiln_error *err) {
 #define EPI_MAX_NODES 24 /* generated code size (compile time, registers) */
 enum { EK_NONE, EK_FULL, EK_CHAN, EK_SCALAR, EK_CONST };
 
+static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
+  const unsigned char *c = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
+
+void kiln__fusion_sig(kiln_graph *g, const char *kind, const int *nodes, int n, char *buf, size_t len) {
+  uint64_t h = 1469598103934665603ull;
+  char ops[64] = "";
+  size_t o = 0;
+  for (int q = 0; q < n; q++) {
+    const kiln_node *nd = &g->nodes[nodes[q]];
+    h = fnv_bytes(h, nd->op_type, strlen(nd->op_type) + 1);
+    if (o < sizeof ops) o += (size_t)snprintf(ops + o, sizeof ops - o, "%s%s", q ? "+" : "", nd->op_type);
+    for (int k = 0; k < nd->nin; k++) {
+      const kiln_value *v = kiln_in(g, nd, k);
+      int64_t tag[2] = {v ? v->dtype : -1, v ? v->rank : -1};
+      h = fnv_bytes(h, tag, sizeof tag);
+      if (v) h = fnv_bytes(h, v->dims, sizeof(int64_t) * (size_t)v->rank);
+      /* which member's output feeds it (the wiring inside the group) */
+      int src = -1;
+      for (int r = 0; r < q && v; r++)
+        for (int u = 0; u < g->nodes[nodes[r]].nout; u++) if (g->nodes[nodes[r]].out[u] == nd->in[k]) src = r;
+      h = fnv_bytes(h, &src, sizeof src);
+    }
+    for (int a = 0; a < nd->nattr; a++) {
+      const kiln_attr *at = &nd->attrs[a];
+      h = fnv_bytes(h, at->name, strlen(at->name) + 1);
+      h = fnv_bytes(h, &at->type, sizeof at->type);
+      h = fnv_bytes(h, &at->i, sizeof at->i);
+      h = fnv_bytes(h, &at->f, sizeof at->f);
+      if (at->n && at->ints) h = fnv_bytes(h, at->ints, sizeof(int64_t) * (size_t)at->n);
+      if (at->n && at->floats) h = fnv_bytes(h, at->floats, sizeof(float) * (size_t)at->n);
+      if (at->s) h = fnv_bytes(h, at->s, strlen(at->s));
+    }
+  }
+  snprintf(buf, len, "%s:%.60s:%016llx", kind, ops, (unsigned long long)h);
+}
+
+bool kiln__fusion_choose(const kiln_fusion_costs *c, kiln_fusion_decision *d, bool pred_fused) {
+  d->meas_fused_ns = d->meas_unfused_ns = -1;
+  if (!c || !d->sig[0]) return pred_fused;
+  if (c->force_sig && !strcmp(c->force_sig, d->sig)) return c->force_fused != 0;
+  double f, u;
+  if (!c->lookup || c->lookup(c->lookup_ctx, d->sig, &f, &u) || !(f > 0) || !(u > 0)) return pred_fused;
+  d->meas_fused_ns = f;
+  d->meas_unfused_ns = u;
+  bool fused = f < u;
+  snprintf(d->reason, sizeof d->reason, "%s: measured %.1f us fused vs %.1f us separate (predicted %.1f vs %.1f us)", fused ? "fused" : "rejected", f / 1e3,
+           u / 1e3, d->pred_fused_ns / 1e3, d->pred_unfused_ns / 1e3);
+  return fused;
+}
+
 static kiln_fusion_decision *dec_push(kiln_fusion_decision **dec, int *n, int *cap) {
   if (*n == *cap) {
     int c = *cap ? *cap * 2 : 16;
@@ -354,16 +407,21 @@ static int plan_epilogues(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fu
     d->pred_fused_ns = fused;
     d->pred_unfused_ns = unfused;
     d->measured = costs && costs->probed;
-    if (fused >= unfused) {
+    kiln__fusion_sig(g, "epilogue", G->nodes, G->nnodes, d->sig, sizeof d->sig);
+    d->first_node = G->nodes[0];
+    d->last_node = G->nodes[G->nnodes - 1];
+    if (fused >= unfused)
       snprintf(d->reason, sizeof d->reason, "rejected: predicted epilogue %.1f us in %s >= %.1f us separate", fused / 1e3, H->op_type, unfused / 1e3);
+    else
+      snprintf(d->reason, sizeof d->reason, "fused into %s's kernel: predicted +%.1f us vs %.1f us separate (%d launches and %.0f kB of intermediates saved)",
+               H->op_type, fused / 1e3, unfused / 1e3, keep, saved / 1024);
+    if (!kiln__fusion_choose(costs, d, fused < unfused)) {
       free(G->nodes);
       free(G);
       continue;
     }
     if ((rc = epi_generate(g, G, kkind, err)) != 0) { free(G->nodes); free(G); break; }
     d->fused = true;
-    snprintf(d->reason, sizeof d->reason, "fused into %s's kernel: predicted +%.1f us vs %.1f us separate (%d launches and %.0f kB of intermediates saved)",
-             H->op_type, fused / 1e3, unfused / 1e3, keep, saved / 1024);
     g->nodes[root].fgroup = G;
     H->epi = G;
     for (int q = 0; q < G->nnodes; q++) g->nodes[G->nodes[q]].fuse_root = root;
@@ -394,9 +452,12 @@ static int plan_im2col(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fusio
     d->pred_fused_ns = direct;
     d->pred_unfused_ns = copy;
     d->measured = costs && costs->probed;
-    d->fused = force ? atoi(force) != 0 : direct < copy;
-    snprintf(d->reason, sizeof d->reason, "%s: GEMM on the input predicted %.1f us vs im2col copy + GEMM %.1f us (%s)", d->fused ? "fused" : "rejected",
+    bool pred = force ? atoi(force) != 0 : direct < copy;
+    snprintf(d->reason, sizeof d->reason, "%s: GEMM on the input predicted %.1f us vs im2col copy + GEMM %.1f us (%s)", pred ? "fused" : "rejected",
              direct / 1e3, copy / 1e3, why);
+    kiln__fusion_sig(g, "im2col", &i, 1, d->sig, sizeof d->sig);
+    d->first_node = d->last_node = i;
+    d->fused = force ? pred : kiln__fusion_choose(costs, d, pred);
     n->im2col_fused = d->fused;
   }
   return 0;
@@ -546,11 +607,22 @@ int kiln_fusion_plan(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fusion_
     d->measured = costs && costs->probed;
     if (too_many) snprintf(d->reason, sizeof d->reason, "rejected: more than %d external inputs (kernel arguments and registers)", MAX_EXT);
     else if (G->nnodes > MAX_TEMPS) snprintf(d->reason, sizeof d->reason, "rejected: %d nodes exceed %d live temporaries (register pressure)", G->nnodes, MAX_TEMPS);
-    else if (fused >= unfused) snprintf(d->reason, sizeof d->reason, "rejected: predicted fused %.1f us >= separate %.1f us", fused / 1e3, unfused / 1e3);
-    else d->fused = true;
+    else {
+      /* within the kernel's limits: measurements recorded by `kiln tune` decide, else the prediction */
+      if (fused >= unfused) snprintf(d->reason, sizeof d->reason, "rejected: predicted fused %.1f us >= separate %.1f us", fused / 1e3, unfused / 1e3);
+      else
+        snprintf(d->reason, sizeof d->reason, "fused: predicted %.1f us vs %.1f us separate (%d launches and %.0f kB of intermediates saved)", fused / 1e3,
+                 unfused / 1e3, G->nnodes - 1, 2 * internal_bytes / 1024);
+      kiln__fusion_sig(g, "elementwise", G->nodes, G->nnodes, d->sig, sizeof d->sig);
+      d->first_node = G->nodes[0];
+      d->last_node = G->nodes[G->nnodes - 1];
+      for (int q = 0; q < G->nnodes; q++) {
+        if (G->nodes[q] < d->first_node) d->first_node = G->nodes[q];
+        if (G->nodes[q] > d->last_node) d->last_node = G->nodes[q];
+      }
+      d->fused = kiln__fusion_choose(costs, d, fused < unfused);
+    }
     if (!d->fused) { free(G->nodes); free(G); continue; }
-    snprintf(d->reason, sizeof d->reason, "fused: predicted %.1f us vs %.1f us separate (%d launches and %.0f kB of intermediates saved)", fused / 1e3, unfused / 1e3,
-             G->nnodes - 1, 2 * internal_bytes / 1024);
     if ((rc = generate(g, G, err)) != 0) { free(G->nodes); free(G); break; }
     g->nodes[i].fgroup = G;
     for (int q = 0; q < G->nnodes; q++) g->nodes[G->nodes[q]].fuse_root = i;

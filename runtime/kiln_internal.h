@@ -404,12 +404,31 @@ typedef struct kiln_fusion_decision {
   bool fused, measured;      /* measured: predictions from the device's probe */
   double pred_fused_ns, pred_unfused_ns;
   char reason[192];
+  char sig[96];              /* subgraph signature (kind, ops, shapes, attributes); "" when not measurable */
+  int first_node, last_node; /* node index range the grouping's members span */
+  double meas_fused_ns, meas_unfused_ns; /* recorded by `kiln tune` for this device; <= 0 when none */
 } kiln_fusion_decision;
 
 typedef struct kiln_fusion_costs {
   bool probed;
   double launch_us, bw_gbps;
+  /* recorded measurements of a grouping (kiln tune): 0 and both times (ns)
+   * when the database holds them for this device, else nonzero */
+  int (*lookup)(void *ctx, const char *sig, double *fused_ns, double *unfused_ns);
+  void *lookup_ctx;
+  /* the tuner's override: the grouping with this signature is fused
+   * (force_fused) or not, whatever was predicted or recorded */
+  const char *force_sig;
+  int force_fused;
 } kiln_fusion_costs;
+
+/* A grouping's final choice: the tuner's force, else recorded measurements
+ * (both variants), else the prediction pred_fused. Fills d->meas_* and,
+ * when measurements decided, d->reason. */
+bool kiln__fusion_choose(const kiln_fusion_costs *c, kiln_fusion_decision *d, bool pred_fused);
+/* Signature of a grouping of nodes[0..n) (kind, op types, input shapes,
+ * attributes) into buf (<= 96 bytes). */
+void kiln__fusion_sig(kiln_graph *g, const char *kind, const int *nodes, int n, char *buf, size_t len);
 
 /* Chooses fusion groups over a planned graph (sets fuse_root / fgroup);
  * *decisions (malloc'd) lists every candidate grouping. */
@@ -492,7 +511,16 @@ struct kiln_session {
   bool no_fusion;          /* --no-fusion */
   kiln_fusion_decision *fdec;
   int nfdec;
+  const char *force_sig;   /* tuner: force this grouping fused (force_fused) or not in the next plan */
+  int force_fused;
+  int64_t *ev_lo, *ev_hi;  /* profile: per node, first start and last end (ns) of its kernels in the last run */
+  bool profile;
 };
+/* kiln tune's measurement of close fusion calls (tuner/fusion_tune.c):
+ * appends one result per grouping measured. */
+int kiln__tune_fusion(kiln_session *s, struct kiln_db *db, double close, kiln_tune_result **res, int *nres, kiln_error *err);
+/* Plans again at the next run (after changing force_sig). */
+void kiln__session_replan(kiln_session *s);
 /* Plans the session for its bound inputs if needed (tuner use). */
 int kiln__session_ensure_plan(kiln_session *s, kiln_error *err);
 

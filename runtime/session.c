@@ -248,6 +248,8 @@ void kiln_session_free(kiln_session *s) {
   if (!s) return;
   release_plan(s);
   kiln_cm_state_free(s->cm);
+  free(s->ev_lo);
+  free(s->ev_hi);
   if (s->in) for (int i = 0; i < s->m->g->ninputs; i++) kiln_tensor_free(s->in[i]);
   if (s->out) for (int i = 0; i < s->m->g->noutputs; i++) kiln_tensor_free(s->out[i]);
   free(s->in);
@@ -485,6 +487,27 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
   return rc;
 }
 
+typedef struct { double f, u; } fusion_meas;
+static void fusion_rec(const kiln_record *r, void *ctx) {
+  fusion_meas *m = ctx;
+  if (strcmp(r->status, "ok") || !(r->median_ns > 0)) return;
+  if (!strcmp(r->params, "FUSE=1")) m->f = r->median_ns;
+  else if (!strcmp(r->params, "FUSE=0")) m->u = r->median_ns;
+}
+
+/* kiln_fusion_costs.lookup: a grouping's recorded times on this device
+ * (family "fusion", instance = the signature, params FUSE=1 / FUSE=0). */
+static int fusion_lookup(void *ctx, const char *sig, double *fused_ns, double *unfused_ns) {
+  kiln_session *s = ctx;
+  fusion_meas m = {-1, -1};
+  if (!s->db || s->db_device < 0 || kiln_db_each(s->db, s->db_device, "fusion", 0, sig, "", fusion_rec, &m, NULL)) return 1;
+  *fused_ns = m.f;
+  *unfused_ns = m.u;
+  return m.f > 0 && m.u > 0 ? 0 : 1;
+}
+
+void kiln__session_replan(kiln_session *s) { s->planned = false; }
+
 static int plan(kiln_session *s, kiln_error *err);
 static int plan(kiln_session *s, kiln_error *err) {
   release_plan(s);
@@ -523,6 +546,9 @@ static int plan(kiln_session *s, kiln_error *err) {
   if (g->fusion) {
     kiln_fusion_costs fc = {0};
     if (s->cm && kiln_cm_fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
+    if (s->db) { fc.lookup = fusion_lookup; fc.lookup_ctx = s; }
+    fc.force_sig = s->force_sig;
+    fc.force_fused = s->force_fused;
     if ((rc = kiln_fusion_plan(g, &fc, &s->fdec, &s->nfdec, err)) != 0) return rc;
     if (g->npdec) { /* the plan-time rewrites of passes.c, listed with the groupings */
       kiln_fusion_decision *all = realloc(s->fdec, sizeof *all * (size_t)(s->nfdec + g->npdec));
@@ -572,12 +598,23 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     const void *src = v->dtype == KILN_DT_STRING ? v->data : s->in[i]->data;
     if (v->buf && (rc = kiln_cl_write(d, v->buf, src, kiln_value_bytes(v), err)) != 0) return rc;
   }
-  kiln_exec x = {.d = d, .g = g, .db = s->db, .db_device = s->db_device, .cm = s->cm, .ov_node = -1};
+  kiln_exec x = {.d = d, .g = g, .db = s->db, .db_device = s->db_device, .cm = s->cm, .ov_node = -1, .profile = s->profile};
+  int *ev_first = NULL;
+  if (s->profile) {
+    free(s->ev_lo);
+    free(s->ev_hi);
+    s->ev_lo = calloc((size_t)g->nnodes + 1, sizeof(int64_t));
+    s->ev_hi = calloc((size_t)g->nnodes + 1, sizeof(int64_t));
+    ev_first = calloc((size_t)g->nnodes + 2, sizeof(int));
+    if (!s->ev_lo || !s->ev_hi || !ev_first) { free(ev_first); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  }
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
+    if (ev_first) ev_first[i] = x.nevents;
     if (n->folded || n->skip_dev) continue; /* skip_dev: output aliases the input's buffer */
     if (n->fuse_root >= 0 && !n->fgroup) continue; /* computed by its group's fused kernel */
     if ((rc = kiln_node_dev(&x, n, err)) != 0) {
+      free(ev_first);
       if (err && !strstr(err->msg, n->name)) {
         char m[1024];
         snprintf(m, sizeof m, "node '%s' (%s): %s", n->name, n->op_type, err->msg);
@@ -612,7 +649,20 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     } else if ((rc = kiln_cl_read(d, v->buf, t->data, b, err)) != 0) return rc;
   }
   cl_int e = clFinish(d->q);
-  if (e != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clFinish: %s", kiln__clerror(e));
+  if (ev_first) {
+    ev_first[g->nnodes] = x.nevents;
+    for (int i = 0; i < g->nnodes; i++)
+      for (int k = ev_first[i]; k < ev_first[i + 1]; k++) {
+        cl_ulong a = 0, b = 0;
+        clGetEventProfilingInfo(x.events[k], CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
+        clGetEventProfilingInfo(x.events[k], CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
+        if (a && (!s->ev_lo[i] || (int64_t)a < s->ev_lo[i])) s->ev_lo[i] = (int64_t)a;
+        if ((int64_t)b > s->ev_hi[i]) s->ev_hi[i] = (int64_t)b;
+      }
+    free(ev_first);
+  }
+  for (int k = 0; k < x.nevents; k++) clReleaseEvent(x.events[k]);
+  if (e != CL_SUCCESS) { free(x.events); return kiln__err(err, KILN_ECL, "clFinish: %s", kiln__clerror(e)); }
   free(x.events);
   s->st.last_ms = now_ms() - t0;
   s->st.kernels_launched = x.launches;
@@ -793,6 +843,8 @@ int kiln_session_fusion(const kiln_session *s, kiln_fusion_info **out, int *n) {
     f[i].probed = s->fdec[i].measured;
     f[i].pred_fused_ns = s->fdec[i].pred_fused_ns;
     f[i].pred_unfused_ns = s->fdec[i].pred_unfused_ns;
+    f[i].meas_fused_ns = s->fdec[i].meas_fused_ns;
+    f[i].meas_unfused_ns = s->fdec[i].meas_unfused_ns;
   }
   *out = f;
   *n = s->nfdec;

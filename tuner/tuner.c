@@ -587,6 +587,12 @@ done:
   /* the next run chooses parameters from the database again */
   for (int i = 0; i < g->nnodes; i++) g->nodes[i].tparams_origin = NULL;
   if (rc) { free(res); return rc; }
+  /* fusion groupings whose predictions are close calls: measured and recorded
+   * (tuner/fusion_tune.c), unless the budget is spent or --families leaves "fusion" out */
+  bool fam_fusion = !opt.families || !*opt.families || strstr(opt.families, "fusion");
+  if (!opt.compare && opt.fusion_close >= 0 && g->fusion && fam_fusion && !(opt.budget_s > 0 && now_s() - t0 > opt.budget_s)) {
+    if ((rc = kiln__tune_fusion(s, db, opt.fusion_close > 0 ? opt.fusion_close : 1.5, &res, &ninst, err)) != 0) { free(res); return rc; }
+  }
   *results = res;
   *nresults = ninst;
   return 0;
