@@ -37,7 +37,7 @@ int kiln_cli_bench(int argc, char **argv) {
   const char *path = NULL, *devsel = getenv("KILN_DEVICE"), *dbpath = NULL, *v;
   const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
   int ninputs = 0, nshapes = 0, rc = 0;
-  bool json = false;
+  bool json = false, nofusion = false;
   uint64_t seed = 0, repeat = 20, warmup = 2;
   double duration = 0;
   kiln_shape_binding shapes[64];
@@ -47,6 +47,7 @@ int kiln_cli_bench(int argc, char **argv) {
     int r;
     char why[512];
     if (!strcmp(argv[i], "--json")) json = true;
+    else if (!strcmp(argv[i], "--no-fusion")) nofusion = true;
     else if ((r = kiln_cli__opt_val(argc, argv, &i, "--input", &v)) != 0) {
       if (r < 0) rc = usage("--input needs a value NAME=FILE or FILE");
       else inputs[ninputs++] = v;
@@ -100,6 +101,7 @@ int kiln_cli_bench(int argc, char **argv) {
   if ((rc = kiln_cli__open_db(dbpath, 0, &db)) != 0) goto done;
   if (db && (rc = kiln_session_set_db(s, db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   if ((rc = kiln_cli__set_inputs(s, &b)) != 0) goto done;
+  if (nofusion) kiln_session_set_fusion(s, 0);
 
   /* warm-up: the first run plans the model and compiles its kernels */
   t0 = now_s();
@@ -158,7 +160,7 @@ int kiln_cli_bench(int argc, char **argv) {
     printf("},\"model_flops\":"); kiln_cli__json_num(o, mst.flops);
     printf(",\"load_s\":"); kiln_cli__json_num(o, load_s);
     printf(",\"warmup_s\":"); kiln_cli__json_num(o, plan_s);
-    printf(",\"kernels_launched\":%d,\"device_bytes\":%llu}\n", rs.kernels_launched, (unsigned long long)rs.device_bytes);
+    printf(",\"fusion\":%s,\"kernels_launched\":%d,\"device_bytes\":%llu}\n", nofusion ? "false" : "true", rs.kernels_launched, (unsigned long long)rs.device_bytes);
   } else {
     printf("model:      %s (%d nodes, %.3g GFLOP per inference)\n", path, mst.nodes, mst.flops / 1e9);
     printf("device:     %s (%s)\n", di->name, di->platform);
@@ -167,6 +169,7 @@ int kiln_cli_bench(int argc, char **argv) {
     printf("warm-up:    %llu run%s in %.2f s (first run %.1f ms: planning and kernel compilation)\n", (unsigned long long)warmup,
            warmup == 1 ? "" : "s", plan_s, first_ms);
     printf("latency:    %d runs: min %.3f ms, median %.3f ms, p90 %.3f ms (mean %.3f, max %.3f, stddev %.3f)\n", n, mn, med, p90, mean, mx, sd);
+    printf("kernels:    %d launches per inference%s\n", rs.kernels_launched, nofusion ? " (fusion off)" : "");
     printf("throughput: %.2f inferences/s sequential", ips);
     if (batch > 1) printf(" (%.1f items/s at batch %lld)", ips * (double)batch, (long long)batch);
     if (isfinite(gflops)) printf(", %.2f GFLOP/s at the median", gflops);
