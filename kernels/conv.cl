@@ -36,6 +36,8 @@
  *                 im2col buffer: LG_TS x LG_TS tiles of A and B in local
  *                 memory, LG_WPT outputs per work-item.
  *                 grid: (ceil(P/TS)*TS/WPT, ceil(M/TS)*TS, N*G), local (TS/WPT, TS)
+ *   conv_dwv      [algo 8] depthwise 2-D as vectors of CONVDW_VW outputs of a
+ *                 row per step. grid: (OH, C, N)
  *   convt_gather  ConvTranspose, one output element per work-item.
  *                 grid: (OD*OH*OW, OC, N)
  * The optional bias is read when has_bias != 0 (else `bias` is any buffer).
@@ -515,6 +517,63 @@ __kernel void conv_dw(__global const T *x, __global const T *w, __global const T
   const long yo = (((long)n * C + c) * OD + od) * (long)OH * OW + (long)oh * OW + ow0;
   for (int j = 0; j < CONVDW_TP; j++)
     if (ow0 + j < OW) y[yo + j] = EPI(acc[j] + b, yo + j, c);
+}
+
+/* [algo 8] depthwise 2-D convolution as vectors: one work-item per (output
+ * row, channel, image) walks its row CONVDW_VW outputs at a time, each tap
+ * one vector load (stride 1) or two loads and their even lanes (stride 2),
+ * with a guarded gather at the row's edges. Built with CONV_GEOM (the
+ * geometry as constants) like conv_dw. grid: (OH, C, N) */
+#ifndef CONVDW_VW
+#define CONVDW_VW 8 // conv_dwv: outputs per vector (4, 8, 16)
+#endif
+#define TDV CAT(T, CONVDW_VW)
+#define TDV_LOAD CAT(vload, CONVDW_VW)
+#define TDV_STORE CAT(vstore, CONVDW_VW)
+__kernel void conv_dwv(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
+                       __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
+  const int C = CM(M_C), IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
+  const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
+  const int DH = CM(M_DL + 1), DW = CM(M_DL + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
+  const int oh = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
+  if (oh >= OH || c >= C || n >= CM(M_N)) return;
+  __global const T *xc = x + ((long)n * C + c) * ((long)IH * IW);
+  __global const T *wc = w + (long)c * KH * KW;
+  const T b = has_bias ? bias[c] : (T)0;
+  const long yo = ((long)n * C + c) * (long)OH * OW + (long)oh * OW;
+  for (int ow0 = 0; ow0 < OW; ow0 += CONVDW_VW) {
+    TDV acc = (TDV)0;
+    const bool full = ow0 + CONVDW_VW <= OW;
+    for (int kh = 0; kh < KH; kh++) {
+      const int ih = oh * SH - PH + kh * DH;
+      if (ih < 0 || ih >= IH) continue;
+      __global const T *xr = xc + (long)ih * IW;
+      for (int kw = 0; kw < KW; kw++) {
+        const T wv = wc[kh * KW + kw];
+        const int iw0 = ow0 * SW - PW + kw * DW;
+        TDV xv;
+        if (full && iw0 >= 0 && iw0 + (CONVDW_VW - 1) * SW < IW && (SW == 1 || (SW == 2 && iw0 + 2 * CONVDW_VW <= IW))) {
+          if (SW == 1) xv = TDV_LOAD(0, xr + iw0);
+          else {
+            const TDV a0 = TDV_LOAD(0, xr + iw0), a1 = TDV_LOAD(0, xr + iw0 + CONVDW_VW);
+            xv = (TDV)(a0.even, a1.even);
+          }
+        } else {
+          T t[CONVDW_VW];
+          for (int j = 0; j < CONVDW_VW; j++) {
+            const int iw = iw0 + j * SW;
+            t[j] = (ow0 + j < OW && iw >= 0 && iw < IW) ? xr[iw] : (T)0;
+          }
+          xv = TDV_LOAD(0, t);
+        }
+        acc = mad((TDV)(wv), xv, acc);
+      }
+    }
+    T o[CONVDW_VW];
+    TDV_STORE(acc + (TDV)(b), 0, o);
+    for (int j = 0; j < CONVDW_VW; j++)
+      if (ow0 + j < OW) y[yo + ow0 + j] = EPI(o[j], yo + ow0 + j, c);
+  }
 }
 
 /* ConvTranspose: y[n,oc,o] = sum over ic of the group and kernel taps k with

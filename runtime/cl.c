@@ -367,9 +367,18 @@ int kiln_cl_launch(kiln_device *d, cl_kernel k, int dims, const size_t *gws, con
   return kiln_cl_launch_ev(d, k, dims, gws, lws, NULL, err);
 }
 
-void kiln_source_hash(const char *file, char *buf, size_t len) {
-  const char *src = kiln_cl_source(file);
-  uint64_t h = fnv1a(1469598103934665603ull, src ? src : "", src ? strlen(src) : 0);
+void kiln_source_hash(const char *files, char *buf, size_t len) {
+  /* a comma list: the sources chained into one hash (one file: its own hash) */
+  uint64_t h = 1469598103934665603ull;
+  for (const char *f = files; f && *f;) {
+    const char *e = strchr(f, ',');
+    size_t n = e ? (size_t)(e - f) : strlen(f);
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name - 1 ? n : sizeof name - 1), f);
+    const char *src = kiln_cl_source(name);
+    h = fnv1a(h, src ? src : "", src ? strlen(src) : 0);
+    f = e ? e + 1 : f + n;
+  }
   snprintf(buf, len, "%016llx", (unsigned long long)h);
 }
 

@@ -214,8 +214,9 @@ const char *kiln_cl_source(const char *file);
 int kiln_cl_launch(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, kiln_error *err);
 /* Same, returning the launch's event in *ev (NULL when nothing was launched). */
 int kiln_cl_launch_ev(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, cl_event *ev, kiln_error *err);
-/* Hex hash of an embedded kernel file's source (for tuning records). */
-void kiln_source_hash(const char *file, char *buf, size_t len);
+/* Hex hash of the embedded source of kernels/<files> (a comma list: the
+ * sources chained; a single file hashes as itself). */
+void kiln_source_hash(const char *files, char *buf, size_t len);
 /* Sets kernel args: pairs of (size, pointer) terminated by size 0. */
 int kiln_cl_args(cl_kernel k, kiln_error *err, ...);
 #define KARG(x) sizeof(x), (const void *)&(x)
@@ -255,13 +256,13 @@ typedef struct kiln_features {
  * (dtype, shape key, fused epilogue signature) and its parameter space. */
 typedef struct kiln_tunable {
   const char *family;          /* e.g. "gemm", "conv" */
-  const char *file;            /* kernels/<file>, hashed into records */
+  const char *file;            /* kernels/<file> (a comma list when its kernels span files), hashed into records */
   int dtype;
   char shape_key[192];
   char epilogue[64];
   int nparams;
   kiln_kparam params[KILN_MAX_KPARAMS];
-  int64_t dims[8];             /* family-specific sizes for valid/features */
+  int64_t dims[12];            /* family-specific sizes for valid/features */
   /* (optional) 0 if the parameter values p are valid for this instance on the
    * device; defaults to "valid". */
   int (*valid)(const struct kiln_tunable *t, const int *p, const kiln_device_info *d);

@@ -41,11 +41,17 @@ int kiln_tunable_parse(const kiln_tunable *t, const char *s, int *p) {
 }
 
 /* Enumerates the valid candidates of t (default first); returns count. */
+/* The product of the value counts is walked whole (up to ENUM_MAX; valid()
+ * is cheap): families whose algorithms pin the parameters they do not read
+ * keep few valid candidates out of a large product (conv: ~470,000
+ * combinations, a few hundred valid). */
+#define ENUM_MAX 4000000
 int kiln_tunable_enumerate(const kiln_tunable *t, const kiln_device_info *dev, int **out) {
   int64_t total = 1;
   for (int i = 0; i < t->nparams; i++) total *= t->params[i].nvals > 0 ? t->params[i].nvals : 1;
-  if (total > 200000) total = 200000;
-  int *all = malloc(sizeof(int) * (size_t)(total + 1) * (size_t)(t->nparams ? t->nparams : 1));
+  if (total > ENUM_MAX) total = ENUM_MAX;
+  size_t cap = 1024;
+  int *all = malloc(sizeof(int) * cap * (size_t)(t->nparams > 0 ? t->nparams : 1));
   if (!all) { *out = NULL; return 0; }
   int n = 0, np = t->nparams;
   int dflt[KILN_MAX_KPARAMS];
@@ -61,6 +67,14 @@ int kiln_tunable_enumerate(const kiln_tunable *t, const kiln_device_info *dev, i
     }
     if (!memcmp(p, dflt, sizeof(int) * (size_t)np)) continue;
     if (t->valid && t->valid(t, p, dev) != 0) continue;
+    if ((size_t)n + 1 >= cap) {
+      size_t npp = (size_t)(np > 0 ? np : 1), want = cap * 2;
+      if (want > (size_t)ENUM_MAX * 2 || want > SIZE_MAX / sizeof(int) / npp) break;
+      int *na = realloc(all, sizeof(int) * want * npp);
+      if (!na) break;
+      all = na;
+      cap *= 2;
+    }
     memcpy(all + (size_t)n * (size_t)np, p, sizeof(int) * (size_t)np);
     n++;
   }

@@ -123,7 +123,7 @@ static int head_vectors(kiln_tunable *t, int (*p)[KILN_MAX_KPARAMS], int cap) {
   cnt = 1;
   if (!strcmp(t->family, "conv")) {
     static const char *alt[] = {"", "GEMM_TM=8,GEMM_TN=16,GEMM_ORDER=1"};
-    for (int a = 0; a < 8 && cnt < cap; a++)
+    for (int a = 0; a < 9 && cnt < cap; a++)
       for (int s = 0; s < 2 && cnt < cap; s++) {
         int q[KILN_MAX_KPARAMS];
         for (int i = 0; i < t->nparams; i++) q[i] = t->params[i].dflt;

@@ -296,17 +296,19 @@ static int conv_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
  *            stored: GEMM_TM rows x GEMM_TN columns per work-item, work-groups
  *            of PANEL_WG panels;
  *   winop    Winograd as wino, the 16 products by gemm_panel on panels of
- *            GEMM_TN tiles written by wino_in_p.
+ *            GEMM_TN tiles written by wino_in_p;
+ *   dwv      depthwise 2-D with vector loads along the output row (conv_dwv,
+ *            CONVDW_VW outputs per step).
  * The GEMM-based algorithms (1x1, im2col, wino) share the register tile
  * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
  * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
  * need constant weights. valid() rejects algorithms that do not apply and
  * pins the parameters an algorithm does not read to their defaults, so the
  * space holds no duplicates. */
-enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_COUNT };
-enum { CP_ALGO, CP_TOC, CP_TP, CP_DWTP, CP_GTM, CP_GTN, CP_GORD, CP_LTS, CP_LWPT, CP_PWG, CP_COUNT };
+enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_COUNT };
+enum { CP_ALGO, CP_TOC, CP_TP, CP_DWTP, CP_GTM, CP_GTN, CP_GORD, CP_LTS, CP_LWPT, CP_PWG, CP_DWVW, CP_COUNT };
 static const kiln_kparam conv_kparams[CP_COUNT] = {
-  [CP_ALGO] = {"CONV_ALGO", CONV_A_COUNT, {0, 1, 2, 3, 4, 5, 6, 7}, CONV_A_DIRECT},
+  [CP_ALGO] = {"CONV_ALGO", CONV_A_COUNT, {0, 1, 2, 3, 4, 5, 6, 7, 8}, CONV_A_DIRECT},
   [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
   [CP_TP] = {"CONV_TP", 3, {4, 8, 16}, 8},
   [CP_DWTP] = {"CONVDW_TP", 3, {4, 8, 16}, 8},
@@ -316,6 +318,7 @@ static const kiln_kparam conv_kparams[CP_COUNT] = {
   [CP_LTS] = {"LG_TS", 3, {8, 16, 32}, 16},
   [CP_LWPT] = {"LG_WPT", 3, {1, 2, 4}, 1},
   [CP_PWG] = {"PANEL_WG", 3, {1, 2, 4}, 4},
+  [CP_DWVW] = {"CONVDW_VW", 3, {4, 8, 16}, 8},
 };
 _Static_assert(CP_COUNT <= KILN_MAX_KPARAMS, "too many conv parameters");
 /* which parameters each algorithm reads (bit i = parameter i) */
@@ -328,11 +331,12 @@ static const unsigned conv_algo_uses[CONV_A_COUNT] = {
   [CONV_A_LOCAL] = 1u << CP_LTS | 1u << CP_LWPT,
   [CONV_A_PANEL] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_PWG,
   [CONV_A_WINOP] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_PWG,
+  [CONV_A_DWV] = 1u << CP_DWVW,
 };
 
 /* kiln_tunable.dims of a Conv instance */
-enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ };
-enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16 };
+enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH };
+enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32 };
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
@@ -363,6 +367,7 @@ static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
     if ((double)nb * K * round_up(P, p[CP_GTN]) * esz > (double)d->max_alloc) return -1;
     break;
   case CONV_A_DW: if (!(fl & CF_DW)) return -1; break;
+  case CONV_A_DWV: if (!(fl & CF_DW) || (fl & CF_3D)) return -1; break; /* 2-D only */
   case CONV_A_WINO:
   case CONV_A_WINOP: {
     if (!wc || !(fl & CF_WINO)) return -1;
@@ -443,6 +448,12 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
     f->vec = 1;
     break;
   }
+  case CONV_A_DWV: {
+    f->work_groups = (double)nb * (double)t->dims[CD_OH];
+    f->bytes = in_bytes + ybytes + wbytes;
+    f->vec = p[CP_DWVW];
+    break;
+  }
   case CONV_A_LOCAL: {
     int ts = p[CP_LTS], wpt = p[CP_LWPT];
     int64_t ldb = conv_ldb(P);
@@ -464,7 +475,7 @@ static int conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_
   kiln_value *xv = kiln_in(g, n, 0), *wv = kiln_in(g, n, 1);
   memset(t, 0, sizeof *t);
   t->family = "conv";
-  t->file = "conv.cl";
+  t->file = "conv.cl,gemm.cl"; /* algorithms 6 and 7 run gemm.cl's gemm_panel */
   t->dtype = xv->dtype;
   int64_t icg = w->c / w->group, ocg = w->oc / w->group, kk = w->k[0] * w->k[1] * w->k[2];
   int64_t P = w->out[0] * w->out[1] * w->out[2];
@@ -472,6 +483,7 @@ static int conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_
   bool nopad = !w->pb[0] && !w->pb[1] && !w->pb[2] && !w->pe[0] && !w->pe[1] && !w->pe[2];
   int fl = wc ? CF_WCONST : 0;
   if (icg == 1 && ocg == 1) fl |= CF_DW;
+  if (w->nsp == 3) fl |= CF_3D;
   if (kk == 1 && nopad) {
     if (w->s[0] * w->s[1] * w->s[2] == 1) fl |= CF_1X1;
     else if (w->in[0] == 1) fl |= CF_1X1S; /* 1-D/2-D strided: gathered */
@@ -486,6 +498,7 @@ static int conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_
   t->dims[CD_C] = w->c;
   t->dims[CD_WT] = conv_wino_tiles(w);
   t->dims[CD_ESZ] = xv->dtype == KILN_DT_DOUBLE ? 8 : 4;
+  t->dims[CD_OH] = w->out[0] * w->out[1];
   t->nparams = CP_COUNT;
   memcpy(t->params, conv_kparams, sizeof conv_kparams);
   /* defaults: what runs untuned (the fastest kinds measured on POCL/CPU:
@@ -835,15 +848,18 @@ static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     size_t go[3] = {(size_t)T_, (size_t)w.oc, (size_t)w.n};
     return kiln_exec_launch(x, ko, 3, go, NULL, err);
   }
-  case CONV_A_DW: {
+  case CONV_A_DW:
+  case CONV_A_DWV: {
     /* the geometry as constants (one program per depthwise shape) */
     size_t o = strlen(opts);
     o += (size_t)snprintf(opts + o, sizeof opts - o, " -DCONV_GEOM=");
     for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", m[i]);
-    cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_dw", err);
+    bool vec = algo == CONV_A_DWV;
+    cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, vec ? "conv_dwv" : "conv_dw", err);
     if (!k) return err->status;
     if (kiln_cl_args(k, err, KARG(bx), KARG(bw), KARG(bb), KARG(by), KARG(mb), KARG(has_bias), KARG(ep[0]), KARG(ep[1]), KEND)) return err->status;
     size_t gws[3] = {(size_t)(ceil_div(w.out[2], p[CP_DWTP]) * w.out[1] * w.out[0]), (size_t)w.c, (size_t)w.n};
+    if (vec) gws[0] = (size_t)(w.out[0] * w.out[1]);
     return kiln_exec_launch(x, k, 3, gws, NULL, err);
   }
   default: {
