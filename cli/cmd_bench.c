@@ -31,13 +31,123 @@ static double quantile(const double *v, int n, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - lo);
 }
 
+/* --profile: per node, the span of its kernels in every timed run (profiling
+ * events), and per run the device-busy time and the span first start .. last end. */
+typedef struct {
+  int nn;                 /* nodes (from the first profiled run) */
+  kiln_node_time *first;  /* names, from the first run */
+  double *span;           /* [run][node] */
+  double *busy, *total;   /* per run */
+  int cap;
+} prof;
+
+static int prof_add(prof *p, kiln_session *s, int run) {
+  kiln_node_time *t = NULL;
+  int n = 0;
+  if (kiln_session_node_times(s, &t, &n) != 0) return 0;
+  if (!p->first) { p->first = t; p->nn = n; }
+  if (run >= p->cap) {
+    int cap = p->cap ? p->cap * 2 : 32;
+    double *sp = realloc(p->span, sizeof(double) * (size_t)cap * (size_t)(p->nn ? p->nn : 1));
+    double *bu = realloc(p->busy, sizeof(double) * (size_t)cap), *to = realloc(p->total, sizeof(double) * (size_t)cap);
+    if (sp) p->span = sp;
+    if (bu) p->busy = bu;
+    if (to) p->total = to;
+    if (!sp || !bu || !to) { if (t != p->first) free(t); return 1; }
+    p->cap = cap;
+  }
+  double busy = 0, end = 0;
+  for (int i = 0; i < p->nn; i++) p->span[(size_t)run * (size_t)p->nn + (size_t)i] = 0;
+  for (int i = 0; i < n; i++) {
+    busy += t[i].span_us;
+    if (t[i].start_us + t[i].span_us > end) end = t[i].start_us + t[i].span_us;
+    for (int j = 0; j < p->nn; j++)
+      if (!strcmp(p->first[j].node, t[i].node)) { p->span[(size_t)run * (size_t)p->nn + (size_t)j] = t[i].span_us; break; }
+  }
+  p->busy[run] = busy;
+  p->total[run] = end;
+  if (t != p->first) free(t);
+  return 0;
+}
+
+static double median_of(double *v, int n) {
+  if (n <= 0) return NAN;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return quantile(v, n, 0.5);
+}
+
+/* per node median span over the runs, into med[] */
+static void prof_medians(const prof *p, int runs, double *med) {
+  double *col = malloc(sizeof(double) * (size_t)(runs > 0 ? runs : 1));
+  for (int j = 0; j < p->nn; j++) {
+    if (!col) { med[j] = NAN; continue; }
+    for (int r = 0; r < runs; r++) col[r] = p->span[(size_t)r * (size_t)p->nn + (size_t)j];
+    med[j] = median_of(col, runs);
+  }
+  free(col);
+}
+
+static int cmp_desc_idx(const void *a, const void *b, void *ctx) {
+  const double *m = ctx;
+  double x = m[*(const int *)a], y = m[*(const int *)b];
+  return x > y ? -1 : x < y;
+}
+
+static void prof_print(prof *p, int runs) {
+  if (!p->nn || runs <= 0) { printf("profile:    no kernels were timed\n"); return; }
+  double *med = malloc(sizeof(double) * (size_t)p->nn);
+  int *idx = malloc(sizeof(int) * (size_t)p->nn);
+  if (!med || !idx) { free(med); free(idx); return; }
+  prof_medians(p, runs, med);
+  double busy = median_of(p->busy, runs), total = median_of(p->total, runs);
+  printf("profile:    device busy %.3f ms, first kernel start to last end %.3f ms (medians over %d runs); per node:\n", busy / 1e3, total / 1e3, runs);
+  for (int j = 0; j < p->nn; j++) idx[j] = j;
+  qsort_r(idx, (size_t)p->nn, sizeof(int), cmp_desc_idx, med);
+  int show = p->nn < 25 ? p->nn : 25;
+  for (int k = 0; k < show; k++) {
+    int j = idx[k];
+    printf("  %9.1f us %5.1f%%  %-18.18s %s\n", med[j], busy > 0 ? 100 * med[j] / busy : 0, p->first[j].op, p->first[j].node);
+  }
+  if (p->nn > show) printf("  (%d more nodes)\n", p->nn - show);
+  free(med);
+  free(idx);
+}
+
+static void prof_json(FILE *o, prof *p, int runs) {
+  double *med = p->nn ? malloc(sizeof(double) * (size_t)p->nn) : NULL;
+  if (med) prof_medians(p, runs, med);
+  fprintf(o, ",\"profile\":{\"busy_ms\":");
+  kiln_cli__json_num(o, runs > 0 && p->busy ? median_of(p->busy, runs) / 1e3 : NAN);
+  fprintf(o, ",\"span_ms\":");
+  kiln_cli__json_num(o, runs > 0 && p->total ? median_of(p->total, runs) / 1e3 : NAN);
+  fprintf(o, ",\"nodes\":[");
+  for (int j = 0; med && j < p->nn; j++) {
+    fprintf(o, "%s{\"node\":", j ? "," : "");
+    kiln_cli__json_str(o, p->first[j].node);
+    fprintf(o, ",\"op\":");
+    kiln_cli__json_str(o, p->first[j].op);
+    fprintf(o, ",\"median_us\":");
+    kiln_cli__json_num(o, med[j]);
+    fprintf(o, "}");
+  }
+  fprintf(o, "]}");
+  free(med);
+}
+
+static void prof_free(prof *p) {
+  free(p->first);
+  free(p->span);
+  free(p->busy);
+  free(p->total);
+}
+
 #define usage(...) kiln_cli__usage(CMD, KILN_CLI_BENCH_SYNOPSIS, __VA_ARGS__)
 
 int kiln_cli_bench(int argc, char **argv) {
   const char *path = NULL, *devsel = getenv("KILN_DEVICE"), *dbpath = NULL, *v;
   const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
   int ninputs = 0, nshapes = 0, rc = 0;
-  bool json = false, nofusion = false;
+  bool json = false, nofusion = false, profile = false;
   uint64_t seed = 0, repeat = 20, warmup = 2;
   double duration = 0;
   kiln_shape_binding shapes[64];
@@ -48,6 +158,7 @@ int kiln_cli_bench(int argc, char **argv) {
     char why[512];
     if (!strcmp(argv[i], "--json")) json = true;
     else if (!strcmp(argv[i], "--no-fusion")) nofusion = true;
+    else if (!strcmp(argv[i], "--profile")) profile = true;
     else if ((r = kiln_cli__opt_val(argc, argv, &i, "--input", &v)) != 0) {
       if (r < 0) rc = usage("--input needs a value NAME=FILE or FILE");
       else inputs[ninputs++] = v;
@@ -89,6 +200,7 @@ int kiln_cli_bench(int argc, char **argv) {
   kiln_param_stats ps = {0};
   kiln_run_stats rs = {0};
   double *ms = calloc((size_t)repeat, sizeof *ms), first_ms = NAN, load_s = 0, plan_s = 0;
+  prof pf = {0};
   kiln_load_options lo = {.shapes = shapes, .nshapes = nshapes};
   if (!ms) { kiln_cli__error("out of memory"); rc = 1; goto done; }
   double t0 = now_s();
@@ -102,6 +214,7 @@ int kiln_cli_bench(int argc, char **argv) {
   if (db && (rc = kiln_session_set_db(s, db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   if ((rc = kiln_cli__set_inputs(s, &b)) != 0) goto done;
   if (nofusion) kiln_session_set_fusion(s, 0);
+  if (profile) kiln_session_set_profiling(s, 1);
 
   /* warm-up: the first run plans the model and compiles its kernels */
   t0 = now_s();
@@ -116,6 +229,7 @@ int kiln_cli_bench(int argc, char **argv) {
   while ((uint64_t)n < repeat) {
     if ((rc = kiln_session_run(s, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
     kiln_session_get_stats(s, &rs);
+    if (profile && (rc = prof_add(&pf, s, n)) != 0) { kiln_cli__error("out of memory"); goto done; }
     ms[n++] = rs.last_ms;
     wall = now_s() - t_start;
     if (duration > 0 && wall >= duration) break;
@@ -160,6 +274,7 @@ int kiln_cli_bench(int argc, char **argv) {
     printf("},\"model_flops\":"); kiln_cli__json_num(o, mst.flops);
     printf(",\"load_s\":"); kiln_cli__json_num(o, load_s);
     printf(",\"warmup_s\":"); kiln_cli__json_num(o, plan_s);
+    if (profile) prof_json(o, &pf, n);
     printf(",\"fusion\":%s,\"kernels_launched\":%d,\"device_bytes\":%llu}\n", nofusion ? "false" : "true", rs.kernels_launched, (unsigned long long)rs.device_bytes);
   } else {
     printf("model:      %s (%d nodes, %.3g GFLOP per inference)\n", path, mst.nodes, mst.flops / 1e9);
@@ -176,7 +291,9 @@ int kiln_cli_bench(int argc, char **argv) {
     printf("\n");
     if (duration > 0 && (uint64_t)n < repeat) printf("(stopped after %.1f s: --duration)\n", wall);
   }
+  if (profile && !json) prof_print(&pf, n);
 done:
+  prof_free(&pf);
   kiln_cli__inputs_free(&b);
   kiln_session_free(s);
   kiln_db_close(db);

@@ -16,10 +16,12 @@ int kiln_cli_bench(int argc, char **argv);
 #define KILN_CLI_BENCH_SUMMARY "measure a model's latency distribution (min, median, p90) and throughput on this device"
 #define KILN_CLI_BENCH_SYNOPSIS                                                                                 \
   "MODEL.onnx [--db FILE] [--repeat N] [--warmup N] [--duration SECONDS] [--input [NAME=]FILE]...\n"           \
-  "                [--shape NAME=D0,...]... [--seed N] [--device SEL] [--no-fusion] [--json]"
+  "                [--shape NAME=D0,...]... [--seed N] [--device SEL] [--no-fusion] [--profile] [--json]"
 #define KILN_CLI_BENCH_HELP                                                                                     \
   "  --db FILE             tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db if it exists)\n"    \
   "  --no-fusion           run every node as its own kernel (for comparison)\n"                                 \
+  "  --profile             time every node's kernels in each run (profiling events) and print the\n"            \
+  "                        slowest nodes (median), device-busy time and kernel span per run\n"                 \
   "  --repeat N            timed runs (default 20; fewer when --duration runs out first)\n"                    \
   "  --warmup N            untimed runs first (default 2; the first plans the model and compiles kernels)\n"   \
   "  --duration SECONDS    stop timing after this long (at least one timed run; default: no limit)\n"          \

@@ -270,6 +270,22 @@ void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st);
  * array). Slow for large models (a plain host implementation). */
 int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts, kiln_error *err);
 
+/* ---- Profiling ------------------------------------------------------- */
+
+/* With profiling on, each run records when every node's kernels ran on the
+ * device (profiling events; a fused group's kernel counts for its last node). */
+void kiln_session_set_profiling(kiln_session *s, int on);
+/* One node's kernels in the last profiled run: start of its first kernel
+ * relative to the run's first kernel, and the span to its last kernel's end
+ * (us). Nodes that launched nothing are left out. */
+typedef struct kiln_node_time {
+  char node[128], op[32];
+  double start_us, span_us;
+} kiln_node_time;
+/* The last profiled run's node times in execution order; *out owned by the
+ * caller (free()). KILN_ENOTFOUND when no profiled run happened yet. */
+int kiln_session_node_times(const kiln_session *s, kiln_node_time **out, int *n);
+
 /* ---- Fusion ---------------------------------------------------------- */
 
 /* Fusion on (default) or off (--no-fusion) for the session's next plan. */

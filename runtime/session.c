@@ -857,3 +857,30 @@ int kiln_session_plan_memory(kiln_session *s, uint64_t *bytes, kiln_error *err) 
   *bytes = s->st.device_bytes;
   return 0;
 }
+
+void kiln_session_set_profiling(kiln_session *s, int on) { s->profile = on != 0; }
+
+int kiln_session_node_times(const kiln_session *s, kiln_node_time **out, int *n) {
+  *out = NULL;
+  *n = 0;
+  if (!s->ev_lo || !s->ev_hi) return KILN_ENOTFOUND;
+  const kiln_graph *g = s->m->g;
+  int64_t t0 = 0;
+  int cnt = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    if (s->ev_lo[i]) { cnt++; if (!t0 || s->ev_lo[i] < t0) t0 = s->ev_lo[i]; }
+  kiln_node_time *t = calloc((size_t)cnt + 1, sizeof *t);
+  if (!t) return KILN_ENOMEM;
+  int k = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    if (!s->ev_lo[i]) continue;
+    snprintf(t[k].node, sizeof t[k].node, "%s", g->nodes[i].name);
+    snprintf(t[k].op, sizeof t[k].op, "%s", g->nodes[i].op_type);
+    t[k].start_us = (double)(s->ev_lo[i] - t0) / 1e3;
+    t[k].span_us = (double)(s->ev_hi[i] - s->ev_lo[i]) / 1e3;
+    k++;
+  }
+  *out = t;
+  *n = k;
+  return 0;
+}
