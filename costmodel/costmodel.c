@@ -480,6 +480,30 @@ int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pre
   return 0;
 }
 
+int kiln_cm_predict_run(kiln_cm_state *st, const kiln_tunable *t, double *pred_ns, int *how) {
+  if (!t->features) return KILN_EUNSUPPORTED;
+  if (st->db) { /* measured: the time of the record a run would use */
+    kiln_lookup lk;
+    char hash[24];
+    kiln_source_hash(t->file, hash, sizeof hash);
+    if (kiln_db_best_layered(st->db, st->device, &st->dm.info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &lk, NULL) == 0 &&
+        lk.rec.median_ns > 0) {
+      *pred_ns = lk.rec.median_ns;
+      *how = 2;
+      return 0;
+    }
+  }
+  int p[KILN_MAX_KPARAMS];
+  if (kiln_cm_choose(st, t, p, pred_ns) == 0) { *how = 1; return 0; }
+  for (int i = 0; i < t->nparams; i++) p[i] = t->params[i].dflt;
+  kiln_features f;
+  memset(&f, 0, sizeof f);
+  t->features(t, p, &f);
+  *pred_ns = kiln_cm_base_ns(&st->dm, &f);
+  *how = 0;
+  return 0;
+}
+
 const char *const *kiln_costmodel_profiles(void) { return kiln_devmodel_profiles(); }
 
 int kiln_costmodel_eval(kiln_db *db, kiln_device *d, kiln_model_eval **out, int *nout, kiln_error *err) {

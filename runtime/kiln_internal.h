@@ -283,6 +283,12 @@ int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pre
 /* Probed launch overhead (us) and bandwidth (GB/s) for fusion decisions; 0
  * when they are this device's figures (else nothing is written). */
 int kiln_cm_fusion_costs(const kiln_cm_state *st, double *launch_us, double *bw_gbps);
+/* Time (ns) of t as a run would take it: the measured median of the
+ * tuning record the run would use (*how = 2), else the prediction of
+ * kiln_cm_choose's pick when t's family has a fitted correction (*how = 1),
+ * else the base estimate of t's defaults (*how = 0). 0, or
+ * KILN_EUNSUPPORTED when t has no features. */
+int kiln_cm_predict_run(kiln_cm_state *st, const kiln_tunable *t, double *pred_ns, int *how);
 
 /* Value of parameter `name` in the parameter vector p (or -1). */
 int kiln_tunable_get(const kiln_tunable *t, const int *p, const char *name);
@@ -489,6 +495,14 @@ int kiln_graph_rewrite(kiln_graph *g, kiln_error *err);
  * before them, scale and mask into Softmax. Counts of each into the
  * (optional) out-parameters; 0 or a status. */
 int kiln_graph_fuse_patterns(kiln_graph *g, int *ngroupnorm, int *nact, int *nsoftmax, kiln_error *err);
+/* Plan-time attention rewrite (passes.c, after kiln_graph_fuse_patterns):
+ * MatMul(Q, K^T) -> Softmax over the last axis (with its folded scale and
+ * mask) -> MatMul(., V), with the Transposes that feed Q, K^T, V alone and
+ * one that reads the result alone, becomes one KilnAttention node when cm
+ * (NULL: counted traffic and launches with costs) predicts it faster; every
+ * candidate is recorded in g->pdec, fused or rejected. KILN_ATTENTION_FUSE=0/1
+ * forces the choice (experiments). Count of rewrites into *nfused. */
+int kiln_graph_fuse_attention(kiln_graph *g, kiln_cm_state *cm, const kiln_fusion_costs *costs, int *nfused, kiln_error *err);
 /* Binds input shapes (and, for small integer inputs, values) and runs shape
  * inference and constant folding over the graph. */
 int kiln_graph_plan(kiln_graph *g, kiln_error *err);

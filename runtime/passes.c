@@ -709,3 +709,239 @@ int kiln_graph_fuse_patterns(kiln_graph *g, int *ngroupnorm, int *nact, int *nso
   if (nsoftmax) *nsoftmax = cnt[2];
   return 0;
 }
+
+/* ---- attention: MatMul -> Softmax -> MatMul as one KilnAttention node ------ */
+
+/* The Transpose producing v when it feeds node `user` alone: its source
+ * value and perm (absent: reversed axes) into perm[]; else -1. */
+static int transpose_source(kiln_graph *g, int v, int user, int64_t *perm, int *tnode) {
+  int p = g->vals[v].producer;
+  if (p < 0 || !is_op(&g->nodes[p], "Transpose") || sole_consumer(g, v) != user) return -1;
+  kiln_node *t = &g->nodes[p];
+  if (t->nin < 1 || t->in[0] < 0) return -1;
+  int src = t->in[0], r = g->vals[src].rank;
+  if (r != g->vals[v].rank || r < 1) return -1;
+  const int64_t *pp = NULL;
+  int np = kiln_attr_ints(t, "perm", &pp);
+  if (np >= 0 && np != r) return -1;
+  for (int a = 0; a < r; a++) perm[a] = np >= 0 ? pp[a] : r - 1 - a;
+  *tnode = p;
+  return src;
+}
+
+static int push_ints(kiln_node *n, const char *name, int cnt, const int64_t *v) {
+  if (push_attr(n, name, KILN_ATTR_INTS, 0, 0, NULL)) return -1;
+  kiln_attr *a = &n->attrs[n->nattr - 1];
+  a->ints = malloc(sizeof(int64_t) * (size_t)(cnt ? cnt : 1));
+  if (!a->ints) return -1;
+  memcpy(a->ints, v, sizeof(int64_t) * (size_t)cnt);
+  a->n = cnt;
+  return 0;
+}
+
+/* Time (ns) of node n's kernel: its descriptor through the cost model
+ * (measured record, corrected prediction or base estimate: counted in
+ * how[2], how[1], how[0]), or for nodes without one (movement ops) a copy of
+ * its output: launch + read and write at bandwidth (counted in how[3]). */
+static double node_pred(kiln_graph *g, kiln_node *n, kiln_cm_state *cm, double launch_ns, double bw, int how[4]) {
+  kiln_tunable t;
+  double ns;
+  int h = 0;
+  if (cm && n->op && n->op->tunable && n->op->tunable(g, n, &t) == 0 && kiln_cm_predict_run(cm, &t, &ns, &h) == 0) {
+    how[h]++;
+    return ns;
+  }
+  how[3]++;
+  double bytes = 0;
+  for (int k = 0; k < n->nin; k++) if (n->in[k] >= 0) bytes += (double)kiln_value_bytes(&g->vals[n->in[k]]);
+  bytes += (double)kiln_value_bytes(&g->vals[n->out[0]]);
+  return launch_ns + bytes / bw;
+}
+
+/* Records an attention candidate for kiln plan. */
+static int note_attention(kiln_graph *g, const char *root, const char *ops, int nnodes, bool fused, bool measured, double fns, double uns, const char *reason) {
+  if (note_rewrite(g, root, ops, nnodes, reason)) return -1;
+  kiln_fusion_decision *d = &g->pdec[g->npdec - 1];
+  d->kind = "attention";
+  d->fused = fused;
+  d->measured = measured;
+  d->pred_fused_ns = fns;
+  d->pred_unfused_ns = uns;
+  return 0;
+}
+
+#define ATT_MAX_HEAD 1024 /* head dimensions the attention kernel keeps in private memory */
+
+/* Rewrites the attention pattern around Softmax node si. 1 when rewritten,
+ * 0 if not (a decision may still be recorded: *seen set), <0 on error. */
+static int fuse_attention(kiln_graph *g, int si, kiln_cm_state *cm, const kiln_fusion_costs *costs, kiln_error *err) {
+  kiln_node *sm = &g->nodes[si];
+  if (!is_op(sm, "Softmax") || sm->nin < 1 || sm->nout != 1 || sm->out[0] < 0) return 0;
+  kiln_value *pv = &g->vals[sm->out[0]];
+  int dt = pv->dtype;
+  if ((dt != KILN_DT_FLOAT && dt != KILN_DT_DOUBLE) || pv->rank < 2) return 0;
+  int64_t ax = kiln_attr_int(sm, "axis", sm->opset < 13 ? 1 : -1);
+  if (ax < 0) ax += pv->rank;
+  if (ax != pv->rank - 1) return 0;
+  int sv = sm->in[0], m1 = sv >= 0 ? g->vals[sv].producer : -1;
+  if (m1 < 0 || !is_op(&g->nodes[m1], "MatMul") || sole_consumer(g, sv) != si) return 0;
+  int m2 = sole_consumer(g, sm->out[0]);
+  if (m2 < 0 || !is_op(&g->nodes[m2], "MatMul") || g->nodes[m2].in[0] != sm->out[0] || g->nodes[m2].in[1] == sm->out[0]) return 0;
+  kiln_node *A = &g->nodes[m1], *B = &g->nodes[m2];
+  int qv = A->in[0], kv = A->in[1], vv = B->in[1], ov = B->out[0];
+  if (qv < 0 || kv < 0 || vv < 0 || ov < 0) return 0;
+  kiln_value *q = &g->vals[qv], *kt = &g->vals[kv], *v = &g->vals[vv], *o = &g->vals[ov];
+  if (q->rank < 2 || kt->rank < 2 || v->rank < 2 || q->dtype != dt || kt->dtype != dt || v->dtype != dt || o->dtype != dt) return 0;
+  int64_t D = q->dims[q->rank - 1], Dv = v->dims[v->rank - 1];
+  if (D < 1 || Dv < 1 || D > ATT_MAX_HEAD || Dv > ATT_MAX_HEAD || o->rank - 2 > 6) return 0;
+  /* the Transposes read through, and one reading the result */
+  int64_t perm[4][KILN_MAX_RANK];
+  int tn[4] = {-1, -1, -1, -1}, src[3] = {qv, kv, vv};
+  const int users[3] = {m1, m1, m2};
+  for (int k = 0; k < 3; k++) {
+    int s = transpose_source(g, src[k], users[k], perm[k], &tn[k]);
+    if (s >= 0) src[k] = s;
+  }
+  int yv = ov, oc = sole_consumer(g, ov);
+  if (oc >= 0 && is_op(&g->nodes[oc], "Transpose") && g->nodes[oc].nin == 1) {
+    kiln_node *t = &g->nodes[oc];
+    const int64_t *pp = NULL;
+    int np = kiln_attr_ints(t, "perm", &pp), r = o->rank;
+    if (np < 0 || np == r) {
+      for (int a = 0; a < r; a++) perm[3][a] = np >= 0 ? pp[a] : r - 1 - a;
+      tn[3] = oc;
+      yv = t->out[0];
+    }
+  }
+  /* predictions: the separate kernels against one attention kernel */
+  double launch_ns = costs && costs->launch_us > 0 ? costs->launch_us * 1e3 : 30e3, bw = costs && costs->bw_gbps > 0 ? costs->bw_gbps : 10.0;
+  int how_u[4] = {0, 0, 0, 0}, how_f = 3;
+  double unfused = node_pred(g, A, cm, launch_ns, bw, how_u) + node_pred(g, sm, cm, launch_ns, bw, how_u) + node_pred(g, B, cm, launch_ns, bw, how_u);
+  int rm[8], nrm = 0;
+  rm[nrm++] = m1;
+  rm[nrm++] = m2;
+  for (int k = 0; k < 4; k++)
+    if (tn[k] >= 0) { unfused += node_pred(g, &g->nodes[tn[k]], cm, launch_ns, bw, how_u); rm[nrm++] = tn[k]; }
+  /* the candidate node, built on a scratch copy to describe its kernel */
+  kiln_node cand;
+  memset(&cand, 0, sizeof cand);
+  int cin[4] = {src[0], src[1], src[2], sm->nin > 1 ? sm->in[1] : -1}, cout[1] = {yv};
+  cand.name = sm->name;
+  cand.op_type = "KilnAttention";
+  cand.domain = "";
+  cand.nin = cin[3] >= 0 ? 4 : 3;
+  cand.in = cin;
+  cand.nout = 1;
+  cand.out = cout;
+  cand.op = kiln_op_lookup("", "KilnAttention");
+  cand.fuse_root = -1;
+  static const char *const pnames[4] = {"q_perm", "k_perm", "v_perm", "o_perm"};
+  float scale = kiln_attr_float(sm, "kiln_scale", 1.0f);
+  int rc = 0;
+  if (scale != 1.0f && push_attr(&cand, "kiln_scale", KILN_ATTR_FLOAT, 0, scale, NULL)) rc = -1;
+  for (int k = 0; k < 4 && !rc; k++)
+    if (tn[k] >= 0 && push_ints(&cand, pnames[k], k < 3 ? g->vals[src[k]].rank : o->rank, perm[k])) rc = -1;
+  if (rc) { free_attrs(&cand); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  /* shapes must come out as the pattern's (else leave it alone) */
+  kiln_error e2 = {0};
+  kiln_value save = g->vals[yv];
+  int ok = cand.op && cand.op->infer(g, &cand, &e2) == 0 && same_shape(&g->vals[yv], &save) && g->vals[yv].dtype == save.dtype &&
+           (!cand.op->dev_check || cand.op->dev_check(g, &cand, &e2) == 0);
+  g->vals[yv].rank = save.rank;
+  memcpy(g->vals[yv].dims, save.dims, sizeof save.dims);
+  g->vals[yv].dtype = save.dtype;
+  if (!ok) { free_attrs(&cand); return 0; }
+  kiln_tunable t;
+  double fused = 0;
+  if (cm && cand.op->tunable(g, &cand, &t) == 0 && kiln_cm_predict_run(cm, &t, &fused, &how_f) == 0) {
+  } else { /* counted traffic: the operands once, no scores or probabilities */
+    fused = launch_ns;
+    for (int k = 0; k < cand.nin; k++) fused += (double)kiln_value_bytes(&g->vals[cin[k]]) / bw;
+    fused += (double)kiln_value_bytes(&g->vals[yv]) / bw;
+    double ub = 0; /* the same counting for the separate kernels */
+    for (int k = 0; k < nrm; k++) {
+      kiln_node *n = &g->nodes[rm[k]];
+      for (int j = 0; j < n->nin; j++) if (n->in[j] >= 0) ub += (double)kiln_value_bytes(&g->vals[n->in[j]]);
+      ub += (double)kiln_value_bytes(&g->vals[n->out[0]]);
+    }
+    ub += (double)kiln_value_bytes(&g->vals[sm->in[0]]) + (double)kiln_value_bytes(pv);
+    if (sm->nin > 1 && sm->in[1] >= 0) ub += (double)kiln_value_bytes(&g->vals[sm->in[1]]);
+    unfused = (nrm + 1) * launch_ns + ub / bw;
+    how_f = 3;
+    memset(how_u, 0, sizeof how_u);
+    how_u[3] = nrm + 1;
+  }
+  const char *force = getenv("KILN_ATTENTION_FUSE");
+  bool take = force ? atoi(force) != 0 : fused < unfused;
+  char ops[256], why[192];
+  rm[nrm] = si;
+  ops_list(g, si, rm, nrm, ops, sizeof ops);
+  static const char *const hows[4] = {"base estimate", "predicted", "measured", "counted traffic"};
+  char uw[96] = "";
+  static const int order[4] = {2, 1, 0, 3};
+  for (int k = 0, o = 0; k < 4; k++)
+    if (how_u[order[k]] && o < (int)sizeof uw) o += snprintf(uw + o, sizeof uw - (size_t)o, "%s%d %s", o ? ", " : "", how_u[order[k]], hows[order[k]]);
+  snprintf(why, sizeof why, "%s: attention kernel %.1f us (%s) vs %d kernels %.1f us (%s)%s", take ? "fused" : "rejected", fused / 1e3, hows[how_f], nrm + 1,
+           unfused / 1e3, uw, force ? " [KILN_ATTENTION_FUSE]" : "");
+  if (note_attention(g, g->nodes[yv == ov ? m2 : tn[3]].name, ops, nrm + 1, take, costs && costs->probed, fused, unfused, why)) {
+    free_attrs(&cand);
+    return kiln__err(err, KILN_ENOMEM, "out of memory");
+  }
+  if (!take) { free_attrs(&cand); return 0; }
+  /* the Softmax node becomes the attention node */
+  sm = &g->nodes[si];
+  char *nt = strdup("KilnAttention");
+  int *ni = malloc(sizeof(int) * 4);
+  if (!nt || !ni) { free(nt); free(ni); free_attrs(&cand); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  free_attrs(sm);
+  sm->attrs = cand.attrs;
+  sm->nattr = cand.nattr;
+  free(sm->op_type);
+  sm->op_type = nt;
+  sm->op = cand.op;
+  free(sm->in);
+  memcpy(ni, cin, sizeof cin);
+  sm->in = ni;
+  sm->nin = cand.nin;
+  g->vals[sm->out[0]].producer = -1;
+  sm->out[0] = yv;
+  g->vals[yv].producer = si;
+  drop_nodes(g, rm, nrm);
+  return 1;
+}
+
+int kiln_graph_fuse_attention(kiln_graph *g, kiln_cm_state *cm, const kiln_fusion_costs *costs, int *nfused, kiln_error *err) {
+  int cnt = 0, rc = 0;
+  /* each Softmax is looked at once: a rejected candidate stays as it is */
+  int nsm = 0;
+  for (int i = 0; i < g->nnodes; i++) nsm += is_op(&g->nodes[i], "Softmax");
+  char **names = calloc((size_t)nsm + 1, sizeof(char *));
+  if (!names) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  for (int i = 0, k = 0; i < g->nnodes; i++)
+    if (is_op(&g->nodes[i], "Softmax") && !(names[k++] = strdup(g->nodes[i].name))) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+  for (int k = 0; k < nsm && !rc; k++) {
+    int si = -1;
+    for (int i = 0; i < g->nnodes && si < 0; i++)
+      if (is_op(&g->nodes[i], "Softmax") && !strcmp(g->nodes[i].name, names[k])) si = i;
+    if (si < 0) continue;
+    int r = fuse_attention(g, si, cm, costs, err);
+    if (r < 0) rc = r;
+    else cnt += r;
+  }
+  for (int k = 0; k < nsm; k++) free(names[k]);
+  free(names);
+  if (!rc && cnt) {
+    if ((rc = resort(g, err)) != 0) return rc;
+    for (int i = 0; i < g->nvals; i++) g->vals[i].nconsumers = 0;
+    for (int i = 0; i < g->nnodes; i++)
+      for (int k = 0; k < g->nodes[i].nin; k++)
+        if (g->nodes[i].in[k] >= 0) g->vals[g->nodes[i].in[k]].nconsumers++;
+    for (int i = 0; i < g->nnodes && !rc; i++) {
+      kiln_node *n = &g->nodes[i];
+      if (strcmp(n->op_type, "KilnAttention")) continue;
+      if (n->op->infer(g, n, err) || n->op->dev_check(g, n, err)) rc = err ? err->status : KILN_EINTERNAL;
+    }
+  }
+  if (nfused) *nfused = cnt;
+  return rc;
+}

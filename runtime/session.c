@@ -541,6 +541,14 @@ static int plan(kiln_session *s, kiln_error *err) {
   if ((rc = check_nodes(g, true, err)) != 0) return rc;
   /* GroupNorm pattern, norm + activation, scale/mask + softmax (passes.c) */
   if (!s->no_fusion && !getenv("KILN_NO_FUSION") && (rc = kiln_graph_fuse_patterns(g, NULL, NULL, NULL, err)) != 0) return rc;
+  if (!s->no_fusion && !getenv("KILN_NO_FUSION")) { /* attention (passes.c): the cost model decides, the built-in prior without a db */
+    kiln_fusion_costs fc = {0};
+    kiln_cm_state *cm = s->cm ? s->cm : kiln_cm_state_new(NULL, 0, &s->d->info);
+    if (cm && kiln_cm_fusion_costs(cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
+    rc = kiln_graph_fuse_attention(g, cm, &fc, NULL, err);
+    if (cm != s->cm) kiln_cm_state_free(cm);
+    if (rc) return rc;
+  }
   for (int i = 0; i < g->nnodes; i++) { g->nodes[i].fuse_root = -1; g->nodes[i].fgroup = NULL; g->nodes[i].epi = NULL; }
   g->fusion = !s->no_fusion && !getenv("KILN_NO_FUSION");
   if (g->fusion) {
