@@ -760,8 +760,17 @@ static double node_pred(kiln_graph *g, kiln_node *n, kiln_cm_state *cm, double l
 
 /* Records an attention candidate for kiln plan. */
 static int note_attention(kiln_graph *g, const char *root, const char *ops, int nnodes, bool fused, bool measured, double fns, double uns, const char *reason) {
-  if (note_rewrite(g, root, ops, nnodes, reason)) return -1;
-  kiln_fusion_decision *d = &g->pdec[g->npdec - 1];
+  kiln_fusion_decision *d = NULL;
+  for (int i = 0; i < g->npdec && !d; i++) /* a rejected candidate looked at again (a later plan): one entry */
+    if (!strcmp(g->pdec[i].kind, "attention") && !strcmp(g->pdec[i].root, root)) d = &g->pdec[i];
+  if (d) {
+    snprintf(d->nodes, sizeof d->nodes, "%s", ops);
+    d->nnodes = nnodes;
+    snprintf(d->reason, sizeof d->reason, "%s", reason);
+  } else {
+    if (note_rewrite(g, root, ops, nnodes, reason)) return -1;
+    d = &g->pdec[g->npdec - 1];
+  }
   d->kind = "attention";
   d->fused = fused;
   d->measured = measured;
@@ -773,7 +782,7 @@ static int note_attention(kiln_graph *g, const char *root, const char *ops, int 
 #define ATT_MAX_HEAD 1024 /* head dimensions the attention kernel keeps in private memory */
 
 /* Rewrites the attention pattern around Softmax node si. 1 when rewritten,
- * 0 if not (a decision may still be recorded: *seen set), <0 on error. */
+ * 0 if not (a rejected candidate is still recorded), <0 on error. */
 static int fuse_attention(kiln_graph *g, int si, kiln_cm_state *cm, const kiln_fusion_costs *costs, kiln_error *err) {
   kiln_node *sm = &g->nodes[si];
   if (!is_op(sm, "Softmax") || sm->nin < 1 || sm->nout != 1 || sm->out[0] < 0) return 0;

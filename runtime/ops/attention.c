@@ -259,8 +259,14 @@ static void at_features(const kiln_tunable *t, const int *p, kiln_features *f) {
   memset(f, 0, sizeof *f);
   /* per item: QR rows x Skv keys of a dot product, the softmax update, DVC columns of P V */
   f->flops = items * qr * Skv * (2 * D + 2 * dvc + 6);
-  /* each item reads every key's K row and its V slice; Q (once per slice), O, the mask */
-  f->bytes = es * (items * Skv * (D + dvc) + B * S * D * dvs + B * S * Dv + (t->dims[AD_MASK] ? B * S * Skv * dvs : 0));
+  /* each item reads every key's K row and its V slice: from memory once per
+   * batch entry when one entry's K and V fit in 1 MiB (the re-reads then come
+   * from on-chip caches, counted as local traffic), else every time; Q (once
+   * per slice), O and the mask once */
+  const double kv = Skv * (D + Dv) * es, rereads = items * Skv * (D + dvc) * es;
+  f->bytes = es * (B * S * D * dvs + B * S * Dv + (t->dims[AD_MASK] ? B * S * Skv * dvs : 0));
+  if (kv <= 1048576) { f->bytes += B * kv; f->bytes_local = rereads; }
+  else f->bytes += rereads;
   f->wg_size = p[AP_WG] > 0 ? p[AP_WG] : 64;
   f->work_groups = ceil(items / f->wg_size);
   f->vec = p[AP_VW];
