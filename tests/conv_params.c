@@ -18,13 +18,7 @@ static kiln_device *dev;
 static uint64_t rng = 0x5eed;
 static int fails, runs;
 
-static uint64_t next_u64(void) {
-  uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-static double unif(void) { return (double)(next_u64() >> 11) / 9007199254740992.0 * 2 - 1; }
+#include "test_rng.h"
 
 /* The sample of each algorithm's own parameters (name=value lists applied
  * over the descriptor defaults); the other parameters stay pinned. */
