@@ -17,6 +17,7 @@
 #define MAXV 48
 
 static kiln_device *dev;
+static int quick; /* --quick (default suite): fewer tile variants per algorithm / kernel */
 static uint64_t rng = 0xf05e;
 static int fails, runs;
 
@@ -123,6 +124,7 @@ static int head_vectors(kiln_tunable *t, int (*p)[KILN_MAX_KPARAMS], int cap) {
         for (int i = 0; i < t->nparams; i++) q[i] = t->params[i].dflt;
         q[0] = a;
         if (s) {
+          if (quick) continue; /* --quick: each algorithm at its default tile only */
           if (a != 1 && a != 2 && a != 4 && a != 6 && a != 7) continue;
           for (int i = 0; i < t->nparams; i++) {
             if (!strcmp(t->params[i].name, "GEMM_TM")) q[i] = 8;
@@ -149,7 +151,7 @@ static int head_vectors(kiln_tunable *t, int (*p)[KILN_MAX_KPARAMS], int cap) {
   for (int tries = 0; tries < 100000 && cnt < cap; tries++) {
     int q[KILN_MAX_KPARAMS];
     for (int i = 0; i < t->nparams; i++) q[i] = t->params[i].vals[next_u64() % (uint64_t)t->params[i].nvals];
-    if (q[ik] > 1 || got[q[ik]] >= 2 || tb.valid(&tb, q, &info)) continue;
+    if (q[ik] > 1 || got[q[ik]] >= (quick ? 1 : 2) || tb.valid(&tb, q, &info)) continue;
     got[q[ik]]++;
     memcpy(p[cnt++], q, sizeof q);
   }
@@ -288,7 +290,12 @@ static int gelu(tgraph *t, int x) {
 
 int main(int argc, char **argv) {
   kiln_error err = {0};
-  if (kiln_device_open(argc > 2 && !strcmp(argv[1], "--device") ? argv[2] : NULL, &dev, &err)) {
+  const char *devsel = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc) devsel = argv[++i];
+  }
+  if (kiln_device_open(devsel, &dev, &err)) {
     printf("skipped: %s\n", err.msg);
     return SKIP;
   }
