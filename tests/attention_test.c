@@ -135,21 +135,6 @@ static const char *const vecs[] = {
   NULL,
 };
 
-/* p = t's defaults with the assignments of s; 1 if s names something t lacks. */
-static int apply(const kiln_tunable *t, const char *s, int *p) {
-  for (int i = 0; i < t->nparams; i++) p[i] = t->params[i].dflt;
-  while (s && *s) {
-    const char *eq = strchr(s, '=');
-    size_t nl = (size_t)(eq - s);
-    int found = 0;
-    for (int i = 0; i < t->nparams; i++)
-      if (strlen(t->params[i].name) == nl && !strncmp(t->params[i].name, s, nl)) { p[i] = atoi(eq + 1); found = 1; }
-    if (!found) return 1;
-    s = strchr(eq, ',');
-    if (s) s++;
-  }
-  return 0;
-}
 
 static double max_err(const float *ref, const float *got, int64_t ne, double *maxref) {
   double e = 0;
@@ -227,7 +212,7 @@ static void run_case(const char *label, kiln_graph *g, int y, bool fusion, int w
     int nv = 0;
     for (int k = 0; vecs[k] && nv < max_vecs; k++) {
       int p[KILN_MAX_KPARAMS];
-      if (apply(&t, vecs[k], p) || t.valid(&t, p, &dev->info)) continue;
+      if (kiln_tunable_parse(&t, vecs[k], p) || t.valid(&t, p, &dev->info)) continue; /* missing names keep defaults */
       nv++;
       char ps[160];
       kiln_tunable_str(&t, p, ps, sizeof ps);

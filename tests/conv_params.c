@@ -35,18 +35,6 @@ static const char *samples[] = {
 };
 #define NSAMPLES (int)(sizeof samples / sizeof samples[0])
 
-/* p = defaults of t with the assignments of s applied. */
-static void apply(const kiln_tunable *t, const char *s, int *p) {
-  for (int i = 0; i < t->nparams; i++) p[i] = t->params[i].dflt;
-  while (s && *s) {
-    const char *eq = strchr(s, '=');
-    size_t nl = (size_t)(eq - s);
-    for (int i = 0; i < t->nparams; i++)
-      if (strlen(t->params[i].name) == nl && !strncmp(t->params[i].name, s, nl)) p[i] = atoi(eq + 1);
-    s = strchr(eq, ',');
-    if (s) s++;
-  }
-}
 
 typedef struct {
   const char *label;
@@ -158,7 +146,11 @@ static void run_case(const conv_case *cc) {
   for (int vi = -1; vi < NSAMPLES; vi++) {
     int p[KILN_MAX_KPARAMS];
     if (vi < 0) memcpy(p, dflt, sizeof p);
-    else apply(&t, samples[vi], p);
+    else if (kiln_tunable_parse(&t, samples[vi], p)) { /* names missing from a sample keep their defaults */
+      printf("FAIL %-34s sample '%s' names a parameter conv lacks\n", cc->label, samples[vi]);
+      bad++;
+      continue;
+    }
     /* hard constraints only: widen the sizes the soft pruning looks at
      * (dims M, P and Winograd tiles, see conv_pool.c CD_*) so edge tiles
      * wider than the output get tested */

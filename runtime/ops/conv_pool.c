@@ -661,9 +661,8 @@ static int conv_gemm_launch(kiln_exec *x, kiln_node *n, const char *opts, cl_mem
 }
 
 /* Arguments of gemm.cl's gemm_panel (alpha = beta = 1) for algorithms 6 and 7. */
-static int conv_panel_gemm(kiln_exec *x, cl_kernel k, int dt, cl_int M, cl_int N, cl_int K, cl_mem A, cl_long sam, cl_long sak, cl_mem Bp, cl_mem C,
+static int conv_panel_gemm(cl_kernel k, int dt, cl_int M, cl_int N, cl_int K, cl_mem A, cl_long sam, cl_long sak, cl_mem Bp, cl_mem C,
                            cl_long scm, cl_long scn, cl_int has_c, cl_mem Y, cl_mem meta, cl_mem e0, cl_mem e1, kiln_error *err) {
-  (void)x;
   if (dt == KILN_DT_DOUBLE) {
     cl_double one = 1;
     return kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), KARG(one), KARG(one), KARG(A), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
@@ -776,7 +775,7 @@ static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
              p[CP_PWG]);
     cl_kernel kg = kiln_epi_kernel(x, n, "gemm.cl", gopts, "gemm_panel", err);
     if (!kg) return err->status;
-    if ((rc = conv_panel_gemm(x, kg, dt, (cl_int)ocg, (cl_int)osz, (cl_int)K, bw, K, 1, col, bb, 0, w.oc, has_bias, by, bm, ep[0], ep[1], err)))
+    if ((rc = conv_panel_gemm(kg, dt, (cl_int)ocg, (cl_int)osz, (cl_int)K, bw, K, 1, col, bb, 0, w.oc, has_bias, by, bm, ep[0], ep[1], err)))
       return rc;
     size_t wgn = (size_t)p[CP_PWG];
     size_t gg[3] = {(size_t)ceil_div(np, (int64_t)wgn) * wgn, (size_t)ceil_div(ocg, tm), (size_t)NB};
@@ -811,7 +810,7 @@ static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=8 -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16", tm, tn / 8, p[CP_PWG]);
     cl_kernel kg = kiln_cl_kernel(x->d, "gemm.cl", gopts, "gemm_panel", err); /* no epilogue: wino_out applies it */
     if (!kg) return err->status;
-    if ((rc = conv_panel_gemm(x, kg, dt, (cl_int)w.oc, T_, (cl_int)w.c, A, 1, w.oc, V, bw, 0, 1, 0, Mw, bm, bw, bw, err))) return rc;
+    if ((rc = conv_panel_gemm(kg, dt, (cl_int)w.oc, T_, (cl_int)w.c, A, 1, w.oc, V, bw, 0, 1, 0, Mw, bm, bw, bw, err))) return rc;
     size_t wgn = (size_t)p[CP_PWG];
     size_t gg[3] = {(size_t)ceil_div(np, (int64_t)wgn) * wgn, (size_t)ceil_div(w.oc, tm), (size_t)(w.n * 16)};
     size_t lg[3] = {wgn, 1, 1};
