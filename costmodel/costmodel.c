@@ -32,6 +32,7 @@ int kiln_devmodel_from_probe(const char *json, const kiln_device_info *info, kil
   if (!m->nbw) return kiln__err(err, KILN_EPARSE, "device probe has no bandwidth figures");
   m->local_bw = probe_value(json, "local", m->bw[0]);
   m->launch_us = probe_value(json, "launch", 10);
+  m->dep_us = probe_value(json, "launch_sync", m->launch_us);
   return 0;
 }
 
@@ -69,6 +70,7 @@ int kiln_devmodel_profile(const char *name, kiln_devmodel *m, kiln_error *err) {
     m->nbw = 2;
     m->local_bw = p->local_gbps;
     m->launch_us = p->launch_us;
+    m->dep_us = 2 * p->launch_us;
     m->compute_units = p->cu;
     snprintf(m->info.name, sizeof m->info.name, "%s", p->name);
     snprintf(m->info.platform, sizeof m->info.platform, "profile");
@@ -108,7 +110,18 @@ static void parts(const kiln_devmodel *m, const kiln_features *f, double *comput
   *compute = f->flops / peak_for_vec(m, f->vec);              /* GFLOP/s == flop/ns */
   *mem = f->bytes / bw_for(m, f->bytes);
   *local = f->bytes_local / (m->local_bw > 0 ? m->local_bw : 1);
-  *launch = (f->launches > 0 ? f->launches : 1) * m->launch_us * 1e3;
+  /* kernels of one candidate run back to back, each waiting for the one
+   * before: the span the tuner measures holds a dependency gap per kernel
+   * after the first (on POCL ~16 us against 2 us pipelined) */
+  double nl = f->launches > 0 ? f->launches : 1;
+  *launch = (nl * m->launch_us + (nl - 1) * m->dep_us) * 1e3;
+}
+
+/* The fixed launch part of the base estimate (ns). */
+static double launch_ns(const kiln_devmodel *m, const kiln_features *f) {
+  double c, mem, l, la, eff;
+  parts(m, f, &c, &mem, &l, &la, &eff);
+  return la;
 }
 
 double kiln_cm_base_ns(const kiln_devmodel *m, const kiln_features *f) {
@@ -132,52 +145,110 @@ static void corr_x(const kiln_devmodel *m, const kiln_features *f, double *x) {
   x[5] = log(f->vec > 0 ? f->vec : 1);
   x[6] = log(eff);
   x[7] = log1p(base) - 10;             /* time not proportional to the base estimate (centred near 20 us) */
+  if (x[7] < -6) x[7] = -6;             /* bounded like the scale terms (full_x) */
+  if (x[7] > 6) x[7] = 6;
   x[8] = log(f->work_groups > 0 ? f->work_groups : 1);
   x[9] = log(f->launches > 0 ? f->launches : 1);
 }
 
 /* Calls fn for every indicator token of canonical parameter text: each
- * "NAME=V", and "FIRST=V&NAME=V" pairing the first parameter with the rest. */
+ * "NAME=V", "FIRST=V&NAME=V" pairing the first parameter (the algorithm or
+ * kernel selector) with the rest, and "FIRST=V&A=x&B=y" for every two of the
+ * rest (a tile's shape: the time of TM=8 depends on TN). Tokens of
+ * parameters an algorithm does not read are constant under its FIRST=V and
+ * never enter the fit's dictionary (kiln_cm_fit). */
+#define TOK_MAXITEMS 16
 static void param_tokens(const char *params, void (*fn)(const char *tok, void *ctx), void *ctx) {
   if (!params || !*params) return;
-  char first[48] = "", tok[48];
+  char item[TOK_MAXITEMS][24], tok[72];
+  int n = 0;
   const char *p = params;
-  for (int i = 0; *p; i++) {
+  while (*p && n < TOK_MAXITEMS) {
     const char *e = strchr(p, ',');
     size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len >= 24) len = 23;
-    char one[24];
-    memcpy(one, p, len);
-    one[len] = 0;
-    fn(one, ctx);
-    if (i == 0) snprintf(first, sizeof first, "%s", one);
-    else {
-      snprintf(tok, sizeof tok, "%s&%s", first, one);
-      fn(tok, ctx);
-    }
+    size_t l = len >= 24 ? 23 : len;
+    memcpy(item[n], p, l);
+    item[n][l] = 0;
+    n++;
     p += len;
-    while (*p && *p != ',') p++;
     if (*p == ',') p++;
   }
+  for (int i = 0; i < n; i++) {
+    fn(item[i], ctx);
+    if (i == 0) continue;
+    snprintf(tok, sizeof tok, "%s&%s", item[0], item[i]);
+    fn(tok, ctx);
+  }
+  for (int i = 1; i < n; i++)
+    for (int j = i + 1; j < n; j++) {
+      snprintf(tok, sizeof tok, "%s&%s&%s", item[0], item[i], item[j]);
+      fn(tok, ctx);
+    }
 }
 
-typedef struct { kiln_correction *c; double *x, scale; int add; } tokctx;
+typedef struct { const kiln_correction *c; double *x, scale; } tokctx;
 
-static void tok_set(tokctx *t, int i) {
-  if (!t->x) return;
-  t->x[KILN_CM_NB + i] = 1;
-  t->x[KILN_CM_NB + KILN_CM_MAXTOK + i] = t->scale;
-}
-
+/* Sets the indicator (and scale term) of a token found in the dictionary. */
 static void tok_visit(const char *tok, void *ctx) {
   tokctx *t = ctx;
   for (int i = 0; i < t->c->ntok; i++)
-    if (!strcmp(t->c->tok[i], tok)) { tok_set(t, i); return; }
-  if (t->add && t->c->ntok < KILN_CM_MAXTOK) {
-    snprintf(t->c->tok[t->c->ntok], sizeof t->c->tok[0], "%s", tok);
-    tok_set(t, t->c->ntok);
-    t->c->ntok++;
+    if (!strcmp(t->c->tok[i], tok)) {
+      t->x[KILN_CM_NB + i] = 1;
+      t->x[KILN_CM_NB + KILN_CM_MAXTOK + i] = t->scale;
+      return;
+    }
+}
+
+/* Token counts over the training records (open list; the dictionary is built from it). */
+typedef struct { char (*tok)[72]; int *cnt, n, cap; } tokcount;
+
+static void tok_count(const char *tok, void *ctx) {
+  tokcount *tc = ctx;
+  for (int i = 0; i < tc->n; i++)
+    if (!strcmp(tc->tok[i], tok)) { tc->cnt[i]++; return; }
+  if (tc->n == tc->cap) {
+    int cap = tc->cap ? 2 * tc->cap : 256;
+    char (*nt)[72] = realloc(tc->tok, sizeof *nt * (size_t)cap);
+    if (nt) tc->tok = nt;
+    int *nc = realloc(tc->cnt, sizeof *nc * (size_t)cap);
+    if (nc) tc->cnt = nc;
+    if (!nt || !nc) return;
+    tc->cap = cap;
   }
+  snprintf(tc->tok[tc->n], sizeof tc->tok[0], "%s", tok);
+  tc->cnt[tc->n++] = 1;
+}
+
+static int tok_find(const tokcount *tc, const char *tok) {
+  for (int i = 0; i < tc->n; i++) if (!strcmp(tc->tok[i], tok)) return tc->cnt[i];
+  return 0;
+}
+
+/* The dictionary of a fit: every "NAME=V" and "FIRST=V&NAME=V" of the
+ * training records (as many as fit), then the "FIRST=V&A=x&B=y" tokens whose
+ * A and B both vary under FIRST=V (a token present in every record of its
+ * FIRST=V adds nothing the FIRST=V token does not have) seen at least twice. */
+static void tok_dictionary(kiln_correction *c, const char *const *params, const double *ns, int n) {
+  tokcount tc = {0};
+  for (int i = 0; i < n; i++)
+    if (ns[i] > 0 && params) param_tokens(params[i], tok_count, &tc);
+  c->ntok = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < tc.n && c->ntok < KILN_CM_MAXTOK; i++) {
+      const char *a1 = strchr(tc.tok[i], '&'), *a2 = a1 ? strchr(a1 + 1, '&') : NULL;
+      if ((a2 != NULL) != (pass == 1) || strlen(tc.tok[i]) >= sizeof c->tok[0]) continue;
+      if (a2) {
+        char f[72], fa[72], fb[72];
+        snprintf(f, sizeof f, "%.*s", (int)(a1 - tc.tok[i]), tc.tok[i]);
+        snprintf(fa, sizeof fa, "%.*s", (int)(a2 - tc.tok[i]), tc.tok[i]);
+        snprintf(fb, sizeof fb, "%s%s", f, a2);
+        int nf = tok_find(&tc, f);
+        if (tok_find(&tc, fa) >= nf || tok_find(&tc, fb) >= nf || tc.cnt[i] < 2) continue;
+      }
+      snprintf(c->tok[c->ntok++], sizeof c->tok[0], "%s", tc.tok[i]);
+    }
+  free(tc.tok);
+  free(tc.cnt);
 }
 
 /* Full feature vector (generic + indicators of the correction's tokens and
@@ -185,19 +256,24 @@ static void tok_visit(const char *tok, void *ctx) {
 static void full_x(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f, const char *params, double *x) {
   memset(x, 0, sizeof(double) * KILN_CM_NX);
   corr_x(m, f, x);
-  tokctx t = {(kiln_correction *)c, x, log(f->flops > 1 ? f->flops : 1) - 20, 0};
+  /* scale terms: log flops centred near 0.5 GFLOP, bounded so that an
+   * instance far smaller or larger than the training ones (a 4-channel 1x1
+   * of 8 kFLOP) does not extrapolate a token's slope by orders of magnitude */
+  double sc = log(f->flops > 1 ? f->flops : 1) - 20;
+  tokctx t = {c, x, sc < -5 ? -5 : sc > 5 ? 5 : sc};
   param_tokens(params, tok_visit, &t);
 }
 
 double kiln_cm_predict_ns(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f, const char *params) {
   double base = kiln_cm_base_ns(m, f);
   if (!c || c->nsamples == 0) return base;
+  double la = launch_ns(m, f);
   double x[KILN_CM_NX], y = 0;
   full_x(m, c, f, params, x);
   for (int i = 0; i < KILN_CM_NX; i++) y += c->w[i] * x[i];
   if (y > 30) y = 30; /* overflow guard only: a tighter clamp ties the candidates it cuts off */
   if (y < -30) y = -30;
-  return base * exp(y);
+  return (base - la) * exp(y) + la; /* the correction scales the kernels' work, not the fixed launch costs */
 }
 
 /* Solves A w = b (n x n, row-major) by Gaussian elimination with partial pivoting. */
@@ -229,25 +305,35 @@ void kiln_cm_fit(const kiln_devmodel *m, const char *family, const kiln_features
                  kiln_correction *c) {
   memset(c, 0, sizeof *c);
   snprintf(c->family, sizeof c->family, "%s", family ? family : "");
-  /* the token dictionary: every parameter value of the training records */
-  for (int i = 0; i < n; i++) {
-    if (!(ns[i] > 0) || !params) continue;
-    tokctx t = {c, NULL, 0, 1};
-    param_tokens(params[i], tok_visit, &t);
+  /* the token dictionary: the parameter values of the training records
+   * (tokens that vary under their FIRST=V; see param_tokens) */
+  tok_dictionary(c, params, ns, n);
+  /* the active columns: the generic features, the tokens and their scale terms */
+  int col[KILN_CM_NX], pos[KILN_CM_NX], nx = 0;
+  for (int r = 0; r < KILN_CM_NX; r++) {
+    int active = r < KILN_CM_NB || (r < KILN_CM_NB + KILN_CM_MAXTOK ? r - KILN_CM_NB < c->ntok : r - KILN_CM_NB - KILN_CM_MAXTOK < c->ntok);
+    pos[r] = active ? nx : -1;
+    if (active) col[nx++] = r;
   }
-  int nx = KILN_CM_NX; /* unused token columns stay zero: the ridge keeps their weights 0 */
-  double *A = calloc((size_t)nx * (size_t)nx, sizeof(double)), *b = calloc((size_t)nx, sizeof(double));
-  if (!A || !b) { free(A); free(b); c->ntok = 0; return; }
+  double *A = calloc((size_t)nx * (size_t)nx, sizeof(double)), *b = calloc((size_t)nx, sizeof(double)), *w = calloc((size_t)nx, sizeof(double));
+  if (!A || !b || !w) { free(A); free(b); free(w); c->ntok = 0; return; }
   int used = 0;
   for (int i = 0; i < n; i++) {
     if (!(ns[i] > 0)) continue;
-    double x[KILN_CM_NX];
+    double x[KILN_CM_NX], xv[KILN_CM_NX];
+    int nz[KILN_CM_NX], nnz = 0;
     full_x(m, c, &fs[i], params ? params[i] : NULL, x);
-    double y = log(ns[i]) - log(kiln_cm_base_ns(m, &fs[i]));
-    for (int r = 0; r < nx; r++) {
-      if (x[r] == 0) continue;
-      b[r] += x[r] * y;
-      for (int k = 0; k < nx; k++) A[r * nx + k] += x[r] * x[k];
+    /* the log ratio of the measured work to the estimated work (launch
+     * costs off both; a measurement below the launch estimate counts as a
+     * quarter of itself) */
+    double la = launch_ns(m, &fs[i]), work = ns[i] - la;
+    if (work < 0.25 * ns[i]) work = 0.25 * ns[i];
+    double y = log(work) - log(kiln_cm_base_ns(m, &fs[i]) - la);
+    for (int r = 0; r < KILN_CM_NX; r++)
+      if (x[r] != 0 && pos[r] >= 0) { nz[nnz] = pos[r]; xv[nnz++] = x[r]; }
+    for (int a = 0; a < nnz; a++) {
+      b[nz[a]] += xv[a] * y;
+      for (int k = 0; k < nnz; k++) A[nz[a] * nx + nz[k]] += xv[a] * xv[k];
     }
     used++;
   }
@@ -255,10 +341,15 @@ void kiln_cm_fit(const kiln_devmodel *m, const char *family, const kiln_features
     /* ridge: shrink towards "the base estimate is right"; light on the
      * intercept, lighter on the indicators (each is seen by a part of the
      * records only; more on their scale terms) */
-    for (int r = 0; r < nx; r++) A[r * nx + r] += r == 0 ? 0.01 : r < KILN_CM_NB ? 1.0 : r < KILN_CM_NB + KILN_CM_MAXTOK ? 1.0 : 3.0;
-    solve(A, b, c->w, nx);
+    for (int q = 0; q < nx; q++) {
+      int r = col[q];
+      A[q * nx + q] += r == 0 ? 0.01 : r < KILN_CM_NB ? 1.0 : r < KILN_CM_NB + KILN_CM_MAXTOK ? 1.0 : 3.0;
+    }
+    solve(A, b, w, nx);
+    for (int q = 0; q < nx; q++) c->w[col[q]] = w[q];
     c->nsamples = used;
   } else c->ntok = 0;
+  free(w);
   free(A);
   free(b);
 }
@@ -401,6 +492,13 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
     for (int k = 0; k < ni && k < 5; k++) in5 |= idx[k] == best;
     out->top5 += in5;
     out->regret += mi[idx[0]] / mi[best];
+    if (getenv("KILN_CM_EVAL_TRACE")) { /* debugging aid: per held-out instance, its pick and best */
+      int pk = -1, bk = -1, q = 0;
+      for (int k = 0; k < s.n; k++)
+        if (!strcmp(s.key[k], s.key[i])) { if (q == idx[0]) pk = k; if (q == best) bk = k; q++; }
+      fprintf(stderr, "%s n=%d tau=%.3f regret=%.3f\n  pick %.1f us (pred %.1f) %s\n  best %.1f us (pred %.1f) %s\n", s.key[i], ni, kendall(pi, mi, ni),
+              mi[idx[0]] / mi[best], mi[idx[0]] / 1e3, pi[idx[0]] / 1e3, s.par[pk], mi[best] / 1e3, pi[best] / 1e3, s.par[bk]);
+    }
   }
   if (out->instances) {
     out->kendall_tau /= out->instances;

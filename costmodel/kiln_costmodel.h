@@ -23,12 +23,13 @@ typedef struct kiln_devmodel {
   int nbw;
   double local_bw;        /* GB/s */
   double launch_us;       /* per kernel, back to back */
+  double dep_us;          /* a kernel waiting for the previous one in the queue: the gap it adds to a multi-kernel span */
   int compute_units;
   kiln_device_info info;  /* what valid() sees (a profile fills the key limits) */
 } kiln_devmodel;
 
 #define KILN_CM_NB 10     /* generic correction features (from kiln_features and the base estimate) */
-#define KILN_CM_MAXTOK 160 /* parameter indicators: "NAME=V" and "FIRST=V&NAME=V" of the candidates' parameters */
+#define KILN_CM_MAXTOK 400 /* parameter indicators: "NAME=V", "FIRST=V&NAME=V" and "FIRST=V&A=x&B=y" of the candidates' parameters */
 #define KILN_CM_NX (KILN_CM_NB + 2 * KILN_CM_MAXTOK)
 #define KILN_CM_MIN_SAMPLES 24 /* measured records of a family before predictions replace defaults */
 /* Per-family correction: log(measured / base) = w . x, where x holds the

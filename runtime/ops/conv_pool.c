@@ -407,6 +407,7 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
   switch (p[CP_ALGO]) {
   case CONV_A_DIRECT: {
     int toc = p[CP_TOC], tp = p[CP_TP];
+    f->flops = 2.0 * nb * round_up(M, toc) * K * round_up(P, tp); /* whole tiles, edges included */
     f->work_groups = (double)nb * ceil_div(P, tp) * ceil_div(M, toc); /* work-items; POCL/driver groups them */
     f->bytes = wbytes * (double)ceil_div(P, tp) + in_bytes * (double)ceil_div(M, toc) + ybytes;
     f->vec = 1;
@@ -417,6 +418,7 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
   case CONV_A_PANEL: {
     int tm = p[CP_GTM], tn = p[CP_GTN];
     int64_t ldb = p[CP_ALGO] == CONV_A_PANEL ? round_up(P, tn) : conv_ldb(P);
+    f->flops = 2.0 * nb * round_up(M, tm) * K * round_up(P, tn); /* whole register tiles */
     f->work_groups = (double)nb * ceil_div(P, tn) * ceil_div(M, tm);
     f->bytes = wbytes * (double)ceil_div(P, tn) + (double)nb * K * ldb * esz * (double)ceil_div(M, tm) + ybytes;
     if (p[CP_ALGO] != CONV_A_1X1) { f->bytes += 2.0 * nb * K * ldb * esz; f->launches = 2; }
@@ -433,7 +435,7 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
     int tm = p[CP_GTM], tn = p[CP_GTN];
     int64_t T = t->dims[CD_WT], ldb = p[CP_ALGO] == CONV_A_WINOP ? round_up(T, tn) : conv_ldb(T);
     if (p[CP_ALGO] == CONV_A_WINOP) f->wg_size = p[CP_PWG];
-    double gm = (double)nb * 16 * M * c * T; /* multiply-adds of the 16 products */
+    double gm = (double)nb * 16 * round_up(M, tm) * c * round_up(T, tn); /* multiply-adds of the 16 products, whole tiles */
     f->flops = 2 * gm + (double)nb * (c * ldb * 32 + M * T * 24);
     f->work_groups = (double)nb * 16 * ceil_div(T, tn) * ceil_div(M, tm);
     f->bytes = (double)nb * 16 * M * c * esz * (double)ceil_div(T, tn) + (double)nb * 16 * c * ldb * esz * (2 + (double)ceil_div(M, tm)) +
@@ -443,12 +445,16 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
     break;
   }
   case CONV_A_DW: {
+    int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1;
+    f->flops = 2.0 * nb * K * oh * round_up(P / oh, p[CP_DWTP]); /* rows in whole tiles */
     f->work_groups = (double)nb * ceil_div(P, p[CP_DWTP]);
     f->bytes = in_bytes + ybytes + wbytes;
     f->vec = 1;
     break;
   }
   case CONV_A_DWV: {
+    int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1;
+    f->flops = 2.0 * nb * K * oh * round_up(P / oh, p[CP_DWVW]); /* rows in whole vectors */
     f->work_groups = (double)nb * (double)t->dims[CD_OH];
     f->bytes = in_bytes + ybytes + wbytes;
     f->vec = p[CP_DWVW];
@@ -457,6 +463,7 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
   case CONV_A_LOCAL: {
     int ts = p[CP_LTS], wpt = p[CP_LWPT];
     int64_t ldb = conv_ldb(P);
+    f->flops = 2.0 * nb * round_up(M, ts) * K * round_up(P, ts);
     f->work_groups = (double)nb * ceil_div(P, ts) * ceil_div(M, ts);
     f->wg_size = (double)(ts / wpt * ts);
     f->bytes = wbytes * (double)ceil_div(P, ts) + (double)nb * K * ldb * esz * (2 + (double)ceil_div(M, ts)) + ybytes;

@@ -205,6 +205,7 @@ static void gemm_features(const kiln_tunable *t, const int *p, kiln_features *f)
   f->wg_size = (double)wgm * wgn;
   double mt = ceil(M / tm), nt = ceil(N / tn);
   if (kern == GK_PANEL) {
+    f->flops = 2 * mt * tm * nt * tn * K * Z; /* whole register tiles, edges included */
     /* every work-item reads its TM rows of A and its whole B panel */
     f->bytes = Z * (M * K * nt + nt * tn * K * ceil(M / tm) + M * N) * es;
     if (!t->dims[GD_BCONST]) f->bytes += (double)t->dims[GD_NBZ] * K * (N + nt * tn) * es; /* packing */
