@@ -31,6 +31,7 @@ typedef struct kiln_devmodel {
 #define KILN_CM_NB 10     /* generic correction features (from kiln_features and the base estimate) */
 #define KILN_CM_MAXTOK 400 /* parameter indicators: "NAME=V", "FIRST=V&NAME=V" and "FIRST=V&A=x&B=y" of the candidates' parameters */
 #define KILN_CM_NX (KILN_CM_NB + 2 * KILN_CM_MAXTOK)
+#define KILN_CM_TRIPLE_MIN 300 /* records a fit needs before it uses "FIRST=V&A=x&B=y" tokens */
 #define KILN_CM_MIN_SAMPLES 24 /* measured records of a family before predictions replace defaults */
 /* Per-family correction: log(measured / base) = w . x, where x holds the
  * generic features (how compute- or memory-bound, vector width, work-group

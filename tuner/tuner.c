@@ -330,6 +330,71 @@ static void remeasure_pair(kiln_exec *x, kiln_node *n, int node, const int *pa, 
   *tb = nb ? vb[nb / 2] : -1;
 }
 
+/* ---- finalists ----
+ * One pass over a space measures each candidate once, in its own moment: on
+ * a shared machine a candidate that happened to run in a quiet second looks
+ * 10-30% faster than it is (identical parameters measured in two instances of
+ * the same shape differed by a median 15% on POCL), and the best of a pass
+ * is partly the luckiest. So the fastest few are timed again, back to back in
+ * alternating rounds (the same noise for all of them), and their records
+ * take the re-timed medians. */
+#define FINALISTS 4
+#define FINAL_ROUNDS 7
+
+typedef struct { const char *hash; kiln_record r[FINALISTS]; int n; } finalist_ctx;
+
+static void finalist_rec(const kiln_record *r, void *ctx) {
+  finalist_ctx *f = ctx;
+  if (strcmp(r->origin, "measured") || r->alt || strcmp(r->status, "ok") || !(r->median_ns > 0) || strcmp(r->source_hash, f->hash)) return;
+  int at = f->n;
+  while (at > 0 && f->r[at - 1].median_ns > r->median_ns) at--;
+  if (at >= FINALISTS) return;
+  int last = f->n < FINALISTS ? f->n : FINALISTS - 1;
+  memmove(&f->r[at + 1], &f->r[at], sizeof f->r[0] * (size_t)(last - at));
+  f->r[at] = *r;
+  if (f->n < FINALISTS) f->n++;
+}
+
+/* Re-times the instance's fastest records (see above) and stores the new
+ * medians. *best_ns / params receive the fastest after re-timing. Returns a
+ * database status (0 when nothing needed doing). */
+static int retime_finalists(kiln_db *db, int64_t device, kiln_exec *x, kiln_node *n, int node, const kiln_tunable *t, const char *hash,
+                            double *best_ns, char *params, size_t plen, kiln_error *err) {
+  finalist_ctx f = {.hash = hash};
+  int rc = kiln_db_each(db, device, t->family, t->dtype, t->shape_key, t->epilogue, finalist_rec, &f, err);
+  if (rc || f.n < 2) return rc;
+  int p[FINALISTS][KILN_MAX_KPARAMS];
+  double v[FINALISTS][FINAL_ROUNDS];
+  int nv[FINALISTS] = {0};
+  for (int i = 0; i < f.n; i++)
+    if (kiln_tunable_parse(t, f.r[i].params, p[i])) return 0;
+  x->ov_node = node;
+  for (int round = -1; round < FINAL_ROUNDS; round++) /* round -1: warm-up of each */
+    for (int i = 0; i < f.n; i++) {
+      kiln_error e = {0};
+      x->ov_params = p[i];
+      double ns = kiln__tune_run_once(x, n, &e);
+      if (round >= 0 && ns > 0) v[i][nv[i]++] = ns;
+    }
+  x->ov_params = NULL;
+  x->ov_node = -1;
+  double best = INFINITY;
+  for (int i = 0; i < f.n; i++) {
+    if (nv[i] < 3) continue; /* keep the first measurement */
+    qsort(v[i], (size_t)nv[i], sizeof(double), cmpd);
+    kiln_record *r = &f.r[i];
+    r->median_ns = v[i][nv[i] / 2];
+    r->spread = (v[i][nv[i] - 1 - nv[i] / 10] - v[i][nv[i] / 10]) / r->median_ns;
+    r->samples = nv[i];
+    if ((rc = kiln_db_put(db, device, r, err)) != 0) return rc;
+    if (r->median_ns < best) {
+      best = *best_ns = r->median_ns;
+      snprintf(params, plen, "%s", r->params);
+    }
+  }
+  return 0;
+}
+
 typedef struct { const kiln_tunable *t; const int *cands; int nc; double *ns; } lookup_ctx;
 static void lookup_rec(const kiln_record *r, void *ctx) {
   lookup_ctx *l = ctx;
@@ -516,6 +581,12 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
           else ns[k] = v;
         }
         if (tc.rc) rc = tc.rc;
+        if (!stopped && !rc) { /* the fastest few timed again together; their times as recorded */
+          double bns = INFINITY;
+          char bp[256] = "";
+          rc = retime_finalists(db, s->db_device, &x, n, in->node, t, hash, &bns, bp, sizeof bp, err);
+          if (!rc) rc = kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, err);
+        }
         int bk = -1;
         for (int k = 0; k < nc; k++) if (ns[k] > 0 && (bk < 0 || ns[k] < ns[bk])) bk = k;
         if (!stopped && !rc && bk >= 0) {
@@ -563,6 +634,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     if (!opt.compare && tc.best_k >= 0) {
       r->best_ns = tc.best;
       kiln_tunable_str(t, cands + (size_t)tc.best_k * (size_t)np, r->params, sizeof r->params);
+      if (!rc && !stopped) rc = retime_finalists(db, s->db_device, &x, n, in->node, t, hash, &r->best_ns, r->params, sizeof r->params, err);
     }
     if (!rc && !stopped && tc.best_k >= 0) {
       /* the search ran to its end (or its per-instance cap): resume may skip it */
