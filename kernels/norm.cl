@@ -84,6 +84,13 @@ inline T norm_act(T v, int flags) {
   if (flags & 256) return v / ((T)1 + exp(-v));         /* SiLU: x * Sigmoid(x) */
   return v;
 }
+#if NORM_VW > 1
+inline VT norm_act_v(VT v, int flags) {
+  if (flags & 128) return fmax(v, (VT)0);
+  if (flags & 256) return v / ((VT)1 + exp(-v));
+  return v;
+}
+#endif
 
 /* norm_rows: one work-group (NORM_WG items) per row r (get_group_id(0)).
  * meta (longs): [0] L (row length), [1] no, [2..] outer dims[8], outer
@@ -167,27 +174,68 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
 #endif
   const T var = wg_sum(s, red) / (T)max(L, (long)1);
   const T inv = (flags & 4) ? (T)1 / (sqrt(var) + eps) : (T)1 / sqrt(var + eps);
+  /* The scale/bias index of element j, (j / jdiv) % jmod, is kept as a
+   * remainder and a quotient mod jmod advanced by each step: no 64-bit
+   * division per element (GroupNorm's 65k-element rows spent more time in
+   * those divisions than in memory). */
 #if NORM_VW > 1
-  for (long v = v0; v < v1; v += vs) {
-    T t[NORM_VW];
-    VSTORE((VLOAD(v, xr) - (VT)mean) * (VT)inv, 0, t);
-    for (int k = 0; k < NORM_VW; k++) {
-      const long j = v * NORM_VW + k;
-      T e = t[k];
-      long si = srow + (j / jdiv) % jmod;
-      if (flags & 1) e *= scale[(flags & 32) ? 0 : si];
-      if (flags & 2) e += bias[(flags & 64) ? 0 : si];
-      y[base + j] = norm_act(e, flags);
+  {
+    long rem = (v0 * NORM_VW) % jdiv, qm = (v0 * NORM_VW / jdiv) % jmod;
+    const long gap = (vs - 1) * NORM_VW, gr = gap % jdiv, gq = gap / jdiv % jmod;
+    for (long v = v0; v < v1; v += vs) {
+      const VT nv = (VLOAD(v, xr) - (VT)mean) * (VT)inv;
+      if (rem + NORM_VW <= jdiv) { /* one scale/bias index for the whole vector */
+        const long si = srow + qm;
+        VT e = nv;
+        if (flags & 1) e *= (VT)scale[(flags & 32) ? 0 : si];
+        if (flags & 2) e += (VT)bias[(flags & 64) ? 0 : si];
+        VSTORE(norm_act_v(e, flags), v, y + base);
+        rem += NORM_VW;
+        if (rem == jdiv) {
+          rem = 0;
+          if (++qm == jmod) qm = 0;
+        }
+        rem += gr;
+        qm += gq;
+        if (rem >= jdiv) { rem -= jdiv; qm++; }
+        if (qm >= jmod) qm -= jmod;
+        continue;
+      }
+      T t[NORM_VW];
+      VSTORE(nv, 0, t);
+      for (int k = 0; k < NORM_VW; k++) {
+        T e = t[k];
+        const long si = srow + qm;
+        if (flags & 1) e *= scale[(flags & 32) ? 0 : si];
+        if (flags & 2) e += bias[(flags & 64) ? 0 : si];
+        y[base + v * NORM_VW + k] = norm_act(e, flags);
+        if (++rem == jdiv) {
+          rem = 0;
+          if (++qm == jmod) qm = 0;
+        }
+      }
+      rem += gr;
+      qm += gq;
+      if (rem >= jdiv) { rem -= jdiv; qm++; }
+      if (qm >= jmod) qm -= jmod;
     }
   }
 #endif
-  for (long j = t0; j < t1; j += ts) {
-    long o = base + inner_off(meta, j);
-    T v = (x[o] - mean) * inv;
-    long si = srow + (j / jdiv) % jmod;
-    if (flags & 1) v *= scale[(flags & 32) ? 0 : si];
-    if (flags & 2) v += bias[(flags & 64) ? 0 : si];
-    y[o] = norm_act(v, flags);
+  {
+    long rem = t0 % jdiv, qm = t0 / jdiv % jmod;
+    const long sr = ts % jdiv, sq = ts / jdiv % jmod;
+    for (long j = t0; j < t1; j += ts) {
+      long o = base + inner_off(meta, j);
+      T v = (x[o] - mean) * inv;
+      const long si = srow + qm;
+      if (flags & 1) v *= scale[(flags & 32) ? 0 : si];
+      if (flags & 2) v += bias[(flags & 64) ? 0 : si];
+      y[o] = norm_act(v, flags);
+      rem += sr;
+      qm += sq;
+      if (rem >= jdiv) { rem -= jdiv; qm++; }
+      if (qm >= jmod) qm -= jmod;
+    }
   }
   if (l == 0) {
     if (flags & 8) mean_out[r] = mean;
