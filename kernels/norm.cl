@@ -78,6 +78,16 @@ inline T vsum(VT a) {
 }
 #endif
 
+/* Advances norm_rows' scale/bias index of element j, kept as rem = j % jdiv
+ * and qm = (j / jdiv) % jmod, by a step of sq * jdiv + sr elements
+ * (sr = step % jdiv, sq = step / jdiv % jmod, computed once per loop). */
+inline void sidx_step(long *rem, long *qm, const long sr, const long sq, const long jdiv, const long jmod) {
+  *rem += sr;
+  *qm += sq;
+  if (*rem >= jdiv) { *rem -= jdiv; (*qm)++; }
+  if (*qm >= jmod) *qm -= jmod;
+}
+
 /* Activation after a normalization (flags bits 128.. of norm_rows). */
 inline T norm_act(T v, int flags) {
   if (flags & 128) return fmax(v, (T)0);                 /* Relu */
@@ -182,6 +192,7 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
   {
     long rem = (v0 * NORM_VW) % jdiv, qm = (v0 * NORM_VW / jdiv) % jmod;
     const long gap = (vs - 1) * NORM_VW, gr = gap % jdiv, gq = gap / jdiv % jmod;
+    const long wr = NORM_VW % jdiv, wq = NORM_VW / jdiv % jmod, er = 1 % jdiv, eq = 1 / jdiv % jmod;
     for (long v = v0; v < v1; v += vs) {
       const VT nv = (VLOAD(v, xr) - (VT)mean) * (VT)inv;
       if (rem + NORM_VW <= jdiv) { /* one scale/bias index for the whole vector */
@@ -190,34 +201,20 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
         if (flags & 1) e *= (VT)scale[(flags & 32) ? 0 : si];
         if (flags & 2) e += (VT)bias[(flags & 64) ? 0 : si];
         VSTORE(norm_act_v(e, flags), v, y + base);
-        rem += NORM_VW;
-        if (rem == jdiv) {
-          rem = 0;
-          if (++qm == jmod) qm = 0;
-        }
-        rem += gr;
-        qm += gq;
-        if (rem >= jdiv) { rem -= jdiv; qm++; }
-        if (qm >= jmod) qm -= jmod;
-        continue;
-      }
-      T t[NORM_VW];
-      VSTORE(nv, 0, t);
-      for (int k = 0; k < NORM_VW; k++) {
-        T e = t[k];
-        const long si = srow + qm;
-        if (flags & 1) e *= scale[(flags & 32) ? 0 : si];
-        if (flags & 2) e += bias[(flags & 64) ? 0 : si];
-        y[base + v * NORM_VW + k] = norm_act(e, flags);
-        if (++rem == jdiv) {
-          rem = 0;
-          if (++qm == jmod) qm = 0;
+        sidx_step(&rem, &qm, wr, wq, jdiv, jmod);
+      } else {
+        T t[NORM_VW];
+        VSTORE(nv, 0, t);
+        for (int k = 0; k < NORM_VW; k++) {
+          T e = t[k];
+          const long si = srow + qm;
+          if (flags & 1) e *= scale[(flags & 32) ? 0 : si];
+          if (flags & 2) e += bias[(flags & 64) ? 0 : si];
+          y[base + v * NORM_VW + k] = norm_act(e, flags);
+          sidx_step(&rem, &qm, er, eq, jdiv, jmod);
         }
       }
-      rem += gr;
-      qm += gq;
-      if (rem >= jdiv) { rem -= jdiv; qm++; }
-      if (qm >= jmod) qm -= jmod;
+      sidx_step(&rem, &qm, gr, gq, jdiv, jmod);
     }
   }
 #endif
@@ -231,10 +228,7 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
       if (flags & 1) v *= scale[(flags & 32) ? 0 : si];
       if (flags & 2) v += bias[(flags & 64) ? 0 : si];
       y[o] = norm_act(v, flags);
-      rem += sr;
-      qm += sq;
-      if (rem >= jdiv) { rem -= jdiv; qm++; }
-      if (qm >= jmod) qm -= jmod;
+      sidx_step(&rem, &qm, sr, sq, jdiv, jmod);
     }
   }
   if (l == 0) {
