@@ -117,19 +117,19 @@ static void parts(const kiln_devmodel *m, const kiln_features *f, double *comput
   *launch = (nl * m->launch_us + (nl - 1) * m->dep_us) * 1e3;
 }
 
-/* The fixed launch part of the base estimate (ns). */
-static double launch_ns(const kiln_devmodel *m, const kiln_features *f) {
-  double c, mem, l, la, eff;
-  parts(m, f, &c, &mem, &l, &la, &eff);
-  return la;
+/* The base estimate (ns) split into the kernels' work and the fixed launch part. */
+static void base_split(const kiln_devmodel *m, const kiln_features *f, double *work, double *launch) {
+  double c, mem, l, eff;
+  parts(m, f, &c, &mem, &l, launch, &eff);
+  double body = c > mem ? c : mem;
+  if (l > body) body = l;
+  *work = body / eff;
 }
 
 double kiln_cm_base_ns(const kiln_devmodel *m, const kiln_features *f) {
-  double c, mem, l, la, eff;
-  parts(m, f, &c, &mem, &l, &la, &eff);
-  double body = c > mem ? c : mem;
-  if (l > body) body = l;
-  return body / eff + la;
+  double w, la;
+  base_split(m, f, &w, &la);
+  return w + la;
 }
 
 /* Generic correction features of a candidate (x[0..KILN_CM_NB)). */
@@ -272,15 +272,15 @@ static void full_x(const kiln_devmodel *m, const kiln_correction *c, const kiln_
 }
 
 double kiln_cm_predict_ns(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f, const char *params) {
-  double base = kiln_cm_base_ns(m, f);
-  if (!c || c->nsamples == 0) return base;
-  double la = launch_ns(m, f);
+  double work, la;
+  base_split(m, f, &work, &la);
+  if (!c || c->nsamples == 0) return work + la;
   double x[KILN_CM_NX], y = 0;
   full_x(m, c, f, params, x);
   for (int i = 0; i < KILN_CM_NX; i++) y += c->w[i] * x[i];
   if (y > 30) y = 30; /* overflow guard only: a tighter clamp ties the candidates it cuts off */
   if (y < -30) y = -30;
-  return (base - la) * exp(y) + la; /* the correction scales the kernels' work, not the fixed launch costs */
+  return work * exp(y) + la; /* the correction scales the kernels' work, not the fixed launch costs */
 }
 
 /* Solves A w = b (n x n, row-major) by Gaussian elimination with partial pivoting. */
@@ -333,9 +333,11 @@ void kiln_cm_fit(const kiln_devmodel *m, const char *family, const kiln_features
     /* the log ratio of the measured work to the estimated work (launch
      * costs off both; a measurement below the launch estimate counts as a
      * quarter of itself) */
-    double la = launch_ns(m, &fs[i]), work = ns[i] - la;
+    double est, la;
+    base_split(m, &fs[i], &est, &la);
+    double work = ns[i] - la;
     if (work < 0.25 * ns[i]) work = 0.25 * ns[i];
-    double y = log(work) - log(kiln_cm_base_ns(m, &fs[i]) - la);
+    double y = log(work) - log(est);
     for (int r = 0; r < KILN_CM_NX; r++)
       if (x[r] != 0 && pos[r] >= 0) { nz[nnz] = pos[r]; xv[nnz++] = x[r]; }
     for (int a = 0; a < nnz; a++) {

@@ -305,29 +305,35 @@ static double meas_real(void *ctx, int k) { return measure_candidate(ctx, k); }
 typedef struct { const double *ns; } replay_ctx;
 static double meas_replay(void *ctx, int k) { const replay_ctx *r = ctx; return r->ns[k]; }
 
-/* Times of the candidates a and b measured back to back, alternating, the
- * median of `reps` each (ns; < 0 on failure). */
-static void remeasure_pair(kiln_exec *x, kiln_node *n, int node, const int *pa, const int *pb, int reps, double *ta, double *tb) {
-  double va[16], vb[16];
-  int na = 0, nb = 0;
-  if (reps > 16) reps = 16;
+#define TOGETHER_MAX 4  /* candidates timed together */
+#define TOGETHER_REPS 16 /* rounds at most */
+
+/* Candidates p[0..k) timed back to back in alternating rounds (one warm-up
+ * round first), so all of them see the same machine noise: med[i] receives
+ * the median of candidate i's `reps` times, spread[i] (if not NULL)
+ * (p90 - p10) / median, cnt[i] (if not NULL) how many runs succeeded;
+ * med[i] < 0 when none did. */
+static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *spread, int *cnt) {
+  double v[TOGETHER_MAX][TOGETHER_REPS];
+  int nv[TOGETHER_MAX] = {0};
+  if (k > TOGETHER_MAX) k = TOGETHER_MAX;
+  if (reps > TOGETHER_REPS) reps = TOGETHER_REPS;
   x->ov_node = node;
-  for (int i = -1; i < reps; i++) { /* i = -1: warm-up of both */
-    kiln_error e = {0};
-    x->ov_params = pa;
-    double a = kiln__tune_run_once(x, n, &e);
-    x->ov_params = pb;
-    double b = kiln__tune_run_once(x, n, &e);
-    if (i < 0) continue;
-    if (a > 0) va[na++] = a;
-    if (b > 0) vb[nb++] = b;
-  }
+  for (int round = -1; round < reps; round++)
+    for (int i = 0; i < k; i++) {
+      kiln_error e = {0};
+      x->ov_params = p[i];
+      double ns = kiln__tune_run_once(x, n, &e);
+      if (round >= 0 && ns > 0) v[i][nv[i]++] = ns;
+    }
   x->ov_params = NULL;
   x->ov_node = -1;
-  qsort(va, (size_t)na, sizeof(double), cmpd);
-  qsort(vb, (size_t)nb, sizeof(double), cmpd);
-  *ta = na ? va[na / 2] : -1;
-  *tb = nb ? vb[nb / 2] : -1;
+  for (int i = 0; i < k; i++) {
+    qsort(v[i], (size_t)nv[i], sizeof(double), cmpd);
+    med[i] = nv[i] ? v[i][nv[i] / 2] : -1;
+    if (spread) spread[i] = nv[i] ? (v[i][nv[i] - 1 - nv[i] / 10] - v[i][nv[i] / 10]) / med[i] : 0;
+    if (cnt) cnt[i] = nv[i];
+  }
 }
 
 /* ---- finalists ----
@@ -338,7 +344,7 @@ static void remeasure_pair(kiln_exec *x, kiln_node *n, int node, const int *pa, 
  * is partly the luckiest. So the fastest few are timed again, back to back in
  * alternating rounds (the same noise for all of them), and their records
  * take the re-timed medians. */
-#define FINALISTS 4
+#define FINALISTS TOGETHER_MAX
 #define FINAL_ROUNDS 7
 
 typedef struct { const char *hash; kiln_record r[FINALISTS]; int n; } finalist_ctx;
@@ -356,40 +362,34 @@ static void finalist_rec(const kiln_record *r, void *ctx) {
 }
 
 /* Re-times the instance's fastest records (see above) and stores the new
- * medians. *best_ns / params receive the fastest after re-timing. Returns a
- * database status (0 when nothing needed doing). */
+ * medians. *best_ns / params (when not NULL) receive the fastest after
+ * re-timing. Returns a database status (0 when nothing needed doing). */
 static int retime_finalists(kiln_db *db, int64_t device, kiln_exec *x, kiln_node *n, int node, const kiln_tunable *t, const char *hash,
                             double *best_ns, char *params, size_t plen, kiln_error *err) {
   finalist_ctx f = {.hash = hash};
   int rc = kiln_db_each(db, device, t->family, t->dtype, t->shape_key, t->epilogue, finalist_rec, &f, err);
   if (rc || f.n < 2) return rc;
   int p[FINALISTS][KILN_MAX_KPARAMS];
-  double v[FINALISTS][FINAL_ROUNDS];
-  int nv[FINALISTS] = {0};
-  for (int i = 0; i < f.n; i++)
+  const int *pp[FINALISTS];
+  for (int i = 0; i < f.n; i++) {
     if (kiln_tunable_parse(t, f.r[i].params, p[i])) return 0;
-  x->ov_node = node;
-  for (int round = -1; round < FINAL_ROUNDS; round++) /* round -1: warm-up of each */
-    for (int i = 0; i < f.n; i++) {
-      kiln_error e = {0};
-      x->ov_params = p[i];
-      double ns = kiln__tune_run_once(x, n, &e);
-      if (round >= 0 && ns > 0) v[i][nv[i]++] = ns;
-    }
-  x->ov_params = NULL;
-  x->ov_node = -1;
+    pp[i] = p[i];
+  }
+  double med[FINALISTS], spread[FINALISTS];
+  int cnt[FINALISTS];
+  time_together(x, n, node, pp, f.n, FINAL_ROUNDS, med, spread, cnt);
   double best = INFINITY;
   for (int i = 0; i < f.n; i++) {
-    if (nv[i] < 3) continue; /* keep the first measurement */
-    qsort(v[i], (size_t)nv[i], sizeof(double), cmpd);
+    if (cnt[i] < 3) continue; /* keep the first measurement */
     kiln_record *r = &f.r[i];
-    r->median_ns = v[i][nv[i] / 2];
-    r->spread = (v[i][nv[i] - 1 - nv[i] / 10] - v[i][nv[i] / 10]) / r->median_ns;
-    r->samples = nv[i];
+    r->median_ns = med[i];
+    r->spread = spread[i];
+    r->samples = cnt[i];
     if ((rc = kiln_db_put(db, device, r, err)) != 0) return rc;
     if (r->median_ns < best) {
-      best = *best_ns = r->median_ns;
-      snprintf(params, plen, "%s", r->params);
+      best = r->median_ns;
+      if (best_ns) *best_ns = best;
+      if (params) snprintf(params, plen, "%s", r->params);
     }
   }
   return 0;
@@ -582,9 +582,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
         }
         if (tc.rc) rc = tc.rc;
         if (!stopped && !rc) { /* the fastest few timed again together; their times as recorded */
-          double bns = INFINITY;
-          char bp[256] = "";
-          rc = retime_finalists(db, s->db_device, &x, n, in->node, t, hash, &bns, bp, sizeof bp, err);
+          rc = retime_finalists(db, s->db_device, &x, n, in->node, t, hash, NULL, NULL, 0, err);
           if (!rc) rc = kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, err);
         }
         int bk = -1;
@@ -613,7 +611,11 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
           if (pick >= 0) {
             snprintf(r->cmp_params, sizeof r->cmp_params, "%s", ps[pick]);
             /* the cold pick and the exhaustive best re-timed back to back */
-            remeasure_pair(&x, n, in->node, cands + (size_t)pick * (size_t)np, cands + (size_t)bk * (size_t)np, 9, &r->cmp_pick_ns, &r->cmp_best_ns);
+            const int *pair[2] = {cands + (size_t)pick * (size_t)np, cands + (size_t)bk * (size_t)np};
+            double t2[2];
+            time_together(&x, n, in->node, pair, 2, 9, t2, NULL, NULL);
+            r->cmp_pick_ns = t2[0];
+            r->cmp_best_ns = t2[1];
           }
         }
         free(ns);
