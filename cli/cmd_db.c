@@ -116,6 +116,7 @@ static void json_record(int64_t device, const kiln_record *r) {
   jkey("epilogue", 0); jstr(r->epilogue);
   jkey("params", 0); jstr(r->params);
   jkey("median_ns", 0); jnum(r->median_ns);
+  jkey("min_ns", 0); if (r->min_ns > 0) jnum(r->min_ns); else printf("null");
   jkey("spread", 0); jnum(r->spread);
   printf(",\"samples\":%d", r->samples);
   jkey("max_err", 0); jnum(r->max_err);
@@ -316,7 +317,7 @@ static void show_one(int64_t device, const kiln_record *r, void *ctx) {
     if (first_of_instance && c->all) printf("device %lld  %s %s %s%s%s\n", (long long)device, r->family, kiln_dtype_name(r->dtype), r->shape_key,
                                             r->epilogue[0] ? " +" : "", r->epilogue);
     char med[32] = "-";
-    if (r->median_ns > 0) snprintf(med, sizeof med, "%.1f", r->median_ns / 1e3);
+    if (kiln_record_ns(r) > 0) snprintf(med, sizeof med, "%.1f", kiln_record_ns(r) / 1e3); /* what records are ranked by */
     char flags[64] = "";
     if (r->flags & KILN_REC_DISAGREE) strcat(flags, " disagree");
     if (r->flags & KILN_REC_VERIFIED) strcat(flags, " verified");

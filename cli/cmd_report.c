@@ -105,10 +105,10 @@ static int group_instances(kiln_db *db, device_rep *d) {
       in->cap = cap;
     }
     in->idx[in->n++] = i;
-    if (!strcmp(r->status, "ok") && r->median_ns > 0) {
-      if (in->ok == 0 && in->failed == 0) in->default_ns = r->median_ns; /* the first candidate is the default */
+    if (!strcmp(r->status, "ok") && kiln_record_ns(r) > 0) {
+      if (in->ok == 0 && in->failed == 0) in->default_ns = kiln_record_ns(r); /* the first candidate is the default */
       in->ok++;
-      if (in->best_ns < 0 || r->median_ns < in->best_ns) { in->best_ns = r->median_ns; in->best_i = i; }
+      if (in->best_ns < 0 || kiln_record_ns(r) < in->best_ns) { in->best_ns = kiln_record_ns(r); in->best_i = i; }
     } else in->failed++;
   }
   return 0;

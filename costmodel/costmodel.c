@@ -402,12 +402,12 @@ void kiln_cm_record_key(const kiln_record *r, char *buf, size_t len) { snprintf(
 
 static void collect(const kiln_record *r, void *ctx) {
   kiln_cm_samples *s = ctx;
-  if ((strcmp(r->status, "ok") && strcmp(r->status, "slow")) || r->nfeat < 7 || !(r->median_ns > 0) || strcmp(r->origin, "measured")) return;
+  if ((strcmp(r->status, "ok") && strcmp(r->status, "slow")) || r->nfeat < 7 || !(kiln_record_ns(r) > 0) || strcmp(r->origin, "measured")) return;
   kiln_features f;
   kiln_features_from_array(r->feat, r->nfeat, &f);
   char key[320];
   kiln_cm_record_key(r, key, sizeof key);
-  kiln_cm_samples_add(s, &f, r->params, key, r->median_ns);
+  kiln_cm_samples_add(s, &f, r->params, key, kiln_record_ns(r));
 }
 
 int kiln_cm_samples_db(kiln_db *db, int64_t device, const char *family, kiln_cm_samples *s, kiln_error *err) {
@@ -594,8 +594,8 @@ int kiln_cm_predict_run(kiln_cm_state *st, const kiln_tunable *t, double *pred_n
     char hash[24];
     kiln_source_hash(t->file, hash, sizeof hash);
     if (kiln_db_best_layered(st->db, st->device, &st->dm.info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &lk, NULL) == 0 &&
-        lk.rec.median_ns > 0) {
-      *pred_ns = lk.rec.median_ns;
+        kiln_record_ns(&lk.rec) > 0) {
+      *pred_ns = kiln_record_ns(&lk.rec);
       *how = 2;
       return 0;
     }

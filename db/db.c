@@ -125,6 +125,8 @@ static const char *const MIGRATIONS[] = {
   "DROP TABLE records;"
   "ALTER TABLE records_v3 RENAME TO records;"
   "CREATE INDEX IF NOT EXISTS records_instance ON records(device, family, dtype, shape_key, epilogue);",
+  /* v3 -> v4: the fastest repeat of a measurement (what candidates are ranked by, kiln_record_ns) */
+  "ALTER TABLE records ADD COLUMN min_ns REAL;",
 };
 _Static_assert(sizeof MIGRATIONS / sizeof MIGRATIONS[0] == KILN_DB_SCHEMA, "one migration per schema version");
 
@@ -420,7 +422,7 @@ int kiln_db_device(kiln_db *db, const kiln_device_info *in, int64_t *id, kiln_er
   return kiln_db_device(db, in, id, err);
 }
 
-/* Binds parameters 1..18 of a records insert (device .. predicted_ns) from r. */
+/* Binds parameters 1..18 of a records insert (device .. predicted_ns) and 23 (min_ns) from r. */
 void kiln__db_bind_record(sqlite3_stmt *st, int64_t device, const kiln_record *r) {
   sqlite3_bind_int64(st, 1, device);
   sqlite3_bind_text(st, 2, r->family, -1, SQLITE_TRANSIENT);
@@ -445,6 +447,8 @@ void kiln__db_bind_record(sqlite3_stmt *st, int64_t device, const kiln_record *r
   else sqlite3_bind_null(st, 17);
   if (r->predicted_ns > 0) sqlite3_bind_double(st, 18, r->predicted_ns);
   else sqlite3_bind_null(st, 18);
+  if (r->min_ns > 0) sqlite3_bind_double(st, 23, r->min_ns);
+  else sqlite3_bind_null(st, 23);
 }
 
 int kiln_db_put(kiln_db *db, int64_t device, const kiln_record *r, kiln_error *err) {
@@ -452,7 +456,7 @@ int kiln_db_put(kiln_db *db, int64_t device, const kiln_record *r, kiln_error *e
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db->h,
         "INSERT OR REPLACE INTO records(device,family,dtype,shape_key,epilogue,params,median_ns,spread,samples,max_err,"
-        "status,origin,source_hash,build_options,kiln_version,created,features,predicted_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        "status,origin,source_hash,build_options,kiln_version,created,features,predicted_ns,min_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?23)", -1, &st, NULL) != SQLITE_OK)
     return kiln__err(err, KILN_EDB, "%s: %s", db->path, sqlite3_errmsg(db->h));
   kiln__db_bind_record(st, device, r);
   int rc = step_retry(db, st);
@@ -492,6 +496,7 @@ static void read_record(sqlite3_stmt *st, kiln_record *r) {
   r->flags = sqlite3_column_int(st, 18);
   TXT(19, source_db);
   r->verified_ns = sqlite3_column_double(st, 20);
+  r->min_ns = sqlite3_column_double(st, 21);
 #undef TXT
 }
 
@@ -510,7 +515,7 @@ int kiln_db_best(kiln_db *db, int64_t device, const char *family, int dtype, con
                  const char *source_hash, kiln_record *out, kiln_error *err) {
   sqlite3_stmt *st;
   int rc = prep_instance(db, &st, "SELECT " RECORD_COLS " FROM records WHERE device=? AND family=? AND dtype=? AND shape_key=? AND epilogue=?"
-                                  " AND status='ok' AND (?6 IS NULL OR source_hash=?6) ORDER BY median_ns ASC LIMIT 1",
+                                  " AND status='ok' AND (?6 IS NULL OR source_hash=?6) ORDER BY " KILN_RECORD_NS_SQL " ASC LIMIT 1",
                          device, family, dtype, shape_key, epilogue, err);
   if (rc) return rc;
   if (source_hash) sqlite3_bind_text(st, 6, source_hash, -1, SQLITE_TRANSIENT);

@@ -16,9 +16,11 @@ struct kiln_db {
   int nshared;
 };
 
-/* Columns read by kiln__db_read_record, in order (RECORD_COLS_R: prefixed "r."). */
-#define RECORD_COLS "family,dtype,shape_key,epilogue,params,median_ns,spread,samples,max_err,status,origin,source_hash,build_options,kiln_version,created,features,predicted_ns,alt,flags,source_db,verified_ns"
-#define RECORD_COLS_R "r.family,r.dtype,r.shape_key,r.epilogue,r.params,r.median_ns,r.spread,r.samples,r.max_err,r.status,r.origin,r.source_hash,r.build_options,r.kiln_version,r.created,r.features,r.predicted_ns,r.alt,r.flags,r.source_db,r.verified_ns"
+/* Columns read by kiln__db_read_record, in order (RECORD_COLS_R: prefixed "r.");
+ * a column selected after them is column RECORD_NCOLS. */
+#define RECORD_COLS "family,dtype,shape_key,epilogue,params,median_ns,spread,samples,max_err,status,origin,source_hash,build_options,kiln_version,created,features,predicted_ns,alt,flags,source_db,verified_ns,min_ns"
+#define RECORD_NCOLS 22
+#define RECORD_COLS_R "r.family,r.dtype,r.shape_key,r.epilogue,r.params,r.median_ns,r.spread,r.samples,r.max_err,r.status,r.origin,r.source_hash,r.build_options,r.kiln_version,r.created,r.features,r.predicted_ns,r.alt,r.flags,r.source_db,r.verified_ns,r.min_ns"
 
 /* sqlite3_exec / sqlite3_step retrying with backoff while the database is busy. */
 int kiln__db_exec(kiln_db *db, const char *sql, kiln_error *err);

@@ -144,15 +144,16 @@ static int demoted_here(kiln_db *db, int64_t device, const kiln_record *r) {
  * earlier layer. Returns the index or -1. */
 static int pick(cands *c, int with_spread) {
   for (int i = 0; i < c->n; i++) {
-    c->v[i].eff = c->v[i].r.median_ns;
+    c->v[i].eff = kiln_record_ns(&c->v[i].r);
     for (int j = 0; j < c->n; j++)
-      if (c->v[j].layer == c->v[i].layer && !strcmp(c->v[j].r.params, c->v[i].r.params) && c->v[j].r.median_ns > c->v[i].eff) c->v[i].eff = c->v[j].r.median_ns;
+      if (c->v[j].layer == c->v[i].layer && !strcmp(c->v[j].r.params, c->v[i].r.params) && kiln_record_ns(&c->v[j].r) > c->v[i].eff)
+        c->v[i].eff = kiln_record_ns(&c->v[j].r);
   }
   int best = -1;
   double bs = INFINITY;
   for (int i = 0; i < c->n; i++) {
     /* the row that carries the slowest time stands for its candidate */
-    if (c->v[i].r.median_ns < c->v[i].eff) continue;
+    if (kiln_record_ns(&c->v[i].r) < c->v[i].eff) continue;
     double s = c->v[i].eff * (with_spread ? 1 + (isfinite(c->v[i].r.spread) && c->v[i].r.spread > 0 ? c->v[i].r.spread : 0) : 1);
     if (s < bs) { bs = s; best = i; }
   }
@@ -231,9 +232,9 @@ static int insert_record(kiln_db *db, int64_t device, const kiln_record *r, int 
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db->h,
         "INSERT INTO records(device,family,dtype,shape_key,epilogue,params,median_ns,spread,samples,max_err,status,origin,source_hash,"
-        "build_options,kiln_version,created,features,predicted_ns,alt,flags,source_db,verified_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+        "build_options,kiln_version,created,features,predicted_ns,alt,flags,source_db,verified_ns,min_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
         "?14,?15,?16,?17,?18,CASE WHEN ?19>=0 THEN ?19 ELSE (SELECT coalesce(max(alt)+1,0) FROM records WHERE device=?1 AND family=?2 AND dtype=?3"
-        " AND shape_key=?4 AND epilogue=?5 AND params=?6) END,?20,?21,?22)", -1, &st, NULL) != SQLITE_OK)
+        " AND shape_key=?4 AND epilogue=?5 AND params=?6) END,?20,?21,?22,?23)", -1, &st, NULL) != SQLITE_OK)
     return kiln__db_sqlerr(db, err, "storing a record");
   kiln__db_bind_record(st, device, r);
   sqlite3_bind_int(st, 19, alt);
@@ -365,7 +366,7 @@ static int merge_record(kiln_db *dst, int64_t dev, const kiln_record *r, int imp
     kiln_record t;
     kiln__db_read_record(st, &t);
     if (t.alt > maxalt) maxalt = t.alt;
-    if (n < MAX_ALTS) { e[n] = t; ids[n] = sqlite3_column_int64(st, 21); n++; }
+    if (n < MAX_ALTS) { e[n] = t; ids[n] = sqlite3_column_int64(st, RECORD_NCOLS); n++; }
   }
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) return kiln__db_sqlerr(dst, err, "merging");
@@ -495,7 +496,7 @@ int kiln_db_merge(kiln_db *dst, kiln_db *src, const kiln_merge_options *o, kiln_
   while ((src_rc = kiln__db_step(src, st)) == SQLITE_ROW) {
     kiln_record r;
     kiln__db_read_record(st, &r);
-    int64_t dev = map_dev(map, nmap, sqlite3_column_int64(st, 21));
+    int64_t dev = map_dev(map, nmap, sqlite3_column_int64(st, RECORD_NCOLS));
     if (dev < 0) continue; /* a record of a device row that does not exist (reported by kiln db verify) */
     if (opt.import) {
       if (!strcmp(r.origin, "measured")) snprintf(r.origin, sizeof r.origin, "imported");
@@ -643,14 +644,14 @@ int kiln_db_find_device(kiln_db *db, const char *sel, int64_t *id, kiln_error *e
 int kiln_db_each_record(kiln_db *db, int64_t device, void (*fn)(int64_t device, const kiln_record *r, void *ctx), void *ctx, kiln_error *err) {
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db->h, "SELECT " RECORD_COLS ",device FROM records WHERE ?1<0 OR device=?1"
-                                " ORDER BY device,family,dtype,shape_key,epilogue,status<>'ok',median_ns,alt", -1, &st, NULL) != SQLITE_OK)
+                                " ORDER BY device,family,dtype,shape_key,epilogue,status<>'ok'," KILN_RECORD_NS_SQL ",alt", -1, &st, NULL) != SQLITE_OK)
     return kiln__db_sqlerr(db, err, "listing records");
   sqlite3_bind_int64(st, 1, device);
   int rc;
   kiln_record r;
   while ((rc = kiln__db_step(db, st)) == SQLITE_ROW) {
     kiln__db_read_record(st, &r);
-    fn(sqlite3_column_int64(st, 21), &r, ctx);
+    fn(sqlite3_column_int64(st, RECORD_NCOLS), &r, ctx);
   }
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? 0 : kiln__db_sqlerr(db, err, "listing records");

@@ -403,7 +403,7 @@ typedef struct kiln_tune_result {
   char family[32], shape_key[192], params[256], dtype[16];
   int trials, rejected, skipped;  /* skipped: already tuned (resume) */
   int candidates;                 /* size of the valid search space */
-  double default_ns, best_ns;     /* medians; <0 when unknown */
+  double default_ns, best_ns;     /* fastest repeats (medians where a record has none); <0 when unknown */
   /* --compare-strategies (compare): the model strategy replayed on this
    * run's exhaustive measurements of the instance: candidates it measures,
    * the measured time of its pick with only this run's earlier picks as

@@ -78,7 +78,7 @@ for v in 1 2; do
   $PY -c "import json,sys; d=json.load(open('$T/out')); sys.exit(0 if d['schema_on_disk']==$v and d['records']==1 else 1)" || fail "v$v: stats: $(cat "$T/out")"
   cmp -s "$f" "$T/before" || fail "v$v: stats changed the file"
   "$KILN" db prune "$f" >/dev/null || fail "v$v: prune failed"
-  [ "$(sql "$f" "PRAGMA user_version")" = 3 ] || fail "v$v: not migrated to v3"
+  [ "$(sql "$f" "PRAGMA user_version")" = 4 ] || fail "v$v: not migrated to v4"
   [ -f "$f.bak-v$v" ] || fail "v$v: no backup before migrating"
   [ "$(sql "$f" "SELECT count(*) FROM records")" = 1 ] || fail "v$v: records lost in migration"
   echo "schema v$v: read in memory untouched; migrated in place after a backup"

@@ -172,7 +172,7 @@ static double measure_candidate(trial_ctx *c, int k) {
         if (v < 0) break;
         ts[cnt++] = v;
         /* far slower than the best so far: one sample is evidence enough */
-        if (cnt == 1 && isfinite(best) && v > SLOW_FACTOR * best) { rec.median_ns = v; break; }
+        if (cnt == 1 && isfinite(best) && v > SLOW_FACTOR * best) { rec.median_ns = rec.min_ns = v; break; }
         if (cnt >= MIN_REPEATS) {
           double tmp[MAX_REPEATS];
           memcpy(tmp, ts, sizeof(double) * (size_t)cnt);
@@ -185,13 +185,15 @@ static double measure_candidate(trial_ctx *c, int k) {
       }
       rec.samples = cnt;
       rec.spread = spread;
+      rec.min_ns = ts[0];
+      for (int q = 1; q < cnt; q++) if (ts[q] < rec.min_ns) rec.min_ns = ts[q];
       if (cnt == 1 && isfinite(best) && ts[0] > SLOW_FACTOR * best) {
         snprintf(rec.status, sizeof rec.status, "slow"); /* measured once; not a candidate for best */
-      } else if (cnt < MIN_REPEATS) { snprintf(rec.status, sizeof rec.status, "launch_error"); r->rejected++; rec.median_ns = -1; }
+      } else if (cnt < MIN_REPEATS) { snprintf(rec.status, sizeof rec.status, "launch_error"); r->rejected++; rec.median_ns = rec.min_ns = -1; }
       else {
         snprintf(rec.status, sizeof rec.status, "ok");
-        if (k == 0) r->default_ns = rec.median_ns;
-        if (rec.median_ns < c->best) { c->best = rec.median_ns; c->best_k = k; }
+        if (k == 0) r->default_ns = kiln_record_ns(&rec);
+        if (kiln_record_ns(&rec) < c->best) { c->best = kiln_record_ns(&rec); c->best_k = k; }
       }
     }
   }
@@ -207,7 +209,7 @@ static double measure_candidate(trial_ctx *c, int k) {
     pg.eta_s = frac > 0 ? el / frac - el : 0;
     c->opt->progress(&pg, c->opt->ctx);
   }
-  return strcmp(rec.status, "ok") && strcmp(rec.status, "slow") ? -1 : rec.median_ns;
+  return strcmp(rec.status, "ok") && strcmp(rec.status, "slow") ? -1 : kiln_record_ns(&rec);
 }
 
 /* ---- the model strategy ---- */
@@ -309,11 +311,12 @@ static double meas_replay(void *ctx, int k) { const replay_ctx *r = ctx; return 
 #define TOGETHER_REPS 16 /* rounds at most */
 
 /* Candidates p[0..k) timed back to back in alternating rounds (one warm-up
- * round first), so all of them see the same machine noise: med[i] receives
- * the median of candidate i's `reps` times, spread[i] (if not NULL)
- * (p90 - p10) / median, cnt[i] (if not NULL) how many runs succeeded;
- * med[i] < 0 when none did. */
-static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *spread, int *cnt) {
+ * round first), so all of them see the same machine noise: med[i] and mn[i]
+ * receive the median and the fastest of candidate i's `reps` times (< 0 when
+ * none succeeded), spread[i] (if not NULL) (p90 - p10) / median, cnt[i] (if
+ * not NULL) how many runs succeeded. */
+static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
+                          int *cnt) {
   double v[TOGETHER_MAX][TOGETHER_REPS];
   int nv[TOGETHER_MAX] = {0};
   if (k > TOGETHER_MAX) k = TOGETHER_MAX;
@@ -331,6 +334,7 @@ static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const
   for (int i = 0; i < k; i++) {
     qsort(v[i], (size_t)nv[i], sizeof(double), cmpd);
     med[i] = nv[i] ? v[i][nv[i] / 2] : -1;
+    mn[i] = nv[i] ? v[i][0] : -1;
     if (spread) spread[i] = nv[i] ? (v[i][nv[i] - 1 - nv[i] / 10] - v[i][nv[i] / 10]) / med[i] : 0;
     if (cnt) cnt[i] = nv[i];
   }
@@ -343,9 +347,9 @@ static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const
  * the same shape differed by a median 15% on POCL), and the best of a pass
  * is partly the luckiest. So the fastest few are timed again, back to back in
  * alternating rounds (the same noise for all of them), and their records
- * take the re-timed medians. */
+ * take the re-timed times. */
 #define FINALISTS TOGETHER_MAX
-#define FINAL_ROUNDS 7
+#define FINAL_ROUNDS 15
 
 typedef struct { const char *hash; kiln_record r[FINALISTS]; int n; } finalist_ctx;
 
@@ -353,7 +357,7 @@ static void finalist_rec(const kiln_record *r, void *ctx) {
   finalist_ctx *f = ctx;
   if (strcmp(r->origin, "measured") || r->alt || strcmp(r->status, "ok") || !(r->median_ns > 0) || strcmp(r->source_hash, f->hash)) return;
   int at = f->n;
-  while (at > 0 && f->r[at - 1].median_ns > r->median_ns) at--;
+  while (at > 0 && kiln_record_ns(&f->r[at - 1]) > kiln_record_ns(r)) at--;
   if (at >= FINALISTS) return;
   int last = f->n < FINALISTS ? f->n : FINALISTS - 1;
   memmove(&f->r[at + 1], &f->r[at], sizeof f->r[0] * (size_t)(last - at));
@@ -375,19 +379,20 @@ static int retime_finalists(kiln_db *db, int64_t device, kiln_exec *x, kiln_node
     if (kiln_tunable_parse(t, f.r[i].params, p[i])) return 0;
     pp[i] = p[i];
   }
-  double med[FINALISTS], spread[FINALISTS];
+  double med[FINALISTS], mn[FINALISTS], spread[FINALISTS];
   int cnt[FINALISTS];
-  time_together(x, n, node, pp, f.n, FINAL_ROUNDS, med, spread, cnt);
+  time_together(x, n, node, pp, f.n, FINAL_ROUNDS, med, mn, spread, cnt);
   double best = INFINITY;
   for (int i = 0; i < f.n; i++) {
     if (cnt[i] < 3) continue; /* keep the first measurement */
     kiln_record *r = &f.r[i];
     r->median_ns = med[i];
+    r->min_ns = mn[i];
     r->spread = spread[i];
     r->samples = cnt[i];
     if ((rc = kiln_db_put(db, device, r, err)) != 0) return rc;
-    if (r->median_ns < best) {
-      best = r->median_ns;
+    if (kiln_record_ns(r) < best) {
+      best = kiln_record_ns(r);
       if (best_ns) *best_ns = best;
       if (params) snprintf(params, plen, "%s", r->params);
     }
@@ -403,7 +408,7 @@ static void lookup_rec(const kiln_record *r, void *ctx) {
   if (kiln_tunable_parse(l->t, r->params, p)) return;
   for (int k = 0; k < l->nc; k++)
     if (!memcmp(p, l->cands + (size_t)k * (size_t)l->t->nparams, sizeof(int) * (size_t)l->t->nparams))
-      l->ns[k] = strcmp(r->status, "ok") && strcmp(r->status, "slow") ? -1 : r->median_ns;
+      l->ns[k] = strcmp(r->status, "ok") && strcmp(r->status, "slow") ? -1 : kiln_record_ns(r);
 }
 
 int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
@@ -494,7 +499,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
       r->skipped = 1;
       kiln_record best;
       if (kiln_db_best(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, hash, &best, NULL) == 0) {
-        r->best_ns = best.median_ns;
+        r->best_ns = kiln_record_ns(&best);
         snprintf(r->params, sizeof r->params, "%s", best.params);
       }
       continue;
@@ -612,8 +617,8 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
             snprintf(r->cmp_params, sizeof r->cmp_params, "%s", ps[pick]);
             /* the cold pick and the exhaustive best re-timed back to back */
             const int *pair[2] = {cands + (size_t)pick * (size_t)np, cands + (size_t)bk * (size_t)np};
-            double t2[2];
-            time_together(&x, n, in->node, pair, 2, 9, t2, NULL, NULL);
+            double t2[2], m2[2];
+            time_together(&x, n, in->node, pair, 2, FINAL_ROUNDS, m2, t2, NULL, NULL);
             r->cmp_pick_ns = t2[0];
             r->cmp_best_ns = t2[1];
           }
