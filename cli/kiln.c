@@ -1643,7 +1643,10 @@ static const cmd commands[] = {
    "                        the whole model and record both per device and subgraph signature;\n"
    "                        `kiln run` and `kiln plan` then follow the measurement\n"
    "  --compare-strategies  measure every candidate (reusing this device's records of the\n"
-   "                        instance), replay the model strategy on those times and print\n"
+   "                        instance) and time each once more in a second pass in the other\n"
+   "                        direction (the faster of both counts: a minute of contention\n"
+   "                        does not sink a candidate), replay the model strategy on those\n"
+   "                        times and print\n"
    "                        per instance: candidates, how many the model measures, and its\n"
    "                        pick against the exhaustive best\n"
    "  --json                print one JSON object with the per-instance table\n"},

@@ -456,9 +456,10 @@ int kiln_db_put(kiln_db *db, int64_t device, const kiln_record *r, kiln_error *e
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db->h,
         "INSERT OR REPLACE INTO records(device,family,dtype,shape_key,epilogue,params,median_ns,spread,samples,max_err,"
-        "status,origin,source_hash,build_options,kiln_version,created,features,predicted_ns,min_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?23)", -1, &st, NULL) != SQLITE_OK)
+        "status,origin,source_hash,build_options,kiln_version,created,features,predicted_ns,flags,min_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?20,?23)", -1, &st, NULL) != SQLITE_OK)
     return kiln__err(err, KILN_EDB, "%s: %s", db->path, sqlite3_errmsg(db->h));
   kiln__db_bind_record(st, device, r);
+  sqlite3_bind_int(st, 20, r->flags);
   int rc = step_retry(db, st);
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) return kiln__err(err, KILN_EDB, "%s: storing a record: %s", db->path, sqlite3_errmsg(db->h));

@@ -62,8 +62,10 @@ static inline double kiln_record_ns(const kiln_record *r) { return r->min_ns > 0
 
 /* Record flags. DISAGREE: a merge found measurements of this candidate that
  * disagree beyond their noise (or on correctness) and kept them all;
- * VERIFIED: an imported record was re-timed on this machine (verified_ns). */
-enum { KILN_REC_DISAGREE = 1, KILN_REC_VERIFIED = 2 };
+ * VERIFIED: an imported record was re-timed on this machine (verified_ns);
+ * SECOND: timed again in a second pass over its instance's space (kiln tune
+ * --compare-strategies), min_ns the faster of both passes. */
+enum { KILN_REC_DISAGREE = 1, KILN_REC_VERIFIED = 2, KILN_REC_SECOND = 4 };
 
 /* Relative tolerance of agreement: two medians agree (and an imported record
  * holds on re-timing) when they differ by at most max(KILN_DB_TOLERANCE,
