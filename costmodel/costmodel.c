@@ -447,6 +447,78 @@ int kiln_cm_fit_db(kiln_db *db, int64_t device, const kiln_devmodel *m, const ch
   return rc;
 }
 
+/* ---- transfer between instances (kiln_costmodel.h) ---- */
+
+/* The numbers of an instance key's shape part ("dtype|shape|epilogue"). */
+static int key_nums(const char *key, double *v, int max) {
+  const char *p = strchr(key, '|'), *e;
+  if (!p) return 0;
+  p++;
+  e = strchr(p, '|');
+  if (!e) e = p + strlen(p);
+  int n = 0;
+  while (p < e && n < max) {
+    if (*p >= '0' && *p <= '9') {
+      char *q;
+      v[n++] = strtod(p, &q);
+      p = q;
+    } else p++;
+  }
+  return n;
+}
+
+/* Distance between two instance keys (INFINITY: another dtype or layout). */
+static double inst_dist(const char *a, const double *va, int na, const char *b) {
+  double vb[48];
+  int nb = key_nums(b, vb, 48);
+  const char *da = strchr(a, '|'), *db = strchr(b, '|');
+  if (na != nb || !da || !db || da - a != db - b || strncmp(a, b, (size_t)(da - a))) return INFINITY;
+  double d = 0;
+  for (int i = 0; i < na; i++) d += fabs(log1p(va[i]) - log1p(vb[i])) * (va[i] <= 16 && vb[i] <= 16 ? KILN_CM_TR_SMALL : 1);
+  if (strcmp(strrchr(a, '|'), strrchr(b, '|'))) d += KILN_CM_TR_EPI;
+  return d;
+}
+
+int kiln_cm_transfer_init(kiln_cm_transfer *ts, const kiln_devmodel *m, const kiln_correction *c, const kiln_cm_samples *s, const char *skip_key,
+                          const char *target_key) {
+  memset(ts, 0, sizeof *ts);
+  ts->s = s;
+  ts->res = malloc(sizeof(double) * (size_t)(s->n + 1));
+  ts->w = malloc(sizeof(double) * (size_t)(s->n + 1));
+  if (!ts->res || !ts->w) { kiln_cm_transfer_free(ts); return KILN_ENOMEM; }
+  double vt[48];
+  int nt = key_nums(target_key, vt, 48), last = -1;
+  double lastw = 0;
+  for (int j = 0; j < s->n; j++) {
+    ts->w[j] = 0;
+    ts->res[j] = 0;
+    if (!(s->ns[j] > 0) || (skip_key && !strcmp(s->key[j], skip_key)) || !strcmp(s->key[j], target_key)) continue;
+    if (last < 0 || strcmp(s->key[j], s->key[last])) { /* one distance per run of one instance's samples */
+      double d = inst_dist(target_key, vt, nt, s->key[j]);
+      lastw = isfinite(d) ? exp(-d / KILN_CM_TR_H) : 0;
+      last = j;
+    }
+    if (lastw < 1e-6) continue;
+    ts->w[j] = lastw;
+    ts->res[j] = log(s->ns[j]) - log(kiln_cm_predict_ns(m, c, &s->f[j], s->par[j]));
+  }
+  ts->n = s->n;
+  return 0;
+}
+
+void kiln_cm_transfer_free(kiln_cm_transfer *ts) {
+  free(ts->res);
+  free(ts->w);
+  memset(ts, 0, sizeof *ts);
+}
+
+double kiln_cm_transfer_factor(const kiln_cm_transfer *ts, const char *params) {
+  double acc = 0, wsum = 0;
+  for (int j = 0; j < ts->n; j++)
+    if (ts->w[j] > 0 && !strcmp(ts->s->par[j], params)) { acc += ts->w[j] * ts->res[j]; wsum += ts->w[j]; }
+  return wsum > 0 ? exp(acc / (wsum + KILN_CM_TR_K0)) : 1;
+}
+
 static double kendall(const double *a, const double *b, int n) {
   long conc = 0, disc = 0;
   for (int i = 0; i < n; i++)
@@ -488,8 +560,16 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
     for (int k = 0; k < s.n; k++)
       if (strcmp(s.key[k], s.key[i])) { tf[nt] = s.f[k]; tpp[nt] = s.par[k]; tns[nt] = s.ns[k]; nt++; }
     kiln_cm_fit(m, family, tf, tpp, tns, nt, c);
+    kiln_cm_transfer ts;
+    if ((rc = kiln_cm_transfer_init(&ts, m, c, &s, s.key[i], s.key[i])) != 0) { rc = kiln__err(err, rc, "out of memory"); goto done; }
     for (int k = 0; k < s.n; k++)
-      if (!strcmp(s.key[k], s.key[i])) { pi[ni] = kiln_cm_predict_ns(m, c, &s.f[k], s.par[k]); mi[ni] = s.ns[k]; idx[ni] = ni; ni++; }
+      if (!strcmp(s.key[k], s.key[i])) {
+        pi[ni] = kiln_cm_predict_ns(m, c, &s.f[k], s.par[k]) * kiln_cm_transfer_factor(&ts, s.par[k]);
+        mi[ni] = s.ns[k];
+        idx[ni] = ni;
+        ni++;
+      }
+    kiln_cm_transfer_free(&ts);
     if (ni < 2) continue;
     out->instances++;
     out->kendall_tau += kendall(pi, mi, ni);
@@ -529,6 +609,7 @@ struct kiln_cm_state {
   kiln_devmodel dm;
   int prior_probe;          /* dm is the built-in prior's probe, not this device's */
   kiln_correction corr[16];
+  kiln_cm_samples smp[16];  /* the device's records of corr[i]'s family (the transfer's source) */
   int ncorr;
 };
 
@@ -546,17 +627,24 @@ kiln_cm_state *kiln_cm_state_new(kiln_db *db, int64_t device, const kiln_device_
   return st;
 }
 
-void kiln_cm_state_free(kiln_cm_state *st) { free(st); }
+void kiln_cm_state_free(kiln_cm_state *st) {
+  if (!st) return;
+  for (int i = 0; i < st->ncorr; i++) kiln_cm_samples_free(&st->smp[i]);
+  free(st);
+}
 
 int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred_ns) {
   if (!t->features) return KILN_EUNSUPPORTED;
   if (getenv("KILN_NO_PREDICT")) return KILN_ENOTFOUND; /* descriptor defaults, for comparison */
   const kiln_correction *c = NULL;
-  for (int i = 0; i < st->ncorr; i++) if (!strcmp(st->corr[i].family, t->family)) c = &st->corr[i];
+  kiln_cm_samples *smp = NULL;
+  for (int i = 0; i < st->ncorr; i++) if (!strcmp(st->corr[i].family, t->family)) c = &st->corr[i], smp = &st->smp[i];
   if (!c && st->ncorr < 16) {
     kiln_correction *nc = &st->corr[st->ncorr];
+    smp = &st->smp[st->ncorr];
     memset(nc, 0, sizeof *nc);
-    if (st->db) kiln_cm_fit_db(st->db, st->device, &st->dm, t->family, nc, NULL);
+    memset(smp, 0, sizeof *smp);
+    if (st->db && kiln_cm_samples_db(st->db, st->device, t->family, smp, NULL) == 0) kiln_cm_fit_samples(&st->dm, t->family, smp, NULL, nc);
     /* too few of this device's own records: the built-in prior for devices of its kind */
     if (nc->nsamples < KILN_CM_MIN_SAMPLES) kiln_cm_prior(&st->dm.info, t->family, nc);
     snprintf(nc->family, sizeof nc->family, "%s", t->family);
@@ -572,15 +660,19 @@ int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pre
   if (n <= 0) { free(cands); return KILN_ENOTFOUND; }
   int best = 0;
   double bp = INFINITY;
-  char ps[256];
+  char ps[256], key[320];
+  snprintf(key, sizeof key, "%d|%s|%s", t->dtype, t->shape_key, t->epilogue);
+  kiln_cm_transfer ts;
+  int tr = smp && smp->n > 0 && kiln_cm_transfer_init(&ts, &st->dm, c, smp, NULL, key) == 0;
   for (int k = 0; k < n; k++) {
     kiln_features f;
     memset(&f, 0, sizeof f);
     t->features(t, cands + (size_t)k * (size_t)t->nparams, &f);
     kiln_tunable_str(t, cands + (size_t)k * (size_t)t->nparams, ps, sizeof ps);
-    double v = kiln_cm_predict_ns(&st->dm, c, &f, ps);
+    double v = kiln_cm_predict_ns(&st->dm, c, &f, ps) * (tr ? kiln_cm_transfer_factor(&ts, ps) : 1);
     if (v < bp) { bp = v; best = k; }
   }
+  if (tr) kiln_cm_transfer_free(&ts);
   memcpy(p, cands + (size_t)best * (size_t)t->nparams, sizeof(int) * (size_t)t->nparams);
   if (pred_ns) *pred_ns = bp;
   free(cands);

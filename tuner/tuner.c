@@ -252,6 +252,19 @@ static int explore_pick(char (*ps)[256], const double *pred, const char *done, i
   return k;
 }
 
+/* Refits the family's correction on the samples (skip_key's left out) and
+ * predicts the instance's unmeasured candidates with it and the transfer from
+ * instances of similar shape (kiln_costmodel.h). */
+static void refit(const kiln_devmodel *dm, const char *family, const char *key, kiln_cm_samples *smp, const char *skip_key, kiln_correction *corr,
+                  const kiln_features *feat, char (*ps)[256], int nc, const char *done, double *pred) {
+  kiln_cm_fit_samples(dm, family, smp, skip_key, corr);
+  kiln_cm_transfer ts;
+  int tr = kiln_cm_transfer_init(&ts, dm, corr, smp, skip_key, key) == 0;
+  for (int q = 0; q < nc; q++)
+    if (!done[q]) pred[q] = kiln_cm_predict_ns(dm, corr, &feat[q], ps[q]) * (tr ? kiln_cm_transfer_factor(&ts, ps[q]) : 1);
+  if (tr) kiln_cm_transfer_free(&ts);
+}
+
 /* The model strategy over one instance's nc candidates (default at 0):
  * measure the default, then in rounds the `round` unmeasured candidates with
  * the lowest prediction, refitting the family's correction on the samples
@@ -272,10 +285,7 @@ static int model_search(const kiln_devmodel *dm, const char *family, const char 
     int k = -1;
     if (cnt == 0) k = 0; /* the default first */
     else {
-      if (cnt == 1 || (cnt - 1) % round == 0) {
-        kiln_cm_fit_samples(dm, family, smp, skip_key, corr);
-        for (int q = 0; q < nc; q++) if (!done[q]) pred[q] = kiln_cm_predict_ns(dm, corr, &feat[q], ps[q]);
-      }
+      if (cnt == 1 || (cnt - 1) % round == 0) refit(dm, family, key, smp, skip_key, corr, feat, ps, nc, done, pred);
       /* exploration: while half the budget is left, the best-predicted
        * candidate of each value of the first parameter (the algorithm or
        * kernel selector) that has no measurement on this instance yet and is
@@ -287,10 +297,7 @@ static int model_search(const kiln_devmodel *dm, const char *family, const char 
         for (int q = 0; q < nc; q++) if (!done[q] && (k < 0 || pred[q] < pred[k])) k = q;
     }
     if (k < 0) break;
-    if (cnt == 0) {
-      kiln_cm_fit_samples(dm, family, smp, skip_key, corr);
-      for (int q = 0; q < nc; q++) pred[q] = kiln_cm_predict_ns(dm, corr, &feat[q], ps[q]);
-    }
+    if (cnt == 0) refit(dm, family, key, smp, skip_key, corr, feat, ps, nc, done, pred);
     double v = meas(ctx, k);
     if (isnan(v)) break;
     done[k] = 1;
