@@ -35,6 +35,11 @@ typedef struct {
   kiln_tunable t;
 } instance;
 
+static int cmpu64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
 static uint64_t splitmix(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -604,13 +609,39 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     int limit = nc;
     if (opt.max_trials > 0 && limit > opt.max_trials) limit = opt.max_trials;
     if (!opt.compare && model && use_model && opt.max_trials <= 0) limit = model_limit(nc);
-    if ((opt.compare || !(model && use_model)) && !random && opt.max_trials > 0 && nc > opt.max_trials) { /* spread an exhaustive sweep evenly */
-      for (int k = 1; k < limit; k++) {
-        int j = (int)((int64_t)k * nc / limit);
-        memmove(cands + k * np, cands + j * np, sizeof(int) * (size_t)np);
-        feat[k] = feat[j];
-        memmove(ps[k], ps[j], sizeof ps[k]);
+    if ((opt.compare || !(model && use_model)) && !random && opt.max_trials > 0 && nc > opt.max_trials) {
+      /* a subset of an exhaustive sweep: the default and the settings with
+       * the smallest hashes of their text, in enumeration order. Spread over
+       * the space like a random sample, and the same settings wherever two
+       * instances' spaces overlap (an evenly strided subset of spaces of
+       * different sizes shared few, so nothing measured on one instance
+       * said anything about a setting of another) */
+      uint64_t *hk = malloc(sizeof(uint64_t) * (size_t)(nc + 1));
+      if (!hk) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); free(cands); free(feat); free(pred); free(ps); free(order); goto done; }
+      for (int k = 0; k < nc; k++) {
+        uint64_t h = 1469598103934665603ull;
+        for (const char *c = ps[k]; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        hk[k] = k == 0 ? 0 : splitmix(&h);
       }
+      uint64_t *sorted = malloc(sizeof(uint64_t) * (size_t)(nc + 1));
+      if (sorted) {
+        memcpy(sorted, hk, sizeof(uint64_t) * (size_t)nc);
+        qsort(sorted, (size_t)nc, sizeof(uint64_t), cmpu64);
+        uint64_t cut = sorted[limit - 1];
+        int w = 0;
+        for (int k = 0; k < nc && w < limit; k++) {
+          if (hk[k] > cut) continue;
+          if (w != k) {
+            memmove(cands + w * np, cands + k * np, sizeof(int) * (size_t)np);
+            feat[w] = feat[k];
+            pred[w] = pred[k]; /* (the strided subset this replaced left the predictions behind) */
+            memmove(ps[w], ps[k], sizeof ps[w]);
+          }
+          w++;
+        }
+        free(sorted);
+      }
+      free(hk);
     }
     trial_ctx tc = {.s = s, .db = db, .x = &x, .n = n, .node = in->node, .t = t, .host = host, .hash = hash, .opt = &opt, .r = r,
                     .ii = ii, .ninst = ninst, .limit = limit, .t0 = t0, .cands = cands, .feat = t->features ? feat : NULL,
