@@ -321,25 +321,33 @@ static double meas_replay(void *ctx, int k) { const replay_ctx *r = ctx; return 
 
 #define TOGETHER_MAX 4  /* candidates timed together */
 #define TOGETHER_REPS 16 /* rounds at most */
+#define TOGETHER_BLOCK 3 /* runs of one candidate in a row per round; the first not counted */
 
 /* Candidates p[0..k) timed back to back in alternating rounds (one warm-up
- * round first), so all of them see the same machine noise: med[i] and mn[i]
+ * round first), so all of them see the same machine noise. In each round a
+ * candidate runs TOGETHER_BLOCK times in a row and the first run does not
+ * count: like the repeats of a single measurement, the counted runs find the
+ * caches holding the candidate's own data, not another candidate's (timed
+ * strictly alternating, every run paid for the other's traffic and the
+ * re-timed finalists lost rank to candidates measured alone). med[i] and mn[i]
  * receive the median and the fastest of candidate i's `reps` times (< 0 when
  * none succeeded), spread[i] (if not NULL) (p90 - p10) / median, cnt[i] (if
  * not NULL) how many runs succeeded. */
 static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
                           int *cnt) {
-  double v[TOGETHER_MAX][TOGETHER_REPS];
+  double v[TOGETHER_MAX][TOGETHER_REPS * (TOGETHER_BLOCK - 1)];
   int nv[TOGETHER_MAX] = {0};
   if (k > TOGETHER_MAX) k = TOGETHER_MAX;
   if (reps > TOGETHER_REPS) reps = TOGETHER_REPS;
   x->ov_node = node;
   for (int round = -1; round < reps; round++)
     for (int i = 0; i < k; i++) {
-      kiln_error e = {0};
       x->ov_params = p[i];
-      double ns = kiln__tune_run_once(x, n, &e);
-      if (round >= 0 && ns > 0) v[i][nv[i]++] = ns;
+      for (int b = 0; b < TOGETHER_BLOCK; b++) {
+        kiln_error e = {0};
+        double ns = kiln__tune_run_once(x, n, &e);
+        if (round >= 0 && b > 0 && ns > 0) v[i][nv[i]++] = ns;
+      }
     }
   x->ov_params = NULL;
   x->ov_node = -1;
