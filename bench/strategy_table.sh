@@ -5,7 +5,7 @@
 # `kiln tune --compare-strategies` measures every candidate of every instance
 # (reusing this device's records of the instance in DB, so a run that stopped
 # resumes), each candidate by the fastest of its repeats, then every one
-# again in a second pass in the other direction (the faster counts: a minute
+# again in a second pass in a shuffled order (the faster counts: a minute
 # of contention does not sink a candidate), and the fastest four once more
 # together, back to back, so the best is not just the luckiest sample; it
 # then replays the model

@@ -1643,12 +1643,11 @@ static const cmd commands[] = {
    "                        the whole model and record both per device and subgraph signature;\n"
    "                        `kiln run` and `kiln plan` then follow the measurement\n"
    "  --compare-strategies  measure every candidate (reusing this device's records of the\n"
-   "                        instance) and time each once more in a second pass in the other\n"
-   "                        direction (the faster of both counts: a minute of contention\n"
+   "                        instance) and time each once more in a second pass in a shuffled\n"
+   "                        order (the faster of both counts: a minute of contention\n"
    "                        does not sink a candidate), replay the model strategy on those\n"
-   "                        times and print\n"
-   "                        per instance: candidates, how many the model measures, and its\n"
-   "                        pick against the exhaustive best\n"
+   "                        times and print per instance: candidates, how many the model\n"
+   "                        measures, and its pick against the exhaustive best\n"
    "  --json                print one JSON object with the per-instance table\n"},
   {"probe", cmd_probe, NEEDS_DEVICE, "measure the device (bandwidth, arithmetic peak, launch overhead) for the cost model",
    "[--db FILE | --no-db] [--device SEL] [--json]",

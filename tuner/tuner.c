@@ -365,7 +365,7 @@ static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const
  * comes and goes within its repeats, not against a minute of contention that
  * covers all of them: such a candidate looks slower than it is and is never
  * looked at again. The exhaustive reference of --compare-strategies therefore
- * times every candidate once more, in a second pass in the other direction
+ * times every candidate once more, in a second pass in a shuffled order
  * (minutes later for most), and keeps the faster fastest-repeat of both. */
 #define SECOND_REPS 10
 
@@ -674,13 +674,30 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
           else ns[k] = v;
         }
         if (tc.rc) rc = tc.rc;
-        for (int k = nc - 1; k >= 0 && !stopped && !rc; k--) { /* the second look, in the other direction */
+        /* the second look, in a shuffled order: the first pass went through
+         * the space in enumeration order, one algorithm's candidates after
+         * another, so a spell of contention slowed a whole block of one
+         * algorithm at once (on one VAE instance all its Winograd candidates
+         * read 40% slower than on its twin); shuffled, a spell's candidates
+         * are scattered over the space */
+        int *look = malloc(sizeof(int) * (size_t)(nc + 1));
+        if (!look) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+        for (int k = 0; look && k < nc; k++) look[k] = k;
+        uint64_t lseed = 0x5eed;
+        for (int k = nc - 1; look && k > 0; k--) {
+          int j = (int)(splitmix(&lseed) % (uint64_t)(k + 1)), tmp = look[k];
+          look[k] = look[j];
+          look[j] = tmp;
+        }
+        for (int q = 0; look && q < nc && !stopped && !rc; q++) {
+          int k = look[q];
           if (ns[k] <= 0) continue;
           if (opt.budget_s > 0 && now_s() - t0 > opt.budget_s) { stopped = 1; break; }
           double v = second_look(&tc, k, ps[k]);
           if (isnan(v)) { stopped = 1; if (tc.rc) rc = tc.rc; }
           else if (v > 0) ns[k] = v;
         }
+        free(look);
         if (!stopped && !rc) { /* the fastest few timed again together; their times as recorded */
           rc = retime_finalists(db, s->db_device, &x, n, in->node, t, hash, NULL, NULL, 0, err);
           if (!rc) rc = kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, err);
