@@ -308,8 +308,8 @@ static void solve(double *A, double *b, double *w, int n) {
   }
 }
 
-void kiln_cm_fit(const kiln_devmodel *m, const char *family, const kiln_features *fs, const char *const *params, const double *ns, int n,
-                 kiln_correction *c) {
+static void fit_core(const kiln_devmodel *m, const char *family, const kiln_features *fs, const char *const *params, const double *ns,
+                     const double *wt, int n, kiln_correction *c) {
   memset(c, 0, sizeof *c);
   snprintf(c->family, sizeof c->family, "%s", family ? family : "");
   /* the token dictionary: the parameter values of the training records
@@ -340,9 +340,10 @@ void kiln_cm_fit(const kiln_devmodel *m, const char *family, const kiln_features
     double y = log(work) - log(est);
     for (int r = 0; r < KILN_CM_NX; r++)
       if (x[r] != 0 && pos[r] >= 0) { nz[nnz] = pos[r]; xv[nnz++] = x[r]; }
+    double wi = wt ? wt[i] : 1;
     for (int a = 0; a < nnz; a++) {
-      b[nz[a]] += xv[a] * y;
-      for (int k = 0; k < nnz; k++) A[nz[a] * nx + nz[k]] += xv[a] * xv[k];
+      b[nz[a]] += wi * xv[a] * y;
+      for (int k = 0; k < nnz; k++) A[nz[a] * nx + nz[k]] += wi * xv[a] * xv[k];
     }
     used++;
   }
@@ -414,18 +415,43 @@ int kiln_cm_samples_db(kiln_db *db, int64_t device, const char *family, kiln_cm_
   return kiln_db_each_family(db, device, family, collect, s, err);
 }
 
+static int cmp_key_ctx(const void *x, const void *y, void *ctx) {
+  const kiln_cm_samples *s = ctx;
+  int a = *(const int *)x, b = *(const int *)y, c = strcmp(s->key[a], s->key[b]);
+  return c ? c : (a > b) - (a < b);
+}
+
 void kiln_cm_fit_samples(const kiln_devmodel *m, const char *family, kiln_cm_samples *s, const char *skip_key, kiln_correction *c) {
-  if (!skip_key) {
-    for (int i = 0; i < s->n; i++) s->pp[i] = s->par[i];
-    kiln_cm_fit(m, family, s->f, s->pp, s->ns, s->n, c);
-    return;
-  }
   /* leave out one instance: its rows get no weight (ns 0 is skipped by the fit) */
-  double *ns = malloc(sizeof(double) * (size_t)(s->n + 1));
-  if (!ns) { memset(c, 0, sizeof *c); return; }
-  for (int i = 0; i < s->n; i++) { s->pp[i] = s->par[i]; ns[i] = strcmp(s->key[i], skip_key) ? s->ns[i] : 0; }
-  kiln_cm_fit(m, family, s->f, s->pp, ns, s->n, c);
+  double *ns = malloc(sizeof(double) * (size_t)(s->n + 1)), *wt = malloc(sizeof(double) * (size_t)(s->n + 1));
+  if (!ns || !wt) { free(ns); free(wt); memset(c, 0, sizeof *c); return; }
+  for (int i = 0; i < s->n; i++) { s->pp[i] = s->par[i]; ns[i] = skip_key && !strcmp(s->key[i], skip_key) ? 0 : s->ns[i]; }
+  /* each record weighs (its instance's best / its time)^KILN_CM_FOCUS (at
+   * least 0.05): the fit cares most about the region the picks come from,
+   * not about how much slower a hopeless candidate is */
+  int *ord = malloc(sizeof(int) * (size_t)(s->n + 1));
+  for (int i = 0; i < s->n; i++) wt[i] = 1;
+  if (ord) {
+    for (int i = 0; i < s->n; i++) ord[i] = i;
+    qsort_r(ord, (size_t)s->n, sizeof(int), cmp_key_ctx, s);
+    for (int a = 0; a < s->n;) {
+      int b = a;
+      double best = INFINITY;
+      while (b < s->n && !strcmp(s->key[ord[b]], s->key[ord[a]])) { if (ns[ord[b]] > 0 && ns[ord[b]] < best) best = ns[ord[b]]; b++; }
+      for (int q = a; q < b; q++)
+        if (ns[ord[q]] > 0) wt[ord[q]] = fmax(0.05, pow(best / ns[ord[q]], KILN_CM_FOCUS));
+      a = b;
+    }
+  }
+  fit_core(m, family, s->f, s->pp, ns, wt, s->n, c);
+  free(ord);
   free(ns);
+  free(wt);
+}
+
+void kiln_cm_fit(const kiln_devmodel *m, const char *family, const kiln_features *fs, const char *const *params, const double *ns, int n,
+                 kiln_correction *c) {
+  fit_core(m, family, fs, params, ns, NULL, n, c);
 }
 
 void kiln_cm_samples_free(kiln_cm_samples *s) { free(s->f); free(s->ns); free(s->key); free(s->par); free(s->pp); }
@@ -545,21 +571,16 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
   out->records = s.n;
   double *pred = malloc(sizeof(double) * (size_t)(s.n + 1));
   int *idx = malloc(sizeof(int) * (size_t)(s.n + 1));
-  kiln_features *tf = malloc(sizeof *tf * (size_t)(s.n + 1));
-  const char **tpp = malloc(sizeof *tpp * (size_t)(s.n + 1));
-  double *tns = malloc(sizeof(double) * (size_t)(s.n + 1));
   kiln_correction *c = malloc(sizeof *c);
   double *pi = malloc(sizeof(double) * (size_t)(s.n + 1)), *mi = malloc(sizeof(double) * (size_t)(s.n + 1));
-  if (!pred || !idx || !tf || !tpp || !tns || !pi || !mi || !c) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto done; }
+  if (!pred || !idx || !pi || !mi || !c) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto done; }
   /* distinct instances: held out one at a time */
   for (int i = 0; i < s.n; i++) {
     int first = 1;
     for (int k = 0; k < i && first; k++) if (!strcmp(s.key[k], s.key[i])) first = 0;
     if (!first) continue;
-    int nt = 0, ni = 0;
-    for (int k = 0; k < s.n; k++)
-      if (strcmp(s.key[k], s.key[i])) { tf[nt] = s.f[k]; tpp[nt] = s.par[k]; tns[nt] = s.ns[k]; nt++; }
-    kiln_cm_fit(m, family, tf, tpp, tns, nt, c);
+    int ni = 0;
+    kiln_cm_fit_samples(m, family, &s, s.key[i], c);
     kiln_cm_transfer ts;
     if ((rc = kiln_cm_transfer_init(&ts, m, c, &s, s.key[i], s.key[i])) != 0) { rc = kiln__err(err, rc, "out of memory"); goto done; }
     for (int k = 0; k < s.n; k++)
@@ -596,7 +617,7 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
     out->regret /= out->instances;
   }
 done:
-  free(pred); free(idx); free(tf); free(tpp); free(tns); free(pi); free(mi); free(c);
+  free(pred); free(idx); free(pi); free(mi); free(c);
   kiln_cm_samples_free(&s);
   return rc;
 }

@@ -32,6 +32,12 @@ typedef struct kiln_devmodel {
 #define KILN_CM_MAXTOK 400 /* parameter indicators: "NAME=V", "FIRST=V&NAME=V" and "FIRST=V&A=x&B=y" of the candidates' parameters */
 #define KILN_CM_NX (KILN_CM_NB + 2 * KILN_CM_MAXTOK)
 #define KILN_CM_TRIPLE_MIN 300 /* records a fit needs before it uses "FIRST=V&A=x&B=y" tokens */
+/* Weighting of the fit towards each instance's fast candidates (see
+ * kiln_cm_fit_samples). Held out by instance (kiln model eval) on this
+ * session's records, 0 -> 1: conv tau 0.738 -> 0.750, regret 1.47 -> 1.31;
+ * GEMM tau 0.646 -> 0.672, regret 9.2 -> 1.42 (resnet18's GEMV had been
+ * picked 48x slow). */
+#define KILN_CM_FOCUS 1.0
 #define KILN_CM_MIN_SAMPLES 24 /* measured records of a family before predictions replace defaults */
 /* Per-family correction: log(measured / base) = w . x, where x holds the
  * generic features (how compute- or memory-bound, vector width, work-group
@@ -88,7 +94,8 @@ int kiln_cm_samples_db(kiln_db *db, int64_t device, const char *family, kiln_cm_
 void kiln_cm_samples_free(kiln_cm_samples *s);
 /* The instance key of a record as kiln_cm_samples stores it. */
 void kiln_cm_record_key(const kiln_record *r, char *buf, size_t len);
-/* Fits a correction on the samples, leaving out those of instance skip_key (NULL: none). */
+/* Fits a correction on the samples, leaving out those of instance skip_key
+ * (NULL: none), each weighted towards its instance's fastest (KILN_CM_FOCUS). */
 void kiln_cm_fit_samples(const kiln_devmodel *m, const char *family, kiln_cm_samples *s, const char *skip_key, kiln_correction *c);
 
 /* Transfer between instances: what the fitted correction still gets wrong
