@@ -399,7 +399,10 @@ int kiln_cm_samples_add(kiln_cm_samples *s, const kiln_features *f, const char *
   return 0;
 }
 
-void kiln_cm_record_key(const kiln_record *r, char *buf, size_t len) { snprintf(buf, len, "%d|%s|%s", r->dtype, r->shape_key, r->epilogue); }
+void kiln_cm_instance_key(int dtype, const char *shape_key, const char *epilogue, char *buf, size_t len) {
+  snprintf(buf, len, "%d|%s|%s", dtype, shape_key, epilogue);
+}
+void kiln_cm_record_key(const kiln_record *r, char *buf, size_t len) { kiln_cm_instance_key(r->dtype, r->shape_key, r->epilogue, buf, len); }
 
 static void collect(const kiln_record *r, void *ctx) {
   kiln_cm_samples *s = ctx;
@@ -505,19 +508,25 @@ static double inst_dist(const char *a, const double *va, int na, const char *b) 
   return d;
 }
 
+static int cmp_par_ctx(const void *x, const void *y, void *ctx) {
+  const kiln_cm_samples *s = ctx;
+  return strcmp(s->par[*(const int *)x], s->par[*(const int *)y]);
+}
+
 int kiln_cm_transfer_init(kiln_cm_transfer *ts, const kiln_devmodel *m, const kiln_correction *c, const kiln_cm_samples *s, const char *skip_key,
                           const char *target_key) {
   memset(ts, 0, sizeof *ts);
   ts->s = s;
-  ts->res = malloc(sizeof(double) * (size_t)(s->n + 1));
-  ts->w = malloc(sizeof(double) * (size_t)(s->n + 1));
-  if (!ts->res || !ts->w) { kiln_cm_transfer_free(ts); return KILN_ENOMEM; }
+  ts->ix = malloc(sizeof(int) * (size_t)(s->n + 1));
+  double *w = malloc(sizeof(double) * (size_t)(s->n + 1));
+  if (!ts->ix || !w) { free(w); kiln_cm_transfer_free(ts); return KILN_ENOMEM; }
+  /* the samples near enough to count, then sorted by parameter text (a
+   * lookup per candidate is a binary search, not a pass over the samples) */
   double vt[48];
   int nt = key_nums(target_key, vt, 48), last = -1;
   double lastw = 0;
   for (int j = 0; j < s->n; j++) {
-    ts->w[j] = 0;
-    ts->res[j] = 0;
+    w[j] = 0;
     if (!(s->ns[j] > 0) || (skip_key && !strcmp(s->key[j], skip_key)) || !strcmp(s->key[j], target_key)) continue;
     if (last < 0 || strcmp(s->key[j], s->key[last])) { /* one distance per run of one instance's samples */
       double d = inst_dist(target_key, vt, nt, s->key[j]);
@@ -525,23 +534,38 @@ int kiln_cm_transfer_init(kiln_cm_transfer *ts, const kiln_devmodel *m, const ki
       last = j;
     }
     if (lastw < 1e-6) continue;
-    ts->w[j] = lastw;
-    ts->res[j] = log(s->ns[j]) - log(kiln_cm_predict_ns(m, c, &s->f[j], s->par[j]));
+    w[j] = lastw;
+    ts->ix[ts->n++] = j;
   }
-  ts->n = s->n;
+  qsort_r(ts->ix, (size_t)ts->n, sizeof(int), cmp_par_ctx, (void *)s);
+  ts->res = malloc(sizeof(double) * (size_t)(ts->n + 1));
+  ts->w = malloc(sizeof(double) * (size_t)(ts->n + 1));
+  if (!ts->res || !ts->w) { free(w); kiln_cm_transfer_free(ts); return KILN_ENOMEM; }
+  for (int q = 0; q < ts->n; q++) {
+    int j = ts->ix[q];
+    ts->w[q] = w[j];
+    ts->res[q] = log(s->ns[j]) - log(kiln_cm_predict_ns(m, c, &s->f[j], s->par[j]));
+  }
+  free(w);
   return 0;
 }
 
 void kiln_cm_transfer_free(kiln_cm_transfer *ts) {
+  free(ts->ix);
   free(ts->res);
   free(ts->w);
   memset(ts, 0, sizeof *ts);
 }
 
 double kiln_cm_transfer_factor(const kiln_cm_transfer *ts, const char *params) {
+  int lo = 0, hi = ts->n; /* the first entry whose parameters are not below params */
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (strcmp(ts->s->par[ts->ix[mid]], params) < 0) lo = mid + 1;
+    else hi = mid;
+  }
   double acc = 0, wsum = 0;
-  for (int j = 0; j < ts->n; j++)
-    if (ts->w[j] > 0 && !strcmp(ts->s->par[j], params)) { acc += ts->w[j] * ts->res[j]; wsum += ts->w[j]; }
+  for (int q = lo; q < ts->n && !strcmp(ts->s->par[ts->ix[q]], params); q++) { acc += ts->w[q] * ts->res[q]; wsum += ts->w[q]; }
   return wsum > 0 ? exp(acc / (wsum + KILN_CM_TR_K0)) : 1;
 }
 
@@ -682,7 +706,7 @@ int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pre
   int best = 0;
   double bp = INFINITY;
   char ps[256], key[320];
-  snprintf(key, sizeof key, "%d|%s|%s", t->dtype, t->shape_key, t->epilogue);
+  kiln_cm_instance_key(t->dtype, t->shape_key, t->epilogue, key, sizeof key);
   kiln_cm_transfer ts;
   int tr = smp && smp->n > 0 && kiln_cm_transfer_init(&ts, &st->dm, c, smp, NULL, key) == 0;
   for (int k = 0; k < n; k++) {

@@ -92,7 +92,8 @@ int kiln_cm_samples_add(kiln_cm_samples *s, const kiln_features *f, const char *
 /* Appends the device's measured ("ok" or "slow") records of a family. */
 int kiln_cm_samples_db(kiln_db *db, int64_t device, const char *family, kiln_cm_samples *s, kiln_error *err);
 void kiln_cm_samples_free(kiln_cm_samples *s);
-/* The instance key of a record as kiln_cm_samples stores it. */
+/* The instance key as kiln_cm_samples stores it ("dtype|shape_key|epilogue"), of an instance and of a record. */
+void kiln_cm_instance_key(int dtype, const char *shape_key, const char *epilogue, char *buf, size_t len);
 void kiln_cm_record_key(const kiln_record *r, char *buf, size_t len);
 /* Fits a correction on the samples, leaving out those of instance skip_key
  * (NULL: none), each weighted towards its instance's fastest (KILN_CM_FOCUS). */
@@ -116,10 +117,11 @@ void kiln_cm_fit_samples(const kiln_devmodel *m, const char *family, kiln_cm_sam
 #define KILN_CM_TR_H 2.0
 #define KILN_CM_TR_K0 0.5
 typedef struct kiln_cm_transfer {
-  int n;
+  int n;                       /* samples near enough to count */
   const kiln_cm_samples *s;
-  double *res;   /* per sample: log(measured / predicted) */
-  double *w;     /* per sample: weight for the target instance (0: none) */
+  int *ix;                     /* their indices in s, sorted by parameter text */
+  double *res;                 /* log(measured / predicted), per entry of ix */
+  double *w;                   /* weight for the target instance, per entry of ix */
 } kiln_cm_transfer;
 /* Builds the transfer set of the samples (those of skip_key left out) under
  * correction c towards the instance target_key. Returns 0 or KILN_ENOMEM. */

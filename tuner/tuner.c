@@ -374,20 +374,12 @@ static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const
  * (minutes later for most), and keeps the faster fastest-repeat of both. */
 #define SECOND_REPS 10
 
-typedef struct { const char *params; kiln_record r; int found; } rec_find_ctx;
-static void rec_find(const kiln_record *r, void *ctx) {
-  rec_find_ctx *f = ctx;
-  if (!r->alt && !strcmp(r->origin, "measured") && !strcmp(r->params, f->params)) { f->r = *r; f->found = 1; }
-}
-
-/* Times candidate k of the instance again (see above) unless its record had
- * its second look; returns its time as recorded afterwards (ns; <= 0: not ok). */
-static double second_look(trial_ctx *c, int k, const char *params) {
-  rec_find_ctx f = {.params = params};
-  if ((c->rc = kiln_db_each(c->db, c->s->db_device, c->t->family, c->t->dtype, c->t->shape_key, c->t->epilogue, rec_find, &f, c->err)) != 0)
-    return NAN;
-  if (!f.found || strcmp(f.r.status, "ok")) return f.found ? -1 : 0;
-  if (f.r.flags & KILN_REC_SECOND) return kiln_record_ns(&f.r);
+/* Times candidate k of the instance again (see above) unless its record rec
+ * (the record as stored; status "" when none) had its second look; returns its
+ * time as recorded afterwards (ns; <= 0: not ok; NAN: a database failure). */
+static double second_look(trial_ctx *c, int k, kiln_record *rec) {
+  if (strcmp(rec->status, "ok")) return rec->status[0] ? -1 : 0;
+  if (rec->flags & KILN_REC_SECOND) return kiln_record_ns(rec);
   kiln_exec *x = c->x;
   x->ov_node = c->node;
   x->ov_params = c->cands + (size_t)k * (size_t)c->t->nparams;
@@ -400,11 +392,11 @@ static double second_look(trial_ctx *c, int k, const char *params) {
   }
   x->ov_params = NULL;
   x->ov_node = -1;
-  if (mn > 0 && mn < kiln_record_ns(&f.r)) f.r.min_ns = mn;
-  else if (!(f.r.min_ns > 0)) f.r.min_ns = f.r.median_ns;
-  f.r.flags |= KILN_REC_SECOND;
-  if ((c->rc = kiln_db_put(c->db, c->s->db_device, &f.r, c->err)) != 0) return NAN;
-  return kiln_record_ns(&f.r);
+  if (mn > 0 && mn < kiln_record_ns(rec)) rec->min_ns = mn;
+  else if (!(rec->min_ns > 0)) rec->min_ns = rec->median_ns;
+  rec->flags |= KILN_REC_SECOND;
+  if ((c->rc = kiln_db_put(c->db, c->s->db_device, rec, c->err)) != 0) return NAN;
+  return kiln_record_ns(rec);
 }
 
 /* ---- finalists ----
@@ -472,15 +464,18 @@ static int retime_finalists(kiln_db *db, int64_t device, kiln_exec *x, kiln_node
   return 0;
 }
 
-typedef struct { const kiln_tunable *t; const int *cands; int nc; double *ns; } lookup_ctx;
+/* Fills ns[k] (and rec[k] when rec is not NULL) from the instance's records of candidate k. */
+typedef struct { const kiln_tunable *t; const int *cands; int nc; double *ns; kiln_record *rec; } lookup_ctx;
 static void lookup_rec(const kiln_record *r, void *ctx) {
   lookup_ctx *l = ctx;
   if (strcmp(r->origin, "measured") || r->alt) return;
   int p[KILN_MAX_KPARAMS];
   if (kiln_tunable_parse(l->t, r->params, p)) return;
   for (int k = 0; k < l->nc; k++)
-    if (!memcmp(p, l->cands + (size_t)k * (size_t)l->t->nparams, sizeof(int) * (size_t)l->t->nparams))
+    if (!memcmp(p, l->cands + (size_t)k * (size_t)l->t->nparams, sizeof(int) * (size_t)l->t->nparams)) {
       l->ns[k] = strcmp(r->status, "ok") && strcmp(r->status, "slow") ? -1 : kiln_record_ns(r);
+      if (l->rec) l->rec[k] = *r;
+    }
 }
 
 int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
@@ -613,7 +608,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
       kiln_tunable_str(t, cands + (size_t)k * (size_t)np, ps[k], sizeof ps[k]);
     }
     char key[320];
-    snprintf(key, sizeof key, "%d|%s|%s", t->dtype, t->shape_key, t->epilogue);
+    kiln_cm_instance_key(t->dtype, t->shape_key, t->epilogue, key, sizeof key);
     kiln_cm_samples smp = {0};
     if (use_model) {
       kiln_cm_samples_db(db, s->db_device, t->family, &smp, NULL);
@@ -672,7 +667,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
       if (!ns) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); }
       else {
         for (int k = 0; k < nc; k++) ns[k] = 0;
-        lookup_ctx lc = {t, cands, nc, ns};
+        lookup_ctx lc = {t, cands, nc, ns, NULL};
         kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, NULL);
         if (limit < nc) nc = limit; /* --max-trials: the evenly spread subset stands for the space */
         r->cmp_space = nc;
@@ -691,7 +686,12 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
          * read 40% slower than on its twin); shuffled, a spell's candidates
          * are scattered over the space */
         int *look = malloc(sizeof(int) * (size_t)(nc + 1));
-        if (!look) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+        kiln_record *recs = calloc((size_t)nc + 1, sizeof *recs); /* the records as stored, read once */
+        if (!look || !recs) { free(look); look = NULL; rc = kiln__err(err, KILN_ENOMEM, "out of memory"); }
+        else if (!stopped && !rc) {
+          lookup_ctx all = {t, cands, nc, ns, recs};
+          rc = kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &all, err);
+        }
         for (int k = 0; look && k < nc; k++) look[k] = k;
         uint64_t lseed = 0x5eed;
         for (int k = nc - 1; look && k > 0; k--) {
@@ -703,11 +703,12 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
           int k = look[q];
           if (ns[k] <= 0) continue;
           if (opt.budget_s > 0 && now_s() - t0 > opt.budget_s) { stopped = 1; break; }
-          double v = second_look(&tc, k, ps[k]);
+          double v = second_look(&tc, k, &recs[k]);
           if (isnan(v)) { stopped = 1; if (tc.rc) rc = tc.rc; }
           else if (v > 0) ns[k] = v;
         }
         free(look);
+        free(recs);
         if (!stopped && !rc) { /* the fastest few timed again together; their times as recorded */
           rc = retime_finalists(db, s->db_device, &x, n, in->node, t, hash, NULL, NULL, 0, err);
           if (!rc) rc = kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, err);
