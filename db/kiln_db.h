@@ -64,8 +64,11 @@ static inline double kiln_record_ns(const kiln_record *r) { return r->min_ns > 0
  * disagree beyond their noise (or on correctness) and kept them all;
  * VERIFIED: an imported record was re-timed on this machine (verified_ns);
  * SECOND: timed again in a second pass over its instance's space (kiln tune
- * --compare-strategies), min_ns the faster of both passes. */
-enum { KILN_REC_DISAGREE = 1, KILN_REC_VERIFIED = 2, KILN_REC_SECOND = 4 };
+ * --compare-strategies), min_ns the faster of both passes;
+ * RETIMED: one of an instance's finalists, whose median_ns comes from timing
+ * them together (min_ns stays that of the sweep, so the two come from
+ * different runs and the median can be the lower). */
+enum { KILN_REC_DISAGREE = 1, KILN_REC_VERIFIED = 2, KILN_REC_SECOND = 4, KILN_REC_RETIMED = 8 };
 
 /* Relative tolerance of agreement: two medians agree (and an imported record
  * holds on re-timing) when they differ by at most max(KILN_DB_TOLERANCE,

@@ -2,7 +2,7 @@
 # compare_strategies.sh: `kiln tune --compare-strategies` on the demo
 # transformer's GEMMs over subsets of 6 candidates: every compared candidate
 # has its second look recorded (flag SECOND = 4) with its fastest repeat no
-# slower than its median, the model's picks are never faster than the
+# slower than its median (finalists re-timed together aside, flag 8), the model's picks are never faster than the
 # exhaustive best of the same records (ratios >= 1), instances of different
 # shapes share their subsets' settings (the smallest hashes), and a rerun
 # reuses the records instead of measuring again.
@@ -32,7 +32,9 @@ rows = c.execute("SELECT shape_key, params, median_ns, min_ns, flags FROM record
 assert rows, "no records"
 for sk, p, med, mn, fl in rows:
     assert mn is not None and mn > 0, "no fastest repeat recorded: %s %s" % (sk, p)
-    assert mn <= med * (1 + 1e-9), "fastest repeat %g above the median %g: %s %s" % (mn, med, sk, p)
+    # a finalist's median comes from re-timing it with the other finalists
+    # (flag RETIMED = 8), its fastest repeat from the sweep: no order between them
+    assert (fl & 8) or mn <= med * (1 + 1e-9), "fastest repeat %g above the median %g: %s %s" % (mn, med, sk, p)
     assert fl & 4, "no second look: %s %s" % (sk, p)
 # the same settings across instances: compare the subsets of two different shapes
 by = {}

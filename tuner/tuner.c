@@ -454,6 +454,7 @@ static int retime_finalists(kiln_db *db, int64_t device, kiln_exec *x, kiln_node
      * strategy's replayed ratios rose 1.03 -> 1.09) */
     r->spread = spread[i];
     r->samples = cnt[i];
+    r->flags |= KILN_REC_RETIMED;
     if ((rc = kiln_db_put(db, device, r, err)) != 0) return rc;
     if (kiln_record_ns(r) < best) {
       best = kiln_record_ns(r);
