@@ -63,12 +63,13 @@ static inline double kiln_record_ns(const kiln_record *r) { return r->min_ns > 0
 /* Record flags. DISAGREE: a merge found measurements of this candidate that
  * disagree beyond their noise (or on correctness) and kept them all;
  * VERIFIED: an imported record was re-timed on this machine (verified_ns);
- * SECOND: timed again in a second pass over its instance's space (kiln tune
- * --compare-strategies), min_ns the faster of both passes;
- * RETIMED: one of an instance's finalists, whose median_ns comes from timing
- * them together (min_ns stays that of the sweep, so the two come from
- * different runs and the median can be the lower). */
-enum { KILN_REC_DISAGREE = 1, KILN_REC_VERIFIED = 2, KILN_REC_SECOND = 4, KILN_REC_RETIMED = 8 };
+ * SECOND, THIRD: timed again in a second and a third pass over its
+ * instance's space (kiln tune --compare-strategies), min_ns the fastest of
+ * all passes;
+ * RETIMED: one of an instance's contenders for best, timed again together
+ * with the others in alternating rounds; median_ns and min_ns come from that
+ * re-timing. */
+enum { KILN_REC_DISAGREE = 1, KILN_REC_VERIFIED = 2, KILN_REC_SECOND = 4, KILN_REC_RETIMED = 8, KILN_REC_THIRD = 16 };
 
 /* Relative tolerance of agreement: two medians agree (and an imported record
  * holds on re-timing) when they differ by at most max(KILN_DB_TOLERANCE,
