@@ -27,7 +27,8 @@ nm=$(grep -c 'measured .* us fused vs .* us separate' "$T/plan.txt")
 grep 'measured .* us fused vs .* us separate' "$T/plan.txt" | awk '{
   verdict = $1; f = -1; u = -1
   for (i = 1; i <= NF; i++) { if ($i == "measured") f = $(i + 1); if ($i == "vs" && u < 0 && f >= 0) u = $(i + 1) }
-  if ((verdict == "FUSED") != (f + 0 < u + 0)) { print "inconsistent: " $0; bad = 1 }
+  # equal as printed (0.1 us): the times differ below the print precision, either verdict holds
+  if (f + 0 != u + 0 && (verdict == "FUSED") != (f + 0 < u + 0)) { print "inconsistent: " $0; bad = 1 }
 } END { exit bad }' || fail "a grouping's choice disagrees with its recorded times"
 
 # the measured plan computes the same outputs
