@@ -58,29 +58,36 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
   const int d0 = od * SD - PM(17), h0 = oh * SH - PM(18), w0 = ow * SW - PM(19);
   const long isz = (long)ID * IH * IW;
   __global const T *xc = x + nc * isz;
+  /* the window positions inside the input, as index ranges per dim (no
+   * test per position: on POCL the per-position bounds tests and 64-bit
+   * offsets cost ~10x the loads) */
+  const int kd0 = d0 < 0 ? (-d0 + DD - 1) / DD : 0, kd1 = min(KD, ID - d0 > 0 ? (ID - d0 + DD - 1) / DD : 0);
+  const int kh0 = h0 < 0 ? (-h0 + DH - 1) / DH : 0, kh1 = min(KH, IH - h0 > 0 ? (IH - h0 + DH - 1) / DH : 0);
+  const int kw0 = w0 < 0 ? (-w0 + DW - 1) / DW : 0, kw1 = min(KW, IW - w0 > 0 ? (IW - w0 + DW - 1) / DW : 0);
   ACC acc = 0;
   T best = 0;
   long bi = -1;
-  int cnt = 0;
-  for (int kd = 0; kd < KD; kd++) {
+  int cnt = kd1 > kd0 && kh1 > kh0 && kw1 > kw0 ? (kd1 - kd0) * (kh1 - kh0) * (kw1 - kw0) : 0;
+  if (MODE == 0 && cnt) best = xc[((long)(d0 + kd0 * DD) * IH + (h0 + kh0 * DH)) * IW + (w0 + kw0 * DW)];
+  for (int kd = kd0; kd < kd1; kd++) {
     const int id = d0 + kd * DD;
-    if (id < 0 || id >= ID) continue;
-    for (int kh = 0; kh < KH; kh++) {
+    for (int kh = kh0; kh < kh1; kh++) {
       const int ih = h0 + kh * DH;
-      if (ih < 0 || ih >= IH) continue;
-      for (int kw = 0; kw < KW; kw++) {
-        const int iw = w0 + kw * DW;
-        if (iw < 0 || iw >= IW) continue;
-        const long off = ((long)id * IH + ih) * IW + iw;
-        const T v = xc[off];
+      __global const T *xr = xc + ((long)id * IH + ih) * IW + w0;
+      for (int kw = kw0; kw < kw1; kw++) {
+        const T v = xr[kw * DW];
         if (MODE == 0) {
-          if (bi < 0 || v > best) { best = v; bi = STORAGE_ORDER ? id + (long)ID * (ih + (long)IH * iw) : off; }
+          if (WITH_IND) {
+            const int iw = w0 + kw * DW;
+            if (bi < 0 || v > best) { best = v; bi = STORAGE_ORDER ? id + (long)ID * (ih + (long)IH * iw) : ((long)id * IH + ih) * IW + iw; }
+          } else {
+            best = v > best ? v : best;
+          }
         } else if (MODE == 3) {
           acc += pow(fabs((ACC)v), (ACC)p);
         } else {
           acc += (ACC)v;
         }
-        cnt++;
       }
     }
   }
