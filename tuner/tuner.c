@@ -417,8 +417,10 @@ static double another_look(trial_ctx *c, int k, kiln_record *rec, int flag) {
  * rounds, where all of them meet the same noise, and their records take the
  * fastest repeat and the median of that re-timing (flag RETIMED): among the
  * contenders, which decides the best, every time comes from equally many
- * looks at the same moments. An instance whose best record was re-timed so
- * is left as it is (reruns reproduce the same records). */
+ * looks at the same moments. An instance with a record re-timed so among its
+ * fastest is left as it is (reruns reproduce the same records; re-timed
+ * slower, a contender can fall behind a candidate outside, so the best
+ * record alone does not tell). */
 #define CONTEND_RATIO 1.3
 #define FINAL_ROUNDS 10
 
@@ -445,8 +447,9 @@ static int retime_finalists(kiln_db *db, int64_t device, kiln_exec *x, kiln_node
   if (!f) return kiln__err(err, KILN_ENOMEM, "out of memory");
   f->hash = hash;
   int rc = kiln_db_each(db, device, t->family, t->dtype, t->shape_key, t->epilogue, finalist_rec, f, err);
-  int k = 0;
-  if (!rc && f->n >= 2 && !(f->r[0].flags & KILN_REC_RETIMED)) {
+  int k = 0, done = 0;
+  for (int i = 0; i < f->n; i++) done |= (f->r[i].flags & KILN_REC_RETIMED) != 0;
+  if (!rc && f->n >= 2 && !done) {
     double lim = CONTEND_RATIO * kiln_record_ns(&f->r[0]);
     for (k = 2; k < f->n && kiln_record_ns(&f->r[k]) <= lim; k++) {}
   }
