@@ -424,10 +424,10 @@ static double another_look(trial_ctx *c, int k, kiln_record *rec, int flag) {
 #define CONTEND_RATIO 1.3
 #define FINAL_ROUNDS 10
 
-typedef struct { const char *hash; kiln_record r[TOGETHER_MAX]; int n; } finalist_ctx;
+typedef struct { const char *hash; kiln_record r[TOGETHER_MAX]; int n; } contender_ctx;
 
-static void finalist_rec(const kiln_record *r, void *ctx) {
-  finalist_ctx *f = ctx;
+static void contender_rec(const kiln_record *r, void *ctx) {
+  contender_ctx *f = ctx;
   if (strcmp(r->origin, "measured") || r->alt || strcmp(r->status, "ok") || !(r->median_ns > 0) || strcmp(r->source_hash, f->hash)) return;
   int at = f->n;
   while (at > 0 && kiln_record_ns(&f->r[at - 1]) > kiln_record_ns(r)) at--;
@@ -441,12 +441,12 @@ static void finalist_rec(const kiln_record *r, void *ctx) {
 /* Re-times the instance's contenders (see above) and stores their new
  * times. *best_ns / params (when not NULL) receive the fastest afterwards.
  * Returns a database status (0 when nothing needed doing). */
-static int retime_finalists(kiln_db *db, int64_t device, kiln_exec *x, kiln_node *n, int node, const kiln_tunable *t, const char *hash,
+static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_node *n, int node, const kiln_tunable *t, const char *hash,
                             double *best_ns, char *params, size_t plen, kiln_error *err) {
-  finalist_ctx *f = calloc(1, sizeof *f);
+  contender_ctx *f = calloc(1, sizeof *f);
   if (!f) return kiln__err(err, KILN_ENOMEM, "out of memory");
   f->hash = hash;
-  int rc = kiln_db_each(db, device, t->family, t->dtype, t->shape_key, t->epilogue, finalist_rec, f, err);
+  int rc = kiln_db_each(db, device, t->family, t->dtype, t->shape_key, t->epilogue, contender_rec, f, err);
   int k = 0, done = 0;
   for (int i = 0; i < f->n; i++) done |= (f->r[i].flags & KILN_REC_RETIMED) != 0;
   if (!rc && f->n >= 2 && !done) {
@@ -739,7 +739,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
         free(look);
         free(recs);
         if (!stopped && !rc) { /* the fastest few timed again together; their times as recorded */
-          rc = retime_finalists(db, s->db_device, &x, n, in->node, t, hash, NULL, NULL, 0, err);
+          rc = retime_contenders(db, s->db_device, &x, n, in->node, t, hash, NULL, NULL, 0, err);
           if (!rc) rc = kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, err);
         }
         int bk = -1;
@@ -793,7 +793,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     if (!opt.compare && tc.best_k >= 0) {
       r->best_ns = tc.best;
       kiln_tunable_str(t, cands + (size_t)tc.best_k * (size_t)np, r->params, sizeof r->params);
-      if (!rc && !stopped) rc = retime_finalists(db, s->db_device, &x, n, in->node, t, hash, &r->best_ns, r->params, sizeof r->params, err);
+      if (!rc && !stopped) rc = retime_contenders(db, s->db_device, &x, n, in->node, t, hash, &r->best_ns, r->params, sizeof r->params, err);
     }
     if (!rc && !stopped && tc.best_k >= 0) {
       /* the search ran to its end (or its per-instance cap): resume may skip it */
