@@ -5,11 +5,11 @@
 # `kiln tune --compare-strategies` measures every candidate of every instance
 # (reusing this device's records of the instance in DB, so a run that stopped
 # resumes), each candidate by the fastest of its repeats, then every one
-# again in a second pass in a shuffled order (the faster counts: a minute
-# of contention does not sink a candidate), and the fastest four once more
-# together, back to back, so the best is not just the luckiest sample; it
-# then replays the model
-# strategy on those same measurements: the
+# again in a second and a third pass, each in its own shuffled order (the
+# fastest counts: a minute of contention does not sink a candidate), and the
+# contenders (within 1.3x of the fastest, up to 16) once more together in
+# alternating rounds, so the best is not just the luckiest sample; it then
+# replays the model strategy on those same measurements: the
 # default first, then rounds of the best-predicted candidates, refitting the
 # correction between rounds, a tenth of the space in all (at least 2). Per
 # instance it prints the space, how many candidates the model measured, and

@@ -1643,9 +1643,10 @@ static const cmd commands[] = {
    "                        the whole model and record both per device and subgraph signature;\n"
    "                        `kiln run` and `kiln plan` then follow the measurement\n"
    "  --compare-strategies  measure every candidate (reusing this device's records of the\n"
-   "                        instance) and time each once more in a second pass in a shuffled\n"
-   "                        order (the faster of both counts: a minute of contention\n"
-   "                        does not sink a candidate), replay the model strategy on those\n"
+   "                        instance), time each twice more in a second and a third pass, each\n"
+   "                        in its own shuffled order (the fastest counts: a minute of\n"
+   "                        contention does not sink a candidate), the contenders for best\n"
+   "                        once more together, replay the model strategy on those\n"
    "                        times and print per instance: candidates, how many the model\n"
    "                        measures, and its pick against the exhaustive best\n"
    "  --json                print one JSON object with the per-instance table\n"},
