@@ -6,7 +6,8 @@
 # for best were re-timed together (flag RETIMED = 8), the model's picks are never faster than the
 # exhaustive best of the same records (ratios >= 1), instances of different
 # shapes share their subsets' settings (the smallest hashes), and a rerun
-# reuses the records as they are instead of measuring again.
+# reuses the records as they are instead of measuring again. A plain
+# `kiln tune` re-times each instance's contenders (flag 8) too.
 # usage: compare_strategies.sh KILN_BINARY
 set -u
 KILN=$1
@@ -62,4 +63,27 @@ assert a.keys() == b.keys()
 for k in a:
     assert a[k]['compared'] == b[k]['compared'], k
 " "$T/c1.json" "$T/c2.json" || fail "rerun compared other subsets"
-echo "compare_strategies: 1 passed, 0 failed"
+# a plain tune re-times each instance's contenders too: every instance with two or
+# more candidates has re-timed records (flag 8), the fastest one among them
+"$KILN" tune "$MODEL" --db "$T/n.db" --families gemm --strategy exhaustive --max-trials 6 > "$T/n.out" 2>&1 || { cat "$T/n.out"; fail "plain tune failed"; }
+$PY - "$T/n.db" <<'EOF2' || fail "plain tune: see above"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+rows = c.execute("SELECT shape_key, epilogue, params, median_ns, min_ns, flags FROM records WHERE family='gemm' AND status='ok'").fetchall()
+by = {}
+for r in rows:
+    by.setdefault((r[0], r[1]), []).append(r)
+n = 0
+for k, rs in by.items():
+    if len(rs) < 2:
+        continue
+    re = [r for r in rs if r[5] & 8]
+    assert len(re) >= 2, "no contenders re-timed: %s" % (k,)
+    for r in re:
+        assert 0 < r[4] <= r[3] * (1 + 1e-9), "re-timed record with min %g, median %g" % (r[4], r[3])
+    n += 1
+assert n >= 2, "expected at least 2 instances with several candidates, got %d" % n
+print("plain tune: %d instances with their contenders re-timed" % n)
+EOF2
+
+echo "compare_strategies: 2 passed, 0 failed"
