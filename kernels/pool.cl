@@ -58,6 +58,23 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
   const int d0 = od * SD - PM(17), h0 = oh * SH - PM(18), w0 = ow * SW - PM(19);
   const long isz = (long)ID * IH * IW;
   __global const T *xc = x + nc * isz;
+#ifdef PL_GEOM
+  /* max without indices, window wholly inside the input (most outputs):
+   * constant loop bounds, nothing per position but the load */
+  if (MODE == 0 && !WITH_IND && d0 >= 0 && d0 + (KD - 1) * DD < ID && h0 >= 0 && h0 + (KH - 1) * DH < IH && w0 >= 0 &&
+      w0 + (KW - 1) * DW < IW) {
+    __global const T *xw = xc + ((long)d0 * IH + h0) * IW + w0;
+    T best = xw[0];
+    for (int kd = 0; kd < KD; kd++)
+      for (int kh = 0; kh < KH; kh++)
+        for (int kw = 0; kw < KW; kw++) {
+          const T v = xw[(kd * DD * IH + kh * DH) * IW + kw * DW];
+          best = v > best ? v : best;
+        }
+    y[nc * P + q] = best;
+    return;
+  }
+#endif
   /* the window positions inside the input, as index ranges per dim (no
    * test per position: on POCL the per-position bounds tests and 64-bit
    * offsets cost ~10x the loads) */
