@@ -90,9 +90,9 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
     const int id = d0 + kd * DD;
     for (int kh = kh0; kh < kh1; kh++) {
       const int ih = h0 + kh * DH;
-      __global const T *xr = xc + ((long)id * IH + ih) * IW + w0;
+      const long row = ((long)id * IH + ih) * IW + w0; /* w0 may be negative: index, not pointer */
       for (int kw = kw0; kw < kw1; kw++) {
-        const T v = xr[kw * DW];
+        const T v = xc[row + kw * DW];
         if (MODE == 0) {
           if (WITH_IND) {
             const int iw = w0 + kw * DW;
