@@ -125,8 +125,9 @@ static void json_record(int64_t device, const kiln_record *r) {
   jkey("source_hash", 0); jstr(r->source_hash);
   jkey("kiln_version", 0); jstr(r->kiln_version);
   jkey("source_db", 0); jstr(r->source_db);
-  printf(",\"alt\":%d,\"disagree\":%s,\"verified\":%s,\"verified_ns\":", r->alt, r->flags & KILN_REC_DISAGREE ? "true" : "false",
-         r->flags & KILN_REC_VERIFIED ? "true" : "false");
+  printf(",\"alt\":%d,\"disagree\":%s,\"verified\":%s,\"retimed\":%s,\"looks\":%d,\"verified_ns\":", r->alt,
+         r->flags & KILN_REC_DISAGREE ? "true" : "false", r->flags & KILN_REC_VERIFIED ? "true" : "false",
+         r->flags & KILN_REC_RETIMED ? "true" : "false", 1 + !!(r->flags & KILN_REC_SECOND) + !!(r->flags & KILN_REC_THIRD));
   if (r->verified_ns > 0) jnum(r->verified_ns); else printf("null");
   printf(",\"created\":%lld}", (long long)r->created);
 }
@@ -321,6 +322,7 @@ static void show_one(int64_t device, const kiln_record *r, void *ctx) {
     char flags[64] = "";
     if (r->flags & KILN_REC_DISAGREE) strcat(flags, " disagree");
     if (r->flags & KILN_REC_VERIFIED) strcat(flags, " verified");
+    if (r->flags & KILN_REC_RETIMED) strcat(flags, " retimed");
     if (strcmp(r->kiln_version, KILN_VERSION)) strcat(flags, " prior");
     if (c->all) printf("    %-40.40s %10s us %5.1f%% n=%-3d %-13s %-9s %s%s\n", r->params, med, r->spread * 100, r->samples, r->status, r->origin,
                        r->source_db, flags);

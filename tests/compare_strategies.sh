@@ -86,4 +86,13 @@ assert n >= 2, "expected at least 2 instances with several candidates, got %d" %
 print("plain tune: %d instances with their contenders re-timed" % n)
 EOF2
 
+# kiln db show says so: three looks for every compared record, re-timed ones flagged
+"$KILN" db show "$T/c.db" --all --json > "$T/show.json" 2> "$T/show.err" || { cat "$T/show.err"; fail "kiln db show"; }
+$PY - "$T/show.json" <<'EOF2' || fail "kiln db show: see above"
+import json, sys
+recs = [r for r in json.load(open(sys.argv[1]))["records"] if r["status"] == "ok" and r["origin"] == "measured"]
+assert recs and all(r["looks"] == 3 for r in recs), "a compared record without three looks"
+assert any(r["retimed"] for r in recs), "no record shown as re-timed"
+EOF2
+
 echo "compare_strategies: 2 passed, 0 failed"
