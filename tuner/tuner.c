@@ -340,12 +340,10 @@ static double meas_replay(void *ctx, int k) { const replay_ctx *r = ctx; return 
  * not NULL) how many runs succeeded. */
 static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
                           int *cnt) {
-  enum { PER = TOGETHER_REPS * (TOGETHER_BLOCK - 1) };
+  double v[TOGETHER_MAX][TOGETHER_REPS * (TOGETHER_BLOCK - 1)];
+  int nv[TOGETHER_MAX] = {0};
   if (k > TOGETHER_MAX) k = TOGETHER_MAX;
   if (reps > TOGETHER_REPS) reps = TOGETHER_REPS;
-  double(*v)[PER] = malloc(sizeof *v * (size_t)(k + 1));
-  int nv[TOGETHER_MAX] = {0};
-  if (!v) k = 0;
   x->ov_node = node;
   for (int round = -1; round < reps; round++)
     for (int i = 0; i < k; i++) {
@@ -365,7 +363,6 @@ static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const
     if (spread) spread[i] = nv[i] ? (v[i][nv[i] - 1 - nv[i] / 10] - v[i][nv[i] / 10]) / med[i] : 0;
     if (cnt) cnt[i] = nv[i];
   }
-  free(v);
 }
 
 /* ---- more looks (compare mode) ----
@@ -453,10 +450,9 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
     double lim = CONTEND_RATIO * kiln_record_ns(&f->r[0]);
     for (k = 2; k < f->n && kiln_record_ns(&f->r[k]) <= lim; k++) {}
   }
-  int(*p)[KILN_MAX_KPARAMS] = malloc(sizeof *p * (size_t)(k + 1));
+  int p[TOGETHER_MAX][KILN_MAX_KPARAMS];
   const int *pp[TOGETHER_MAX];
-  if (k && !p) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
-  for (int i = 0; i < k && !rc; i++) {
+  for (int i = 0; i < k; i++) {
     if (kiln_tunable_parse(t, f->r[i].params, p[i])) k = 0; /* a record of other parameters: leave it */
     pp[i] = p[i];
   }
@@ -485,7 +481,6 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
       if (params) snprintf(params, plen, "%s", r->params);
     }
   }
-  free(p);
   free(f);
   return rc;
 }
@@ -738,7 +733,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
         }
         free(look);
         free(recs);
-        if (!stopped && !rc) { /* the fastest few timed again together; their times as recorded */
+        if (!stopped && !rc) { /* the contenders timed again together; their times as recorded */
           rc = retime_contenders(db, s->db_device, &x, n, in->node, t, hash, NULL, NULL, 0, err);
           if (!rc) rc = kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, err);
         }
