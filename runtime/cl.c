@@ -2,6 +2,7 @@
  * build with an in-memory and on-disk binary cache, kernel lookup, launches,
  * buffers. */
 #include "kiln_internal.h"
+#include <clblast_c.h>
 #include "kiln_db.h"
 #include <ctype.h>
 #include <errno.h>
@@ -145,6 +146,12 @@ void kiln_device_close(kiln_device *d) {
     free(d->progs[i].key);
   }
   free(d->progs);
+  /* CLBlast keeps the programs it built in a process-wide cache that its
+   * destructor releases at exit, after this context is gone: with Oclgrind
+   * that freed the runtime's memory twice (kiln tune on a GEMM aborted at
+   * exit, "corrupted double-linked list", losing its buffered output). Its
+   * programs go with the context instead; another open device rebuilds. */
+  CLBlastClearCache();
   clReleaseCommandQueue(d->q);
   clReleaseContext(d->ctx);
   free(d);
