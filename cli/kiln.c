@@ -1105,7 +1105,8 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
       printf(",\"dtype\":"); json_str(stdout, r->dtype);
       printf(",\"shape_key\":"); json_str(stdout, r->shape_key);
       printf(",\"params\":"); json_str(stdout, r->params);
-      printf(",\"candidates\":%d,\"trials\":%d,\"rejected\":%d,\"skipped\":%s,\"default_ns\":", r->candidates, r->trials, r->rejected, r->skipped ? "true" : "false");
+      printf(",\"candidates\":%d,\"trials\":%d,\"rejected\":%d,\"skipped\":%s,\"refreshed\":%d,\"default_ns\":", r->candidates, r->trials, r->rejected,
+             r->skipped ? "true" : "false", r->refreshed);
       json_num(stdout, r->default_ns);
       printf(",\"tuned_ns\":"); json_num(stdout, r->best_ns);
       printf(",\"speedup\":"); json_num(stdout, r->default_ns > 0 && r->best_ns > 0 ? r->default_ns / r->best_ns : NAN);
@@ -1124,6 +1125,9 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
       printf("%-8s %-40.40s %12s %12s %8s %7d  %s%s\n", r->family, r->shape_key, dd, tt, sp, r->trials, r->params, r->skipped ? " (already tuned)" : "");
     }
     if (tot_t > 0) printf("total over newly tuned instances: default %.1f us, tuned %.1f us, %.2fx\n", tot_d / 1e3, tot_t / 1e3, tot_d / tot_t);
+    int refreshed = 0;
+    for (int i = 0; i < nres; i++) refreshed += res[i].refreshed;
+    if (refreshed) printf("recomputed the cost-model features of %d stored records (written by a kiln with other feature definitions)\n", refreshed);
     if (!nres) printf("no tunable kernels in this model\n");
   }
 done:
@@ -1650,7 +1654,7 @@ static const cmd commands[] = {
    "                        times and print per instance: candidates, how many the model\n"
    "                        measures, and its pick against the exhaustive best\n"
    "  --json                print one JSON object with the per-instance table\n"},
-  {"probe", cmd_probe, NEEDS_DEVICE, "measure the device (bandwidth, arithmetic peak, launch overhead) for the cost model",
+  {"probe", cmd_probe, NEEDS_DEVICE, "measure the device (bandwidth, arithmetic peak, layout-change rate, launch overhead) for the cost model",
    "[--db FILE | --no-db] [--device SEL] [--json]",
    "  --db FILE             store the figures with the device in this database (default as for tune)\n"
    "  --no-db               only print\n"

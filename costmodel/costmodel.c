@@ -33,6 +33,9 @@ int kiln_devmodel_from_probe(const char *json, const kiln_device_info *info, kil
   m->local_bw = probe_value(json, "local", m->bw[0]);
   m->launch_us = probe_value(json, "launch", 10);
   m->dep_us = probe_value(json, "launch_sync", m->launch_us);
+  /* a probe from before the gather figure: a copy's rate at the largest size (4 bytes read, 4 written) */
+  m->gather = probe_value(json, "gather", m->bw[m->nbw - 1] / 8);
+  m->complete = probe_value(json, "gather", 0) > 0;
   return 0;
 }
 
@@ -71,6 +74,8 @@ int kiln_devmodel_profile(const char *name, kiln_devmodel *m, kiln_error *err) {
     m->local_bw = p->local_gbps;
     m->launch_us = p->launch_us;
     m->dep_us = 2 * p->launch_us;
+    m->gather = p->dram_gbps / 8;
+    m->complete = 1;
     m->compute_units = p->cu;
     snprintf(m->info.name, sizeof m->info.name, "%s", p->name);
     snprintf(m->info.platform, sizeof m->info.platform, "profile");
@@ -103,12 +108,27 @@ static double bw_for(const kiln_devmodel *m, double bytes) {
 }
 
 /* Components of the base estimate (ns). */
-static void parts(const kiln_devmodel *m, const kiln_features *f, double *compute, double *mem, double *local, double *launch, double *eff) {
+static void parts(const kiln_devmodel *m, const kiln_features *f, double *compute, double *mem, double *local, double *gather, double *launch,
+                  double *eff) {
   double groups = f->work_groups > 0 ? f->work_groups : 1, cu = m->compute_units > 0 ? m->compute_units : 1;
   double waves = ceil(groups / cu);
   *eff = groups / (waves * cu); /* last-wave tail */
   *compute = f->flops / peak_for_vec(m, f->vec);              /* GFLOP/s == flop/ns */
   *mem = f->bytes / bw_for(m, f->bytes);
+  if (f->footprint > 0) {
+    /* two levels: the compulsory traffic at the bandwidth for its size, the
+     * rest (re-reads) at the best figure measured, a cache's; whichever takes
+     * longer. The gathered elements' write and first read (8 bytes each) are
+     * the layout change's, timed as such (*gather) */
+    double top = m->bw[0], gw = 8 * f->gathered;
+    for (int i = 1; i < m->nbw; i++) if (m->bw[i] > top) top = m->bw[i];
+    double fp = f->footprint > gw ? f->footprint - gw : 0, by = f->bytes > gw ? f->bytes - gw : 0;
+    double dram = fp / bw_for(m, fp), cached = by / top;
+    *mem = dram > cached ? dram : cached;
+  }
+  /* layout changes by index arithmetic, at the probed rate: a kernel of their
+   * own before the work they feed */
+  *gather = m->gather > 0 ? f->gathered / m->gather : 0;
   *local = f->bytes_local / (m->local_bw > 0 ? m->local_bw : 1);
   /* kernels of one candidate run back to back, each waiting for the one
    * before: the span the tuner measures holds a dependency gap per kernel
@@ -119,11 +139,11 @@ static void parts(const kiln_devmodel *m, const kiln_features *f, double *comput
 
 /* The base estimate (ns) split into the kernels' work and the fixed launch part. */
 static void base_split(const kiln_devmodel *m, const kiln_features *f, double *work, double *launch) {
-  double c, mem, l, eff;
-  parts(m, f, &c, &mem, &l, launch, &eff);
+  double c, mem, l, g, eff;
+  parts(m, f, &c, &mem, &l, &g, launch, &eff);
   double body = c > mem ? c : mem;
   if (l > body) body = l;
-  *work = body / eff;
+  *work = body / eff + g;
 }
 
 double kiln_cm_base_ns(const kiln_devmodel *m, const kiln_features *f) {
@@ -134,8 +154,8 @@ double kiln_cm_base_ns(const kiln_devmodel *m, const kiln_features *f) {
 
 /* Generic correction features of a candidate (x[0..KILN_CM_NB)). */
 static void corr_x(const kiln_devmodel *m, const kiln_features *f, double *x) {
-  double c, mem, l, la, eff;
-  parts(m, f, &c, &mem, &l, &la, &eff);
+  double c, mem, l, g, la, eff;
+  parts(m, f, &c, &mem, &l, &g, &la, &eff);
   double base = kiln_cm_base_ns(m, f);
   x[0] = 1;
   x[1] = log1p(c) - log1p(base);       /* how compute-bound */
@@ -149,6 +169,14 @@ static void corr_x(const kiln_devmodel *m, const kiln_features *f, double *x) {
   if (x[7] > 6) x[7] = 6;
   x[8] = log(f->work_groups > 0 ? f->work_groups : 1);
   x[9] = log(f->launches > 0 ? f->launches : 1);
+  /* how bound by compulsory traffic (a panel written and read once that no
+   * cache holds) rather than by re-reads a cache may serve */
+  double fb = f->footprint > 0 ? f->footprint : f->bytes;
+  x[10] = log1p(fb / bw_for(m, fb)) - log1p(base);
+  /* how much of the time layout changes could take: a gathered element
+   * moved (read and written, 8 bytes) at the bandwidth of its buffer */
+  double gb = 8 * f->gathered;
+  x[11] = log1p(gb > 0 ? gb / bw_for(m, gb) : 0) - log1p(base);
 }
 
 /* Calls fn for every indicator token of canonical parameter text: each
@@ -366,11 +394,15 @@ static void fit_core(const kiln_devmodel *m, const char *family, const kiln_feat
 
 void kiln_features_to_array(const kiln_features *f, double *a, int *n) {
   a[0] = f->flops; a[1] = f->bytes; a[2] = f->bytes_local; a[3] = f->work_groups; a[4] = f->wg_size; a[5] = f->vec; a[6] = f->launches;
-  *n = 7;
+  a[7] = f->footprint;
+  a[8] = f->gathered;
+  *n = 9;
 }
 void kiln_features_from_array(const double *a, int n, kiln_features *f) {
   memset(f, 0, sizeof *f);
   if (n >= 7) { f->flops = a[0]; f->bytes = a[1]; f->bytes_local = a[2]; f->work_groups = a[3]; f->wg_size = a[4]; f->vec = a[5]; f->launches = a[6]; }
+  if (n >= 8) f->footprint = a[7]; /* records of kiln before footprints: 0, unknown */
+  if (n >= 9) f->gathered = a[8];
 }
 
 /* ---- database-backed fitting and evaluation ---- */

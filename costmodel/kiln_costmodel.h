@@ -4,8 +4,12 @@
  * Two layers:
  *  - a base estimate, roofline-style: arithmetic at the probed peak for the
  *    candidate's vector width, global traffic at the probed bandwidth for its
- *    working-set size, local traffic at the local bandwidth, the tail of the
- *    last wave of work-groups over the compute units, and launch overhead;
+ *    working-set size (where a candidate gives its compulsory traffic, that at
+ *    the bandwidth for its size and the re-reads at a cache's), local traffic
+ *    at the local bandwidth, the tail of the last wave of work-groups over the
+ *    compute units, then elements moved into another layout (im2col panels,
+ *    Winograd tiles, packed operands) at the probed gather rate, and launch
+ *    overhead;
  *  - a correction fitted to the device's measured records of the same kernel
  *    family: ridge least squares of log(measured / base) over log features. */
 #ifndef KILN_COSTMODEL_H
@@ -24,11 +28,13 @@ typedef struct kiln_devmodel {
   double local_bw;        /* GB/s */
   double launch_us;       /* per kernel, back to back */
   double dep_us;          /* a kernel waiting for the previous one in the queue: the gap it adds to a multi-kernel span */
+  double gather;          /* elements per ns moved into another layout by index arithmetic (probe "gather") */
+  int complete;           /* every figure this kiln's probe measures was there (else defaults stand in) */
   int compute_units;
   kiln_device_info info;  /* what valid() sees (a profile fills the key limits) */
 } kiln_devmodel;
 
-#define KILN_CM_NB 10     /* generic correction features (from kiln_features and the base estimate) */
+#define KILN_CM_NB 12     /* generic correction features (from kiln_features and the base estimate) */
 #define KILN_CM_MAXTOK 400 /* parameter indicators: "NAME=V", "FIRST=V&NAME=V" and "FIRST=V&A=x&B=y" of the candidates' parameters */
 #define KILN_CM_NX (KILN_CM_NB + 2 * KILN_CM_MAXTOK)
 #define KILN_CM_TRIPLE_MIN 300 /* records a fit needs before it uses "FIRST=V&A=x&B=y" tokens */

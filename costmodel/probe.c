@@ -1,7 +1,8 @@
 /* probe.c: `kiln probe`: microbenchmarks that measure how this device
  * actually behaves (kernels/probe.cl): global-memory read, write and copy
  * bandwidth against buffer size, local-memory bandwidth, arithmetic peak per
- * vector width, kernel launch overhead, host<->device transfer rates and
+ * vector width, the rate of a layout change by index arithmetic (an im2col
+ * into GEMM panels), kernel launch overhead, host<->device transfer rates and
  * program build time per kB of source. Every figure is the median of several
  * repeats with its spread; the result is stored with the device's row in the
  * tuning database as JSON. */
@@ -171,6 +172,30 @@ int kiln_probe(kiln_device *d, kiln_db *db, kiln_probe_figure **out, int *nout, 
       if (fs.f[fs.n - 1].value > best) { best = fs.f[fs.n - 1].value; memcpy(bs, ps, sizeof bs); }
     }
     add(&fs, "flops_peak", "GFLOP/s", bs, REPS, 1);
+  }
+  /* layout changes: elements moved by index arithmetic into another layout
+   * (an im2col into GEMM panels), a cost the bandwidth figures do not show */
+  {
+    cl_int C = 64, H = 128, W = 128;
+    size_t elems = (size_t)C * 9 * (size_t)H * (size_t)W, in_bytes = (size_t)C * H * W * 4;
+    if (elems * 4 <= max_bytes && in_bytes <= max_bytes) {
+      cl_kernel kg = kiln_cl_kernel(d, "probe.cl", "-DVW=8", "gather_panel", err);
+      if (!kg) { rc = err ? err->status : KILN_ECL; goto done; }
+      double gs[REPS];
+      size_t gws[2] = {(size_t)C * 9, (size_t)H};
+      for (int r = -1; r < REPS; r++) { /* one warm-up */
+        if ((rc = kiln_cl_args(kg, err, KARG(a), KARG(b), KARG(C), KARG(H), KARG(W), KEND))) goto done;
+        cl_event ev = NULL;
+        if ((rc = kiln_cl_launch_ev(d, kg, 2, gws, NULL, &ev, err))) goto done;
+        clWaitForEvents(1, &ev);
+        cl_ulong t0 = 0, t1 = 0;
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        clReleaseEvent(ev);
+        if (r >= 0) gs[r] = t1 > t0 ? (double)elems / (double)(t1 - t0) : 0; /* elements per ns */
+      }
+      add(&fs, "gather", "Gelem/s", gs, REPS, 1);
+    }
   }
   /* launch overhead: back-to-back empty kernels (throughput) and one synchronous launch */
   {

@@ -442,7 +442,7 @@ void kiln__db_bind_record(sqlite3_stmt *st, int64_t device, const kiln_record *r
   sqlite3_bind_int64(st, 16, r->created ? r->created : (sqlite3_int64)time(NULL));
   char feats[256] = "";
   size_t fo = 0;
-  for (int i = 0; i < r->nfeat && i < 8; i++) fo += (size_t)snprintf(feats + fo, sizeof feats - fo, "%s%.9g", i ? "," : "", r->feat[i]);
+  for (int i = 0; i < r->nfeat && i < KILN_REC_MAXFEAT; i++) fo += (size_t)snprintf(feats + fo, sizeof feats - fo, "%s%.9g", i ? "," : "", r->feat[i]);
   if (r->nfeat) sqlite3_bind_text(st, 17, feats, -1, SQLITE_TRANSIENT);
   else sqlite3_bind_null(st, 17);
   if (r->predicted_ns > 0) sqlite3_bind_double(st, 18, r->predicted_ns);
@@ -486,7 +486,7 @@ static void read_record(sqlite3_stmt *st, kiln_record *r) {
   r->created = sqlite3_column_int64(st, 14);
   const char *f = (const char *)sqlite3_column_text(st, 15);
   r->nfeat = 0;
-  while (f && *f && r->nfeat < 8) {
+  while (f && *f && r->nfeat < KILN_REC_MAXFEAT) {
     char *end;
     r->feat[r->nfeat++] = strtod(f, &end);
     if (end == f) break;

@@ -24,6 +24,7 @@ void kiln_db_fingerprint(const kiln_device_info *info, char *exact, size_t elen,
 int kiln_db_device(kiln_db *db, const kiln_device_info *info, int64_t *id, kiln_error *err);
 
 /* One measured (or predicted) kernel candidate. */
+#define KILN_REC_MAXFEAT 12
 typedef struct kiln_record {
   char family[32];        /* kernel family, e.g. "gemm" */
   int dtype;
@@ -41,7 +42,7 @@ typedef struct kiln_record {
   char kiln_version[16];
   int64_t created;        /* unix seconds */
   int nfeat;
-  double feat[8];         /* cost-model features (kiln_features order), nfeat == 0 if none */
+  double feat[KILN_REC_MAXFEAT]; /* cost-model features (kiln_features order), nfeat == 0 if none */
   double predicted_ns;    /* cost-model prediction when measured; <= 0 if none */
   int alt;                /* 0; 1.. for further measurements of the same candidate kept by a merge */
   int flags;              /* KILN_REC_* */

@@ -403,6 +403,8 @@ typedef struct kiln_tune_result {
   char family[32], shape_key[192], params[256], dtype[16];
   int trials, rejected, skipped;  /* skipped: already tuned (resume) */
   int candidates;                 /* size of the valid search space */
+  int refreshed;                  /* stored records whose cost-model features were stale
+                                     (an older kiln's definitions) and were recomputed */
   double default_ns, best_ns;     /* fastest repeats (medians where a record has none); <0 when unknown */
   /* --compare-strategies (compare): the model strategy replayed on this
    * run's exhaustive measurements of the instance: candidates it measures,

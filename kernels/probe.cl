@@ -94,3 +94,19 @@ __kernel void flops(__global float *dst, int iters, float a, float b) {
 }
 
 __kernel void empty(void) {}
+
+/* Layout change by index arithmetic, the way convolutions build their GEMM
+ * operands: im2col of a 3x3 window (padding 1) over a C x H x W input into
+ * panels of 16 columns, col[p / 16][k][p % 16] for k = c*9 + tap and p the
+ * output pixel; one work-item per (k, output row). */
+__kernel void gather_panel(__global const float *x, __global float *col, int C, int H, int W) {
+  const int k = get_global_id(0), oh = get_global_id(1), K = C * 9;
+  if (k >= K || oh >= H) return;
+  const int ic = k / 9, t = k % 9, kh = t / 3, kw = t % 3, ih = oh - 1 + kh;
+  __global float *cb = col + (long)k * 16;
+  for (int ow = 0; ow < W; ow++) {
+    const int iw = ow - 1 + kw, p = oh * W + ow;
+    const float v = ih >= 0 && ih < H && iw >= 0 && iw < W ? x[((long)ic * H + ih) * W + iw] : 0.0f;
+    cb[(long)(p / 16) * K * 16 + p % 16] = v;
+  }
+}

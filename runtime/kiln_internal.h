@@ -250,6 +250,11 @@ typedef struct kiln_features {
   double wg_size;        /* work-items per group */
   double vec;            /* vector width */
   double launches;       /* kernel launches */
+  double footprint;      /* compulsory global traffic: every buffer's bytes once per write and once per first
+                          * read, as if nothing re-read came from a cache (0: not given; bytes is then the
+                          * only traffic figure) */
+  double gathered;       /* elements copied by index arithmetic into another layout (im2col panels,
+                          * Winograd tiles, packed operands): a cost of its own on CPUs */
 } kiln_features;
 
 /* One kernel instance that can be tuned: its family, the exact instance key

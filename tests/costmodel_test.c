@@ -158,6 +158,51 @@ int main(void) {
   kiln_features f;
   features(1e8, 1, 8, &f);
   CHECK(kiln_cm_predict_ns(&m, c, &f, "ALGO=1,TILE=8") == kiln_cm_base_ns(&m, &f));
+  /* stored feature arrays: this kiln's round-trip; an older kiln's 7 leave
+   * footprint and gathered unknown (0) */
+  {
+    kiln_features g = f, back;
+    g.footprint = 3e6;
+    g.gathered = 2e5;
+    double a[KILN_REC_MAXFEAT];
+    int na = 0;
+    kiln_features_to_array(&g, a, &na);
+    CHECK(na == 9 && na <= KILN_REC_MAXFEAT);
+    kiln_features_from_array(a, na, &back);
+    CHECK(!memcmp(&back, &g, sizeof g));
+    kiln_features_from_array(a, 7, &back);
+    CHECK(back.flops == g.flops && back.launches == g.launches && back.footprint == 0 && back.gathered == 0);
+  }
+  /* the base estimate: gathered elements cost 1 / gather ns each (this probe
+   * has no gather figure: a copy's rate at the largest size, 12 / 8); a probe
+   * without the figure is incomplete (kiln tune probes again), one with it is not */
+  {
+    kiln_features g;
+    memset(&g, 0, sizeof g);
+    g.flops = 1e6;
+    g.bytes = 4e6;
+    g.launches = 1;
+    g.work_groups = 64;
+    double b0 = kiln_cm_base_ns(&m, &g);
+    g.gathered = 3e6;
+    CHECK(fabs(kiln_cm_base_ns(&m, &g) - b0 - 3e6 / (12.0 / 8)) < 1e-6 * b0);
+    CHECK(!m.complete);
+    char probe2[sizeof probe + 64];
+    snprintf(probe2, sizeof probe2, "{\"gather\":{\"value\":0.5},%s", probe + 1);
+    kiln_devmodel m2;
+    CHECK(kiln_devmodel_from_probe(probe2, &info, &m2, &err) == 0 && m2.complete && m2.gather == 0.5);
+    /* compulsory traffic: 64 MB re-read 16 times from a 4 MB footprint takes
+     * less than 64 MB from memory, and no less than the footprint alone */
+    memset(&g, 0, sizeof g);
+    g.flops = 1;
+    g.bytes = 64e6;
+    g.launches = 1;
+    g.work_groups = 64;
+    double streamed = kiln_cm_base_ns(&m, &g);
+    g.footprint = 4e6;
+    double reused = kiln_cm_base_ns(&m, &g);
+    CHECK(reused < streamed && reused >= 4e6 / 30);
+  }
   /* the built-in prior is for CPU devices only */
   kiln_device_info gpu = info;
   gpu.is_gpu = 1;

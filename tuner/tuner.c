@@ -499,6 +499,58 @@ static void lookup_rec(const kiln_record *r, void *ctx) {
     }
 }
 
+/* ---- stored features ----
+ * The cost model fits on the features stored with each record. When kiln's
+ * feature definitions change (a new figure, a corrected count), the records
+ * of an older kiln would teach it the old meaning: so before tuning, every
+ * record of the model's instances gets its features recomputed from its
+ * parameters, and those that differ are rewritten (nothing is measured). */
+typedef struct { const kiln_tunable *t; kiln_record *r; int n, cap, oom; } stale_ctx;
+
+static void stale_rec(const kiln_record *r, void *ctx) {
+  stale_ctx *c = ctx;
+  int p[KILN_MAX_KPARAMS];
+  if (kiln_tunable_parse(c->t, r->params, p)) return; /* another kiln's parameters: leave it */
+  kiln_features f;
+  memset(&f, 0, sizeof f);
+  c->t->features(c->t, p, &f);
+  double a[KILN_REC_MAXFEAT];
+  int na = 0;
+  kiln_features_to_array(&f, a, &na);
+  if (na == r->nfeat && !memcmp(a, r->feat, sizeof(double) * (size_t)na)) return;
+  /* stored as text with 9 significant digits: equal at that precision is equal */
+  if (na == r->nfeat) {
+    int same = 1;
+    for (int i = 0; i < na && same; i++) same = fabs(a[i] - r->feat[i]) <= 1e-8 * fabs(a[i]);
+    if (same) return;
+  }
+  if (c->n == c->cap) {
+    int cap = c->cap ? 2 * c->cap : 64;
+    kiln_record *nr = realloc(c->r, sizeof *nr * (size_t)cap);
+    if (!nr) { c->oom = 1; return; }
+    c->r = nr;
+    c->cap = cap;
+  }
+  c->r[c->n] = *r;
+  memcpy(c->r[c->n].feat, a, sizeof(double) * (size_t)na);
+  c->r[c->n].nfeat = na;
+  c->n++;
+}
+
+/* Rewrites the stale features of an instance's records; returns a database
+ * status, *count the records rewritten. */
+static int refresh_features(kiln_db *db, int64_t device, const kiln_tunable *t, int *count, kiln_error *err) {
+  *count = 0;
+  if (!t->features) return 0;
+  stale_ctx c = {.t = t};
+  int rc = kiln_db_each(db, device, t->family, t->dtype, t->shape_key, t->epilogue, stale_rec, &c, err);
+  if (!rc && c.oom) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+  for (int i = 0; i < c.n && !rc; i++)
+    if ((rc = kiln_db_put(db, device, &c.r[i], err)) == 0) (*count)++;
+  free(c.r);
+  return rc;
+}
+
 int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
   kiln_tune_options opt = {0};
   if (o) opt = *o;
@@ -556,6 +608,9 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
   /* the cost model: the device's probe (run now when the device has none) */
   kiln_devmodel dm;
   int have_dm = kiln_cm_load(db, s->db_device, &d->info, &dm, NULL) == 0;
+  /* a probe by a kiln that measured fewer figures is run again (the model
+   * would otherwise stand in a guess for the missing one) */
+  if (have_dm && !dm.complete && (opt.probe || model)) have_dm = 0;
   if (!have_dm && (opt.probe || model)) {
     kiln_probe_figure *figs = NULL;
     int nf = 0;
@@ -564,6 +619,8 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     have_dm = kiln_cm_load(db, s->db_device, &d->info, &dm, NULL) == 0;
   }
   if (opt.compare && !have_dm) { free(inst); free(res); free(host); return kiln__err(err, KILN_ENOTFOUND, "comparing strategies needs the device's probe"); }
+  for (int ii = 0; ii < ninst && !rc; ii++) rc = refresh_features(db, s->db_device, &inst[ii].t, &res[ii].refreshed, err);
+  if (rc) { free(inst); free(res); free(host); return rc; }
   kiln_exec x = {.d = d, .g = g, .db = NULL, .ov_node = -1, .profile = true};
   double t0 = now_s();
   char hash[24];

@@ -335,7 +335,7 @@ static const unsigned conv_algo_uses[CONV_A_COUNT] = {
 };
 
 /* kiln_tunable.dims of a Conv instance */
-enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH };
+enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN };
 enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32 };
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
@@ -404,6 +404,8 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
   f->launches = 1;
   double wbytes = (double)nb * M * K * esz, ybytes = (double)nb * M * P * esz;
   double in_bytes = (double)nb * K * P * esz; /* upper bound of the input (taps re-read from cache) */
+  double x_bytes = (double)nb * (double)t->dims[CD_IN] * esz; /* the input itself */
+  f->footprint = x_bytes + wbytes + ybytes; /* plus the intermediate buffers below, written once and read once */
   switch (p[CP_ALGO]) {
   case CONV_A_DIRECT: {
     int toc = p[CP_TOC], tp = p[CP_TP];
@@ -421,7 +423,13 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
     f->flops = 2.0 * nb * round_up(M, tm) * K * round_up(P, tn); /* whole register tiles */
     f->work_groups = (double)nb * ceil_div(P, tn) * ceil_div(M, tm);
     f->bytes = wbytes * (double)ceil_div(P, tn) + (double)nb * K * ldb * esz * (double)ceil_div(M, tm) + ybytes;
-    if (p[CP_ALGO] != CONV_A_1X1) { f->bytes += 2.0 * nb * K * ldb * esz; f->launches = 2; }
+    if (p[CP_ALGO] != CONV_A_1X1) {
+      f->bytes += 2.0 * nb * K * ldb * esz;
+      f->launches = 2;
+      f->footprint += 2.0 * nb * K * ldb * esz;
+    f->gathered = (double)nb * K * ldb;
+      f->gathered = (double)nb * K * ldb;
+    }
     if (p[CP_ALGO] == CONV_A_PANEL) {
       f->wg_size = p[CP_PWG];
       f->work_groups = (double)nb * ceil_div(ceil_div(P, tn), p[CP_PWG]) * ceil_div(M, tm);
@@ -440,6 +448,8 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
     f->work_groups = (double)nb * 16 * ceil_div(T, tn) * ceil_div(M, tm);
     f->bytes = (double)nb * 16 * M * c * esz * (double)ceil_div(T, tn) + (double)nb * 16 * c * ldb * esz * (2 + (double)ceil_div(M, tm)) +
                (double)nb * 16 * M * ldb * esz * 2 + ybytes + (double)nb * c * P * esz;
+    f->footprint += (double)nb * 16 * (c + M) * ldb * esz * 2 + 16.0 * M * c * esz - wbytes; /* transformed tiles; weights as 16 products */
+    f->gathered = (double)nb * 16 * (c + M) * (double)T; /* input tiles in, output tiles out */
     f->vec = 8;
     f->launches = 3;
     break;
@@ -468,6 +478,8 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
     f->wg_size = (double)(ts / wpt * ts);
     f->bytes = wbytes * (double)ceil_div(P, ts) + (double)nb * K * ldb * esz * (2 + (double)ceil_div(M, ts)) + ybytes;
     f->bytes_local = 2.0 * macs / ts * esz * 2;
+    f->footprint += 2.0 * nb * K * ldb * esz;
+    f->gathered = (double)nb * K * ldb;
     f->vec = 1;
     f->launches = 2;
     break;
@@ -506,6 +518,7 @@ static int conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_
   t->dims[CD_WT] = conv_wino_tiles(w);
   t->dims[CD_ESZ] = xv->dtype == KILN_DT_DOUBLE ? 8 : 4;
   t->dims[CD_OH] = w->out[0] * w->out[1];
+  t->dims[CD_IN] = icg * w->in[0] * w->in[1] * w->in[2];
   t->nparams = CP_COUNT;
   memcpy(t->params, conv_kparams, sizeof conv_kparams);
   /* defaults: what runs untuned (the fastest kinds measured on POCL/CPU:

@@ -203,8 +203,14 @@ static void gemm_features(const kiln_tunable *t, const int *p, kiln_features *f)
   f->flops = 2 * M * N * K * Z;
   f->vec = p[GP_VW];
   f->wg_size = (double)wgm * wgn;
-  double mt = ceil(M / tm), nt = ceil(N / tn);
+  double mt = ceil(M / tm), nt = ceil(N / tn), nbz = (double)t->dims[GD_NBZ];
+  f->footprint = Z * (M * K + M * N) * es + nbz * K * N * es;
   if (kern == GK_PANEL) {
+    f->footprint += nbz * K * (nt * tn - N) * es; /* the B panel, padded to whole tiles */
+    if (!t->dims[GD_BCONST]) {
+      f->footprint += nbz * K * nt * tn * es; /* packed, then read */
+      f->gathered = nbz * K * nt * tn;
+    }
     f->flops = 2 * mt * tm * nt * tn * K * Z; /* whole register tiles, edges included */
     /* every work-item reads its TM rows of A and its whole B panel */
     f->bytes = Z * (M * K * nt + nt * tn * K * ceil(M / tm) + M * N) * es;
