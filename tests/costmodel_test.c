@@ -40,6 +40,17 @@ static void features(double flops, int algo, int tile, kiln_features *f) {
   f->launches = 1;
 }
 
+/* One launch of 64 work-groups with this arithmetic and traffic. */
+static kiln_features one_kernel(double flops, double bytes) {
+  kiln_features f;
+  memset(&f, 0, sizeof f);
+  f.flops = flops;
+  f.bytes = bytes;
+  f.launches = 1;
+  f.work_groups = 64;
+  return f;
+}
+
 static double kendall(const double *a, const double *b, int n) {
   int c = 0, d = 0;
   for (int i = 0; i < n; i++)
@@ -177,12 +188,7 @@ int main(void) {
    * has no gather figure: a copy's rate at the largest size, 12 / 8); a probe
    * without the figure is incomplete (kiln tune probes again), one with it is not */
   {
-    kiln_features g;
-    memset(&g, 0, sizeof g);
-    g.flops = 1e6;
-    g.bytes = 4e6;
-    g.launches = 1;
-    g.work_groups = 64;
+    kiln_features g = one_kernel(1e6, 4e6);
     double b0 = kiln_cm_base_ns(&m, &g);
     g.gathered = 3e6;
     CHECK(fabs(kiln_cm_base_ns(&m, &g) - b0 - 3e6 / (12.0 / 8)) < 1e-6 * b0);
@@ -193,11 +199,7 @@ int main(void) {
     CHECK(kiln_devmodel_from_probe(probe2, &info, &m2, &err) == 0 && m2.complete && m2.gather == 0.5);
     /* compulsory traffic: 64 MB re-read 16 times from a 4 MB footprint takes
      * less than 64 MB from memory, and no less than the footprint alone */
-    memset(&g, 0, sizeof g);
-    g.flops = 1;
-    g.bytes = 64e6;
-    g.launches = 1;
-    g.work_groups = 64;
+    g = one_kernel(1, 64e6);
     double streamed = kiln_cm_base_ns(&m, &g);
     g.footprint = 4e6;
     double reused = kiln_cm_base_ns(&m, &g);
