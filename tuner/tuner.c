@@ -517,13 +517,10 @@ static void stale_rec(const kiln_record *r, void *ctx) {
   double a[KILN_REC_MAXFEAT];
   int na = 0;
   kiln_features_to_array(&f, a, &na);
-  if (na == r->nfeat && !memcmp(a, r->feat, sizeof(double) * (size_t)na)) return;
   /* stored as text with 9 significant digits: equal at that precision is equal */
-  if (na == r->nfeat) {
-    int same = 1;
-    for (int i = 0; i < na && same; i++) same = fabs(a[i] - r->feat[i]) <= 1e-8 * fabs(a[i]);
-    if (same) return;
-  }
+  int same = na == r->nfeat;
+  for (int i = 0; i < na && same; i++) same = fabs(a[i] - r->feat[i]) <= 1e-8 * fabs(a[i]);
+  if (same) return;
   if (c->n == c->cap) {
     int cap = c->cap ? 2 * c->cap : 64;
     kiln_record *nr = realloc(c->r, sizeof *nr * (size_t)cap);

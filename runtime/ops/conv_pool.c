@@ -427,7 +427,6 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
       f->bytes += 2.0 * nb * K * ldb * esz;
       f->launches = 2;
       f->footprint += 2.0 * nb * K * ldb * esz;
-    f->gathered = (double)nb * K * ldb;
       f->gathered = (double)nb * K * ldb;
     }
     if (p[CP_ALGO] == CONV_A_PANEL) {
