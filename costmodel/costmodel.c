@@ -35,7 +35,10 @@ int kiln_devmodel_from_probe(const char *json, const kiln_device_info *info, kil
   m->dep_us = probe_value(json, "launch_sync", m->launch_us);
   /* a probe from before the gather figure: a copy's rate at the largest size (4 bytes read, 4 written) */
   m->gather = probe_value(json, "gather", m->bw[m->nbw - 1] / 8);
-  m->complete = probe_value(json, "gather", 0) > 0;
+  /* a probe from before the span figures: the wall-clock ones stand in */
+  m->span_us = probe_value(json, "launch_span", m->launch_us);
+  m->next_us = probe_value(json, "launch_next", m->launch_us + m->dep_us);
+  m->complete = probe_value(json, "gather", 0) > 0 && probe_value(json, "launch_next", 0) > 0;
   return 0;
 }
 
@@ -74,6 +77,8 @@ int kiln_devmodel_profile(const char *name, kiln_devmodel *m, kiln_error *err) {
     m->local_bw = p->local_gbps;
     m->launch_us = p->launch_us;
     m->dep_us = 2 * p->launch_us;
+    m->span_us = p->launch_us;
+    m->next_us = m->launch_us + m->dep_us;
     m->gather = p->dram_gbps / 8;
     m->complete = 1;
     m->compute_units = p->cu;
@@ -131,10 +136,11 @@ static void parts(const kiln_devmodel *m, const kiln_features *f, double *comput
   *gather = m->gather > 0 ? f->gathered / m->gather : 0;
   *local = f->bytes_local / (m->local_bw > 0 ? m->local_bw : 1);
   /* kernels of one candidate run back to back, each waiting for the one
-   * before: the span the tuner measures holds a dependency gap per kernel
-   * after the first (on POCL ~16 us against 2 us pipelined) */
+   * before: the span the tuner measures holds a kernel's fixed duration and
+   * a gap per kernel after the first (on POCL 0.4 us and 3 us, where the
+   * wall-clock launch figures read 3 us and 25-46 us) */
   double nl = f->launches > 0 ? f->launches : 1;
-  *launch = (nl * m->launch_us + (nl - 1) * m->dep_us) * 1e3;
+  *launch = (m->span_us + (nl - 1) * m->next_us) * 1e3;
 }
 
 /* The base estimate (ns) split into the kernels' work and the fixed launch part. */
@@ -160,7 +166,7 @@ static void corr_x(const kiln_devmodel *m, const kiln_features *f, double *x) {
   x[0] = 1;
   x[1] = log1p(c) - log1p(base);       /* how compute-bound */
   x[2] = log1p(mem) - log1p(base);     /* how memory-bound */
-  x[3] = log1p(l) - log1p(base);       /* local traffic */
+  x[3] = log(l / base + 0.01);          /* local traffic (its share: the time of none is no size term) */
   x[4] = log(f->wg_size > 0 ? f->wg_size : 1);
   x[5] = log(f->vec > 0 ? f->vec : 1);
   x[6] = log(eff);
@@ -176,7 +182,7 @@ static void corr_x(const kiln_devmodel *m, const kiln_features *f, double *x) {
   /* how much of the time layout changes could take: a gathered element
    * moved (read and written, 8 bytes) at the bandwidth of its buffer */
   double gb = 8 * f->gathered;
-  x[11] = log1p(gb > 0 ? gb / bw_for(m, gb) : 0) - log1p(base);
+  x[11] = log((gb > 0 ? gb / bw_for(m, gb) : 0) / base + 0.01);
 }
 
 /* Calls fn for every indicator token of canonical parameter text: each
@@ -272,6 +278,11 @@ static void tok_dictionary(kiln_correction *c, const char *const *params, const 
     for (int i = 0; i < tc.n && c->ntok < KILN_CM_MAXTOK; i++) {
       const char *a1 = strchr(tc.tok[i], '&'), *a2 = a1 ? strchr(a1 + 1, '&') : NULL;
       if ((a2 != NULL) != (pass == 1) || strlen(tc.tok[i]) >= sizeof c->tok[0]) continue;
+      if (a1 && !a2) { /* "FIRST=V&NAME=x" in every record of FIRST=V: a parameter FIRST=V pins */
+        char f[72];
+        snprintf(f, sizeof f, "%.*s", (int)(a1 - tc.tok[i]), tc.tok[i]);
+        if (tc.cnt[i] >= tok_find(&tc, f)) continue;
+      }
       if (a2) {
         char f[72], fa[72], fb[72];
         snprintf(f, sizeof f, "%.*s", (int)(a1 - tc.tok[i]), tc.tok[i]);
@@ -286,16 +297,23 @@ static void tok_dictionary(kiln_correction *c, const char *const *params, const 
   free(tc.cnt);
 }
 
+static double scale_of(const kiln_features *f) {
+  double sc = log(f->flops > 1 ? f->flops : 1) - 20;
+  return sc < -5 ? -5 : sc > 5 ? 5 : sc;
+}
+
 /* Full feature vector (generic + indicators of the correction's tokens and
  * their scale terms). */
 static void full_x(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f, const char *params, double *x) {
   memset(x, 0, sizeof(double) * KILN_CM_NX);
   corr_x(m, f, x);
-  /* scale terms: log flops centred near 0.5 GFLOP, bounded so that an
-   * instance far smaller or larger than the training ones (a 4-channel 1x1
-   * of 8 kFLOP) does not extrapolate a token's slope by orders of magnitude */
-  double sc = log(f->flops > 1 ? f->flops : 1) - 20;
-  tokctx t = {c, x, sc < -5 ? -5 : sc > 5 ? 5 : sc};
+  /* scale terms: log flops centred near 0.5 GFLOP, bounded to the range
+   * the fit saw, so that an instance far smaller or larger than the
+   * training ones (a 4-channel 1x1 of 8 kFLOP) does not extrapolate a
+   * token's slope */
+  double sc = scale_of(f);
+  if (c->sc_hi > c->sc_lo) sc = sc < c->sc_lo ? c->sc_lo : sc > c->sc_hi ? c->sc_hi : sc;
+  tokctx t = {c, x, sc};
   param_tokens(params, tok_visit, &t);
 }
 
@@ -343,6 +361,15 @@ static void fit_core(const kiln_devmodel *m, const char *family, const kiln_feat
   /* the token dictionary: the parameter values of the training records
    * (tokens that vary under their FIRST=V; see param_tokens) */
   tok_dictionary(c, params, ns, n);
+  c->sc_lo = INFINITY;
+  c->sc_hi = -INFINITY;
+  for (int i = 0; i < n; i++)
+    if (ns[i] > 0) {
+      double sc = scale_of(&fs[i]);
+      if (sc < c->sc_lo) c->sc_lo = sc;
+      if (sc > c->sc_hi) c->sc_hi = sc;
+    }
+  if (!(c->sc_hi > c->sc_lo)) c->sc_lo = c->sc_hi = 0;
   /* the active columns: the generic features, the tokens and their scale terms */
   int col[KILN_CM_NX], pos[KILN_CM_NX], nx = 0;
   for (int r = 0; r < KILN_CM_NX; r++) {
@@ -601,6 +628,22 @@ double kiln_cm_transfer_factor(const kiln_cm_transfer *ts, const char *params) {
   return wsum > 0 ? exp(acc / (wsum + KILN_CM_TR_K0)) : 1;
 }
 
+/* Debugging aid (KILN_CM_EVAL_DUMP=<part of an instance key>): a held-out
+ * candidate's measured and predicted time, its base estimate and launch
+ * part, and the correction's terms that move it by more than 5%. */
+static void dump_candidate(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f, const char *params, double ns, double pred) {
+  double work, la, x[KILN_CM_NX];
+  base_split(m, f, &work, &la);
+  fprintf(stderr, "measured %.2f us predicted %.2f us (work %.2f us launch %.2f us) %s\n", ns / 1e3, pred / 1e3, work / 1e3, la / 1e3, params);
+  full_x(m, c, f, params, x);
+  for (int r = 0; r < KILN_CM_NX; r++)
+    if (x[r] != 0 && fabs(c->w[r] * x[r]) > 0.05) {
+      if (r < KILN_CM_NB) fprintf(stderr, "  x[%d]", r);
+      else fprintf(stderr, "  %s %s", r < KILN_CM_NB + KILN_CM_MAXTOK ? "token" : "scale", c->tok[(r - KILN_CM_NB) % KILN_CM_MAXTOK]);
+      fprintf(stderr, " w %.3f x %.3f\n", c->w[r], x[r]);
+    }
+}
+
 static double kendall(const double *a, const double *b, int n) {
   long conc = 0, disc = 0;
   for (int i = 0; i < n; i++)
@@ -642,6 +685,8 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
     for (int k = 0; k < s.n; k++)
       if (!strcmp(s.key[k], s.key[i])) {
         pi[ni] = kiln_cm_predict_ns(m, c, &s.f[k], s.par[k]) * kiln_cm_transfer_factor(&ts, s.par[k]);
+        const char *dump = getenv("KILN_CM_EVAL_DUMP");
+        if (dump && strstr(s.key[k], dump)) dump_candidate(m, c, &s.f[k], s.par[k], s.ns[k], pi[ni]);
         mi[ni] = s.ns[k];
         idx[ni] = ni;
         ni++;

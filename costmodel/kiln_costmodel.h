@@ -26,8 +26,10 @@ typedef struct kiln_devmodel {
   double bw[8];           /* ... and copy bandwidth there (GB/s, read + write) */
   int nbw;
   double local_bw;        /* GB/s */
-  double launch_us;       /* per kernel, back to back */
-  double dep_us;          /* a kernel waiting for the previous one in the queue: the gap it adds to a multi-kernel span */
+  double launch_us;       /* per kernel, back to back (wall clock: what a run's host pays) */
+  double dep_us;          /* one synchronous launch (wall clock) */
+  double span_us;         /* the fixed part of a measured span: an empty kernel's own ... */
+  double next_us;         /* ... and what each further kernel queued behind it adds (probe "launch_span", "launch_next") */
   double gather;          /* elements per ns moved into another layout by index arithmetic (probe "gather") */
   int complete;           /* every figure this kiln's probe measures was there (else defaults stand in) */
   int compute_units;
@@ -61,6 +63,7 @@ typedef struct kiln_correction {
   int ntok;
   char tok[KILN_CM_MAXTOK][48];
   double w[KILN_CM_NX];
+  double sc_lo, sc_hi;      /* the range of the scale term over the records fitted (predictions clamp to it) */
 } kiln_correction;
 
 /* Fills m from the probe JSON stored on the device row. */

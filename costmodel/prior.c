@@ -12,6 +12,7 @@ typedef struct {
   int nsamples, ntok;
   const char *const *tok;
   const double *w;
+  double sc_lo, sc_hi; /* kiln_correction's */
 } prior_family;
 
 #include "prior_cpu.inc"
@@ -35,6 +36,8 @@ int kiln_cm_prior(const kiln_device_info *info, const char *family, kiln_correct
     /* w: the generic weights, then ntok token weights, then their ntok scale weights */
     for (int k = 0; k < KILN_CM_NB + c->ntok; k++) c->w[k] = p->w[k];
     for (int k = 0; k < c->ntok; k++) c->w[KILN_CM_NB + KILN_CM_MAXTOK + k] = p->w[KILN_CM_NB + p->ntok + k];
+    c->sc_lo = p->sc_lo;
+    c->sc_hi = p->sc_hi;
     return 0;
   }
   return KILN_ENOTFOUND;
@@ -76,10 +79,10 @@ int kiln_cm_export_prior(kiln_db *db, int64_t device, const kiln_device_info *in
       double v = k < KILN_CM_NB + c->ntok ? c->w[k] : c->w[KILN_CM_NB + KILN_CM_MAXTOK + (k - KILN_CM_NB - c->ntok)];
       fprintf(out, "%s%.9g", k ? (k % 6 ? ", " : ",\n     ") : "", v);
     }
-    fprintf(out, "}},\n");
+    fprintf(out, "},\n   %.9g, %.9g},\n", c->sc_lo, c->sc_hi);
     written++;
   }
-  if (!written) fprintf(out, "  {NULL, 0, 0, NULL, NULL},\n");
+  if (!written) fprintf(out, "  {NULL, 0, 0, NULL, NULL, 0, 0},\n");
   fprintf(out, "};\n");
   free(c);
   free(json);

@@ -216,6 +216,41 @@ int kiln_probe(kiln_device *d, kiln_db *db, kiln_probe_figure **out, int *nout, 
     add(&fs, "launch", "us", lo, REPS, 0);
     add(&fs, "launch_sync", "us", ls, REPS, 0);
   }
+  /* the fixed part of a span the tuner measures (profiling events, first
+   * start to last end; candidates are ranked by their fastest repeat): an
+   * empty kernel's own duration over all compute units, and what a second
+   * kernel queued behind it adds (the gap between the first one's end and
+   * its start, plus its duration). Wall-clock launch figures hold host work
+   * that no span does; each figure is the fastest of a sample's repeats */
+  {
+    enum { INNER = 25 };
+    double sp[REPS], gp[REPS];
+    size_t items = cu * 64, lws = 64;
+    for (int r = 0; r < REPS; r++) {
+      double s1 = INFINITY, s2 = INFINITY;
+      for (int i = 0; i < INNER; i++) {
+        cl_event ev[2] = {NULL, NULL};
+        clFinish(d->q);
+        rc = kiln_cl_launch_ev(d, ke, 1, &items, &lws, &ev[0], err);
+        if (!rc) rc = kiln_cl_launch_ev(d, ke, 1, &items, &lws, &ev[1], err);
+        if (!rc) clWaitForEvents(2, ev);
+        cl_ulong a0 = 0, b0 = 0, b1 = 0;
+        if (!rc) {
+          clGetEventProfilingInfo(ev[0], CL_PROFILING_COMMAND_START, sizeof a0, &a0, NULL);
+          clGetEventProfilingInfo(ev[0], CL_PROFILING_COMMAND_END, sizeof b0, &b0, NULL);
+          clGetEventProfilingInfo(ev[1], CL_PROFILING_COMMAND_END, sizeof b1, &b1, NULL);
+        }
+        for (int k = 0; k < 2; k++) if (ev[k]) clReleaseEvent(ev[k]);
+        if (rc) goto done;
+        if (b0 > a0 && (double)(b0 - a0) * 1e-3 < s1) s1 = (double)(b0 - a0) * 1e-3;
+        if (b1 > b0 && (double)(b1 - b0) * 1e-3 < s2) s2 = (double)(b1 - b0) * 1e-3;
+      }
+      sp[r] = isfinite(s1) ? s1 : 0;
+      gp[r] = isfinite(s2) ? s2 : 0;
+    }
+    add(&fs, "launch_span", "us", sp, REPS, 0);
+    add(&fs, "launch_next", "us", gp, REPS, 0);
+  }
   /* host <-> device transfers */
   {
     size_t bytes = max_bytes < ((size_t)64 << 20) ? max_bytes : ((size_t)64 << 20);

@@ -193,10 +193,19 @@ int main(void) {
     g.gathered = 3e6;
     CHECK(fabs(kiln_cm_base_ns(&m, &g) - b0 - 3e6 / (12.0 / 8)) < 1e-6 * b0);
     CHECK(!m.complete);
-    char probe2[sizeof probe + 64];
+    char probe2[sizeof probe + 160];
     snprintf(probe2, sizeof probe2, "{\"gather\":{\"value\":0.5},%s", probe + 1);
     kiln_devmodel m2;
+    CHECK(kiln_devmodel_from_probe(probe2, &info, &m2, &err) == 0 && !m2.complete && m2.gather == 0.5);
+    snprintf(probe2, sizeof probe2, "{\"gather\":{\"value\":0.5},\"launch_span\":{\"value\":0.4},\"launch_next\":{\"value\":2.5},%s", probe + 1);
     CHECK(kiln_devmodel_from_probe(probe2, &info, &m2, &err) == 0 && m2.complete && m2.gather == 0.5);
+    /* the fixed part of a measured span: the empty kernel's duration, and
+     * what each further kernel adds (without those figures, the wall-clock
+     * launch, 3 us here, and a synchronous launch, the same by default) */
+    kiln_features k1 = one_kernel(1e6, 4e6), k3 = k1;
+    k3.launches = 3;
+    CHECK(fabs(kiln_cm_base_ns(&m2, &k3) - kiln_cm_base_ns(&m2, &k1) - 2 * 2.5e3) < 1e-6);
+    CHECK(fabs(kiln_cm_base_ns(&m, &k3) - kiln_cm_base_ns(&m, &k1) - 2 * (3e3 + 3e3)) < 1e-6);
     /* compulsory traffic: 64 MB re-read 16 times from a 4 MB footprint takes
      * less than 64 MB from memory, and no less than the footprint alone */
     g = one_kernel(1, 64e6);
