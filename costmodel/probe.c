@@ -225,7 +225,7 @@ int kiln_probe(kiln_device *d, kiln_db *db, kiln_probe_figure **out, int *nout, 
   {
     enum { INNER = 25 };
     double sp[REPS], gp[REPS];
-    size_t items = cu * 64, lws = 64;
+    size_t items = cu * wg, lws = wg;
     for (int r = 0; r < REPS; r++) {
       double s1 = INFINITY, s2 = INFINITY;
       for (int i = 0; i < INNER; i++) {

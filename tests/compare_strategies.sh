@@ -8,7 +8,8 @@
 # shapes share their subsets' settings (the smallest hashes), and a rerun
 # reuses the records as they are instead of measuring again. A plain
 # `kiln tune` re-times each instance's contenders (flag 8) too, and
-# recomputes stored features that an older kiln's definitions wrote.
+# recomputes stored features that an older kiln's definitions wrote. The
+# probe taken first has the span figures the cost model's launch part uses.
 # usage: compare_strategies.sh KILN_BINARY
 set -u
 KILN=$1
@@ -48,6 +49,12 @@ shared = max(len(by[a] & by[b]) for i, a in enumerate(keys) for b in keys[i + 1:
 print("instances %d, records %d, most settings shared by two subsets: %d of 6" % (len(keys), len(rows), shared))
 assert len(keys) < 2 or shared >= 2, "subsets of different instances share no settings beyond the default"
 print("mean cold %.3f warm %.3f" % (d["mean_cold_ratio"], d["mean_warm_ratio"]))
+# the probe run first holds the fixed parts of a measured span: an empty
+# kernel's duration and what a kernel queued behind it adds (microseconds)
+pr = json.loads(c.execute("SELECT probe FROM devices").fetchone()[0])
+span, nxt = pr["launch_span"]["value"], pr["launch_next"]["value"]
+print("launch_span %.2f us, launch_next %.2f us" % (span, nxt))
+assert 0 < span < 1e4 and 0 < nxt < 1e4, "span figures out of range: %g %g" % (span, nxt)
 EOF
 
 # a rerun reuses every record: no candidate is measured again
