@@ -258,10 +258,11 @@ static int tok_find(const tokcount *tc, const char *tok) {
   return 0;
 }
 
-/* The dictionary of a fit: every "NAME=V" and "FIRST=V&NAME=V" of the
- * training records (as many as fit), then the "FIRST=V&A=x&B=y" tokens whose
- * A and B both vary under FIRST=V (a token present in every record of its
- * FIRST=V adds nothing the FIRST=V token does not have) seen at least twice. */
+/* The dictionary of a fit: every "NAME=V" and every "FIRST=V&NAME=V" whose
+ * NAME varies under FIRST=V of the training records (as many as fit), then
+ * the "FIRST=V&A=x&B=y" tokens whose A and B both vary under FIRST=V seen at
+ * least twice (a token present in every record of its FIRST=V adds nothing
+ * the FIRST=V token does not have, and would weaken its ridge penalty). */
 static void tok_dictionary(kiln_correction *c, const char *const *params, const double *ns, int n) {
   tokcount tc = {0};
   for (int i = 0; i < n; i++)
@@ -278,18 +279,16 @@ static void tok_dictionary(kiln_correction *c, const char *const *params, const 
     for (int i = 0; i < tc.n && c->ntok < KILN_CM_MAXTOK; i++) {
       const char *a1 = strchr(tc.tok[i], '&'), *a2 = a1 ? strchr(a1 + 1, '&') : NULL;
       if ((a2 != NULL) != (pass == 1) || strlen(tc.tok[i]) >= sizeof c->tok[0]) continue;
-      if (a1 && !a2) { /* "FIRST=V&NAME=x" in every record of FIRST=V: a parameter FIRST=V pins */
-        char f[72];
-        snprintf(f, sizeof f, "%.*s", (int)(a1 - tc.tok[i]), tc.tok[i]);
-        if (tc.cnt[i] >= tok_find(&tc, f)) continue;
-      }
-      if (a2) {
+      if (a1) {
         char f[72], fa[72], fb[72];
         snprintf(f, sizeof f, "%.*s", (int)(a1 - tc.tok[i]), tc.tok[i]);
-        snprintf(fa, sizeof fa, "%.*s", (int)(a2 - tc.tok[i]), tc.tok[i]);
-        snprintf(fb, sizeof fb, "%s%s", f, a2);
         int nf = tok_find(&tc, f);
-        if (tok_find(&tc, fa) >= nf || tok_find(&tc, fb) >= nf || tc.cnt[i] < 2) continue;
+        if (!a2 && tc.cnt[i] >= nf) continue; /* a parameter that FIRST=V pins */
+        if (a2) {
+          snprintf(fa, sizeof fa, "%.*s", (int)(a2 - tc.tok[i]), tc.tok[i]);
+          snprintf(fb, sizeof fb, "%s%s", f, a2);
+          if (tok_find(&tc, fa) >= nf || tok_find(&tc, fb) >= nf || tc.cnt[i] < 2) continue;
+        }
       }
       snprintf(c->tok[c->ntok++], sizeof c->tok[0], "%s", tc.tok[i]);
     }
@@ -673,6 +672,7 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
   kiln_correction *c = malloc(sizeof *c);
   double *pi = malloc(sizeof(double) * (size_t)(s.n + 1)), *mi = malloc(sizeof(double) * (size_t)(s.n + 1));
   if (!pred || !idx || !pi || !mi || !c) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto done; }
+  const char *dump = getenv("KILN_CM_EVAL_DUMP");
   /* distinct instances: held out one at a time */
   for (int i = 0; i < s.n; i++) {
     int first = 1;
@@ -685,7 +685,6 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
     for (int k = 0; k < s.n; k++)
       if (!strcmp(s.key[k], s.key[i])) {
         pi[ni] = kiln_cm_predict_ns(m, c, &s.f[k], s.par[k]) * kiln_cm_transfer_factor(&ts, s.par[k]);
-        const char *dump = getenv("KILN_CM_EVAL_DUMP");
         if (dump && strstr(s.key[k], dump)) dump_candidate(m, c, &s.f[k], s.par[k], s.ns[k], pi[ni]);
         mi[ni] = s.ns[k];
         idx[ni] = ni;
