@@ -23,6 +23,16 @@
 
 #define MAXR 8
 
+/* a / b rounded to nearest. OpenCL allows float division an error of 2.5 ulp
+ * (unless a program is built with -cl-fp32-correctly-rounded-divide-sqrt), and
+ * NVIDIA's driver uses that allowance: a quotient of exactly k + 0.5 can land
+ * just below it, and rint() then rounds the wrong way (DynamicQuantizeLinear
+ * gave 25 for 26 on an H100). One fma residual step corrects it. */
+inline float div_rn(float a, float b) {
+  float q = a / b;
+  return q + fma(-q, b, a) / b;
+}
+
 #if T_IS_FLOAT
 #ifndef NORM_WG
   #define NORM_WG 64   // work-items per row in norm_rows and bn_stats (power of two)
@@ -325,8 +335,8 @@ void dq_params(__global const T *x, const long n, __global T *scale, __global uc
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (l == 0) {
-    T sc = (rmax[0] - rmin[0]) / (T)255;
-    T z = sc != 0 ? rint(clamp((T)0 - rmin[0] / sc, (T)0, (T)255)) : (T)0;
+    T sc = div_rn(rmax[0] - rmin[0], 255.0f);
+    T z = sc != 0 ? rint(clamp((T)0 - div_rn(rmin[0], sc), (T)0, (T)255)) : (T)0;
     scale[0] = sc;
     zp[0] = (uchar)z;
   }
@@ -349,7 +359,7 @@ __kernel void quantize(__global const float *x, __global const float *scale, __g
   long i = get_global_id(0);
   if (i >= n) return;
   long a = (i / adiv) % alen;
-  float v = (scale[a] != 0 ? rint(x[i] / scale[a]) : 0.0f) + (has_zp ? (float)zp[a] : 0.0f);
+  float v = (scale[a] != 0 ? rint(div_rn(x[i], scale[a])) : 0.0f) + (has_zp ? (float)zp[a] : 0.0f);
   y[i] = (T)clamp(v, QMIN, QMAX);
 }
 #endif
