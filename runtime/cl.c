@@ -303,9 +303,11 @@ cl_kernel kiln_cl_kernel(kiln_device *d, const char *file, const char *options, 
   return get_kernel(d, file, NULL, options, name, err);
 }
 
-cl_kernel kiln_cl_kernel_src(kiln_device *d, const char *src, const char *options, const char *name, kiln_error *err) {
-  char key[40];
-  snprintf(key, sizeof key, "gen:%016llx", (unsigned long long)fnv1a(1469598103934665603ull, src, strlen(src)));
+void kiln_cl_src_key(const char *src, char key[24]) {
+  snprintf(key, 24, "gen:%016llx", (unsigned long long)fnv1a(1469598103934665603ull, src, strlen(src)));
+}
+
+cl_kernel kiln_cl_kernel_src(kiln_device *d, const char *key, const char *src, const char *options, const char *name, kiln_error *err) {
   return get_kernel(d, key, src, options, name, err);
 }
 

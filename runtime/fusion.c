@@ -152,6 +152,7 @@ static int generate(kiln_graph *g, kiln_fgroup *grp, kiln_error *err) {
   o += (size_t)snprintf(src + o, cap - o, "  y[i] = t%d;\n}\n", grp->nnodes - 1);
   if (o >= cap) { free(src); return kiln__err(err, KILN_EINTERNAL, "fusion: generated source too long"); }
   grp->src = src;
+  kiln_cl_src_key(src, grp->src_key);
   return 0;
 }
 
@@ -300,6 +301,7 @@ static int epi_generate(kiln_graph *g, kiln_fgroup *G, const int *ekind, kiln_er
   o += (size_t)snprintf(src + o, cap - o, "  return t%d;\n}\n", G->nnodes - 1);
   if (o >= cap) { free(src); return kiln__err(err, KILN_EINTERNAL, "epilogue: generated source too long"); }
   G->src = src;
+  kiln_cl_src_key(src, G->src_key);
   /* signature: the ops, each operand kind, and a hash of the code (constants) */
   size_t so = 0;
   for (int q = 1; q < G->nnodes && so < sizeof G->sig - 12; q++)
@@ -494,8 +496,9 @@ cl_kernel kiln_epi_kernel(kiln_exec *x, kiln_node *n, const char *file, const ch
     memcpy(s, G->src, a);
     memcpy(s + a, body, b + 1);
     G->full_src[slot] = s;
+    kiln_cl_src_key(s, G->full_key[slot]);
   }
-  return kiln_cl_kernel_src(x->d, G->full_src[slot], opts, name, err);
+  return kiln_cl_kernel_src(x->d, G->full_key[slot], G->full_src[slot], opts, name, err);
 }
 
 int kiln_epi_ref(kiln_device *d, kiln_graph *g, kiln_node *n, void **host, kiln_error *err) {
@@ -645,7 +648,7 @@ int kiln_fusion_run(kiln_exec *x, kiln_node *root, kiln_error *err) {
   for (int e = 0; e < G->next; e++) kiln_bcast_strides(&g->vals[G->ext[e]], y->rank, meta + 9 + e * 8);
   cl_mem mb = kiln_exec_param(x, root, 3, meta, sizeof meta, err);
   if (!mb) return err->status;
-  cl_kernel k = kiln_cl_kernel_src(x->d, G->src, "", "fused", err);
+  cl_kernel k = kiln_cl_kernel_src(x->d, G->src_key, G->src, "", "fused", err);
   if (!k) return err->status;
   cl_uint a = 0;
   for (int e = 0; e < G->next; e++) {

@@ -205,9 +205,12 @@ struct kiln_device {
 cl_kernel kiln_cl_kernel(kiln_device *d, const char *file, const char *options, const char *name, kiln_error *err);
 /* Keeps compiled programs in db's binary cache instead of files (NULL: files). */
 void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db);
-/* Like kiln_cl_kernel for generated source text (fused kernels); cached by a
- * hash of the source and options like any program. */
-cl_kernel kiln_cl_kernel_src(kiln_device *d, const char *src, const char *options, const char *name, kiln_error *err);
+/* Like kiln_cl_kernel for generated source text (fused kernels), found by
+ * key, the source's hash from kiln_cl_src_key: callers keep it, because
+ * hashing a 30 kB source per launch (conv.cl behind an epilogue) leaves the
+ * device idle for tens of microseconds between a node's kernels. */
+void kiln_cl_src_key(const char *src, char key[24]);
+cl_kernel kiln_cl_kernel_src(kiln_device *d, const char *key, const char *src, const char *options, const char *name, kiln_error *err);
 /* Source text of an embedded kernel file (or the override dir KILN_KERNEL_DIR). */
 const char *kiln_cl_source(const char *file);
 /* Enqueues a kernel over `dims` dimensions; lws may be NULL. Zero-size grids are skipped. */
@@ -404,7 +407,9 @@ typedef struct kiln_fgroup {
    * applies the element-wise rest to each output before storing it */
   int head;                  /* node index of the head, -1 for element-wise groups */
   char sig[64];              /* epilogue signature: part of the head's kernel instance key */
+  char src_key[24];          /* kiln_cl_src_key(src) */
   char *full_src[2];         /* kiln_epi + conv.cl / gemm.cl, built on first use */
+  char full_key[2][24];      /* kiln_cl_src_key(full_src[i]) */
 } kiln_fgroup;
 
 /* One grouping considered: taken or rejected, with the numbers that decided. */
