@@ -312,15 +312,22 @@ cl_kernel kiln_cl_kernel_src(kiln_device *d, const char *key, const char *src, c
 }
 
 static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_src, const char *options, const char *name, kiln_error *err) {
+  /* This runs before every launch, also between the kernels of one node,
+   * where its time is inside the node's profiled span: no allocation, and
+   * a hash compare per program rather than a string compare (the option
+   * strings of a tuning run's thousands of programs share long prefixes). */
   const char *opts = options ? options : "";
-  size_t kl = strlen(file) + strlen(opts) + 2;
-  char *key = malloc(kl);
-  if (!key) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
-  snprintf(key, kl, "%s\n%s", file, opts);
+  size_t fl = strlen(file), ol = strlen(opts);
+  uint64_t h = fnv1a(fnv1a(fnv1a(1469598103934665603ull, file, fl), "\n", 1), opts, ol);
   kiln_cl_prog *p = NULL;
-  for (int i = 0; i < d->nprogs; i++)
-    if (!strcmp(d->progs[i].key, key)) { p = &d->progs[i]; break; }
+  for (int i = 0; i < d->nprogs; i++) {
+    const char *k = d->progs[i].key;
+    if (d->progs[i].hash == h && !strncmp(k, file, fl) && k[fl] == '\n' && !strcmp(k + fl + 1, opts)) { p = &d->progs[i]; break; }
+  }
   if (!p) {
+    char *key = malloc(fl + ol + 2);
+    if (!key) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+    snprintf(key, fl + ol + 2, "%s\n%s", file, opts);
     const char *src = gen_src ? gen_src : kiln_cl_source(file);
     if (!src) { free(key); kiln__err(err, KILN_EINTERNAL, "kernel file %s is not embedded", file); return NULL; }
     cl_program prog = build_program(d, file, src, opts, err);
@@ -335,8 +342,9 @@ static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_sr
     p = &d->progs[d->nprogs++];
     memset(p, 0, sizeof *p);
     p->key = key;
+    p->hash = h;
     p->prog = prog;
-  } else free(key);
+  }
   for (int i = 0; i < p->nkerns; i++)
     if (!strcmp(p->kerns[i].name, name)) return p->kerns[i].k;
   cl_int e;

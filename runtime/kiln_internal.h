@@ -176,6 +176,7 @@ static inline bool kiln_dtype_is_float(int dt) { return dt == KILN_DT_FLOAT || d
 
 typedef struct kiln_cl_prog {
   char *key;            /* file + '\n' + options */
+  uint64_t hash;        /* of key: compared first (a tuning run holds thousands of programs) */
   cl_program prog;
   struct kiln_cl_kern { char *name; cl_kernel k; } *kerns;
   int nkerns;
