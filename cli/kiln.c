@@ -485,6 +485,11 @@ static int cmd_devices(const cmd *c, int argc, char **argv) {
            d->compute_units, d->max_clock_mhz, (double)d->global_mem / (1 << 30), (double)d->max_alloc / (1 << 30),
            (unsigned long long)(d->local_mem >> 10), d->max_work_group);
   }
+  const char *lib = kiln_unregistered_gpu_driver();
+  if (lib)
+    printf("note: NVIDIA's OpenCL library is installed at %s but no ICD file names it, so its GPU is not listed:\n"
+           "      echo %s > /etc/OpenCL/vendors/nvidia.icd (or put that file in a directory and set OCL_ICD_VENDORS to it)\n",
+           lib, lib);
   return 0;
 }
 

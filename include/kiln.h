@@ -154,6 +154,11 @@ typedef struct kiln_device_info {
  * is 0); *count gets the total, which may exceed cap. KILN_ENODEVICE when no
  * OpenCL platform is installed. */
 int kiln_device_list(kiln_device_info *infos, int cap, int *count, kiln_error *err);
+/* The path of a GPU vendor's OpenCL library (NVIDIA's) that is installed but
+ * that no ICD file names, so that OpenCL cannot see the GPU; NULL when there
+ * is none. Seen in containers that mount the driver's folder: the GPU is then
+ * missing from kiln_device_list, and only a CPU device (POCL) may be found. */
+const char *kiln_unregistered_gpu_driver(void);
 /* Opens a device. selector: NULL or "" = first GPU else first device;
  * "P:D" = platform P, device D; "N" = N-th device overall;
  * otherwise a case-insensitive substring of platform or device name.

@@ -5,6 +5,7 @@
 #include <clblast_c.h>
 #include "kiln_db.h"
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -54,12 +55,66 @@ static void fill_info(cl_platform_id p, cl_device_id d, kiln_device_info *in) {
 
 #define NO_PLATFORM_MSG "no OpenCL platform found: install an OpenCL driver (on Debian: apt-get install pocl-opencl-icd for the CPU, or your GPU vendor's OpenCL driver)"
 
+/* Whether an ICD file in dir (or dir itself, when OCL_ICD_VENDORS names a
+ * file) mentions needle. */
+static int icd_names(const char *dir, const char *needle) {
+  struct stat sb;
+  if (stat(dir, &sb) != 0) return 0;
+  char path[1024], line[1024];
+  DIR *dp = S_ISDIR(sb.st_mode) ? opendir(dir) : NULL;
+  if (S_ISDIR(sb.st_mode) && !dp) return 0;
+  struct dirent *de = NULL;
+  int found = 0;
+  while (!found) {
+    if (dp) {
+      if (!(de = readdir(dp))) break;
+      size_t l = strlen(de->d_name);
+      if (l < 4 || strcmp(de->d_name + l - 4, ".icd")) continue;
+      snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    } else snprintf(path, sizeof path, "%s", dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+      while (!found && fgets(line, sizeof line, f)) found = strstr(line, needle) != NULL;
+      fclose(f);
+    }
+    if (!dp) break;
+  }
+  if (dp) closedir(dp);
+  return found;
+}
+
+const char *kiln_unregistered_gpu_driver(void) {
+  static const char *const libs[] = {
+    "/usr/local/nvidia/lib64/libnvidia-opencl.so.1", "/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1",
+    "/usr/lib64/libnvidia-opencl.so.1", "/usr/lib/aarch64-linux-gnu/libnvidia-opencl.so.1"};
+  const char *env = getenv("OCL_ICD_VENDORS");
+  const char *dir = env && *env ? env : "/etc/OpenCL/vendors";
+  for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+    struct stat sb;
+    if (stat(libs[i], &sb) == 0) return icd_names(dir, "nvidia-opencl") ? NULL : libs[i];
+  }
+  return NULL;
+}
+
+/* No platform: a GPU driver's OpenCL library may be installed with no ICD
+ * file naming it (containers that mount NVIDIA's driver folder). The message
+ * then says where the library is and how to register it. */
+static int no_platform(kiln_error *err) {
+  const char *lib = kiln_unregistered_gpu_driver();
+  if (lib)
+    return kiln__err(err, KILN_ENODEVICE,
+                     "no OpenCL platform found, but NVIDIA's OpenCL library is installed at %s and no ICD file names it: "
+                     "echo %s > /etc/OpenCL/vendors/nvidia.icd (or put that file in a directory and set OCL_ICD_VENDORS to it)",
+                     lib, lib);
+  return kiln__err(err, KILN_ENODEVICE, NO_PLATFORM_MSG);
+}
+
 int kiln_device_list(kiln_device_info *infos, int cap, int *count, kiln_error *err) {
   cl_platform_id plats[16];
   cl_uint np = 0;
   cl_int e = clGetPlatformIDs(16, plats, &np);
   *count = 0;
-  if (e != CL_SUCCESS || np == 0) return kiln__err(err, KILN_ENODEVICE, NO_PLATFORM_MSG);
+  if (e != CL_SUCCESS || np == 0) return no_platform(err);
   for (cl_uint p = 0; p < np; p++) {
     cl_device_id devs[16];
     cl_uint nd = 0;
