@@ -1203,7 +1203,7 @@ static int cmd_probe(const cmd *c, int argc, char **argv) {
 static int cmd_model(const cmd *c, int argc, char **argv) {
   if (argc < 1 || (strcmp(argv[0], "eval") && strcmp(argv[0], "export-prior"))) return usage_error(c, "expected `kiln model eval` or `kiln model export-prior`");
   bool export_prior = !strcmp(argv[0], "export-prior");
-  const char *devsel = getenv("KILN_DEVICE"), *dbpath = NULL, *v;
+  const char *devsel = getenv("KILN_DEVICE"), *dbpath = NULL, *stored = NULL, *v;
   bool json = false;
   for (int i = 1; i < argc; i++) {
     int r;
@@ -1214,6 +1214,9 @@ static int cmd_model(const cmd *c, int argc, char **argv) {
     } else if ((r = opt_val(argc, argv, &i, "--device", &v)) != 0) {
       if (r < 0) return usage_error(c, "--device needs a value");
       devsel = v;
+    } else if ((r = opt_val(argc, argv, &i, "--db-device", &v)) != 0) {
+      if (r < 0 || !*v) return usage_error(c, "--db-device needs a device id or name (see `kiln db list`)");
+      stored = v;
     } else return usage_error(c, "unknown argument '%s'", argv[i]);
   }
   char dbbuf[4096];
@@ -1222,22 +1225,29 @@ static int cmd_model(const cmd *c, int argc, char **argv) {
   kiln_db *db = NULL;
   kiln_device *d = NULL;
   kiln_model_eval *e = NULL;
+  kiln_device_info sinfo;
+  const kiln_device_info *di = &sinfo;
+  int64_t dev = -1;
   int n = 0, rc;
-  if ((rc = kiln_db_open(dbpath, 0, &db, &err)) != 0) return fail(&err, rc);
-  if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { kiln_db_close(db); return fail(&err, rc); }
+  if ((rc = kiln_db_open(dbpath, stored ? KILN_DB_READONLY : 0, &db, &err)) != 0) return fail(&err, rc);
+  if (stored) { /* records of a device in the database, which need not be present */
+    if ((rc = kiln_db_find_device(db, stored, &dev, &err)) == 0) rc = kiln_db_device_info(db, dev, &sinfo, &err);
+  } else if ((rc = kiln_device_open(devsel, &d, &err)) == 0) {
+    di = kiln_device_get_info(d);
+    rc = kiln_db_device(db, di, &dev, &err);
+  }
+  if (rc) { kiln_device_close(d); kiln_db_close(db); return fail(&err, rc); }
   if (export_prior) {
-    int64_t dev;
-    const kiln_device_info *di = kiln_device_get_info(d);
-    if ((rc = kiln_db_device(db, di, &dev, &err)) == 0) rc = kiln_cm_export_prior(db, dev, di, stdout, &err);
+    rc = kiln_cm_export_prior(db, dev, di, stdout, &err);
     if (rc) rc = fail(&err, rc);
     kiln_device_close(d);
     kiln_db_close(db);
     return rc;
   }
-  rc = kiln_costmodel_eval(db, d, &e, &n, &err);
+  rc = kiln_cm_eval_device(db, dev, di, &e, &n, &err);
   if (rc) rc = fail(&err, rc);
   else if (json) {
-    printf("{\"device\":"); json_str(stdout, kiln_device_get_info(d)->name);
+    printf("{\"device\":"); json_str(stdout, di->name);
     printf(",\"db\":"); json_str(stdout, dbpath);
     printf(",\"families\":[");
     for (int i = 0; i < n; i++) {
@@ -1250,7 +1260,7 @@ static int cmd_model(const cmd *c, int argc, char **argv) {
     }
     printf("]}\n");
   } else {
-    printf("cost model accuracy on %s (%s), each instance held out in turn:\n", kiln_device_get_info(d)->name, dbpath);
+    printf("cost model accuracy on %s (%s), each instance held out in turn:\n", di->name, dbpath);
     printf("%-12s %9s %8s %10s %8s %8s %8s\n", "family", "instances", "records", "kendall-t", "top-1", "top-5", "regret");
     for (int i = 0; i < n; i++)
       printf("%-12s %9d %8d %10.3f %7.0f%% %7.0f%% %8.3f\n", e[i].family, e[i].instances, e[i].records, e[i].kendall_tau, e[i].top1 * 100, e[i].top5 * 100, e[i].regret);
@@ -1350,7 +1360,15 @@ static int cmd_predict(const cmd *c, int argc, char **argv) {
     }
     printf("]}\n");
   } else {
-    printf("%s on %s%s\n", path, target, profile ? " (spec-sheet profile, device not present)" : " (this device's probe)");
+    if (profile) {
+      kiln_devmodel dm;
+      kiln_cm_basis b;
+      if (kiln_cm_profile_model(profile, &dm, &b, NULL) == 0 && b.measured_probe)
+        printf("%s on %s (device not present: the probe and records of %s, built into kiln as its GPU prior)\n", path, target, b.prior_device);
+      else if (kiln_cm_profile_model(profile, &dm, &b, NULL) == 0 && b.prior_device[0])
+        printf("%s on %s (device not present: spec-sheet figures, with the corrections fitted on %s's records, kiln's GPU prior)\n", path, target, b.prior_device);
+      else printf("%s on %s (spec-sheet profile, device not present)\n", path, target);
+    } else printf("%s on %s (this device's probe)\n", path, target);
     printf("%-28s %-18s %-11s %12s %12s  %s\n", "node", "op", "family", "predicted us", have_meas ? "measured us" : "", "chosen parameters");
     for (int i = 0; i < n; i++) {
       char ms[32] = "";
@@ -1674,14 +1692,18 @@ static const cmd commands[] = {
    "  --db FILE             database with this device's probe and records (default as for tune)\n"
    "  --json                print one JSON object\n"},
   {"model", cmd_model, NEEDS_DEVICE, "cost-model accuracy on this device's records: kiln model eval; its built-in prior: export-prior",
-   "eval|export-prior [--db FILE] [--device SEL] [--json]",
+   "eval|export-prior [--db FILE] [--device SEL | --db-device SEL] [--json]",
    "  eval                  per kernel family, each tuned instance held out in turn: Kendall tau between\n"
    "                        predicted and measured times, top-1/top-5 recall of the measured best, regret\n"
    "                        (measured time of the predicted best / measured best)\n"
-   "  export-prior          print costmodel/prior_cpu.inc: the per-family corrections fitted on this\n"
-   "                        device's records and its probe, used on CPU devices without their own\n"
-   "                        probe or records (rebuild to take effect)\n"
+   "  export-prior          print costmodel/prior_cpu.inc (a CPU device) or prior_gpu.inc (a GPU): the\n"
+   "                        per-family corrections fitted on this device's records and its probe,\n"
+   "                        used on devices of its kind without their own probe or records, and by\n"
+   "                        `kiln predict --profile` for GPUs (rebuild to take effect)\n"
    "  --db FILE             tuning database (default as for tune)\n"
+   "  --db-device SEL       the records of a device stored in the database instead of an OpenCL\n"
+   "                        device's (a row id or part of its fingerprint, see `kiln db list`); it\n"
+   "                        need not be present, and no OpenCL device is opened\n"
    "  --json                print one JSON object\n"},
   {"plan", cmd_plan, NEEDS_MODEL | NEEDS_DEVICE, "show the kernels kiln will launch: nodes covered, parameters and their origin, times, fusion groupings",
    "MODEL.onnx [--db FILE] [--no-fusion] [--no-measure] [--shape NAME=D0,...]... [--device SEL] [--json]",

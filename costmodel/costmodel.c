@@ -2,6 +2,7 @@
  * per-family corrections fitted on measured records, and the held-out
  * evaluation behind `kiln model eval`. See kiln_costmodel.h. */
 #include "kiln_costmodel.h"
+#include <ctype.h>
 #include <math.h>
 #include <strings.h>
 
@@ -55,6 +56,35 @@ static const struct profile {
   {"arc-a770", "Intel Arc A770", 19.7, 560, 16, 1800, 8000, 6, 32, 1024, 65536},
   {"m2", "Apple M2 (10-core GPU)", 3.6, 100, 8, 400, 2000, 8, 10, 1024, 32768},
 };
+
+/* Whether profile key (e.g. "h100") names the device called name ("NVIDIA
+ * H100 80GB HBM3"): the key's letters and digits appear in a row among the
+ * name's, case aside. */
+static int profile_names(const char *key, const char *name) {
+  char k[64], n[256];
+  size_t a = 0, b = 0;
+  for (; *key && a + 1 < sizeof k; key++) if (isalnum((unsigned char)*key)) k[a++] = (char)tolower((unsigned char)*key);
+  for (; *name && b + 1 < sizeof n; name++) if (isalnum((unsigned char)*name)) n[b++] = (char)tolower((unsigned char)*name);
+  k[a] = n[b] = 0;
+  return a > 0 && strstr(n, k) != NULL;
+}
+
+int kiln_cm_profile_model(const char *name, kiln_devmodel *m, kiln_cm_basis *basis, kiln_error *err) {
+  int rc = kiln_devmodel_profile(name, m, err);
+  if (rc) return rc;
+  memset(basis, 0, sizeof *basis);
+  const char *pd = kiln_cm_prior_device(&m->info), *pj = kiln_cm_prior_probe(&m->info);
+  if (pd) snprintf(basis->prior_device, sizeof basis->prior_device, "%s", pd);
+  if (pd && pj && profile_names(name, pd)) { /* the prior was measured on this kind of device: its probe, not the spec sheet */
+    kiln_devmodel pm;
+    if (kiln_devmodel_from_probe(pj, &m->info, &pm, NULL) == 0) {
+      snprintf(pm.name, sizeof pm.name, "%s", m->name);
+      *m = pm;
+      basis->measured_probe = 1;
+    }
+  }
+  return 0;
+}
 
 const char *const *kiln_devmodel_profiles(void) {
   static const char *names[sizeof profiles / sizeof profiles[0] + 1];
@@ -832,8 +862,15 @@ int kiln_costmodel_eval(kiln_db *db, kiln_device *d, kiln_model_eval **out, int 
   int64_t dev;
   int rc = kiln_db_device(db, &d->info, &dev, err);
   if (rc) return rc;
+  return kiln_cm_eval_device(db, dev, &d->info, out, nout, err);
+}
+
+int kiln_cm_eval_device(kiln_db *db, int64_t dev, const kiln_device_info *info, kiln_model_eval **out, int *nout, kiln_error *err) {
+  *out = NULL;
+  *nout = 0;
+  int rc;
   kiln_devmodel m;
-  if ((rc = kiln_cm_load(db, dev, &d->info, &m, err)) != 0) return rc;
+  if ((rc = kiln_cm_load(db, dev, info, &m, err)) != 0) return rc;
   char fams[32][32];
   int nf = kiln_db_families(db, dev, fams, 32);
   kiln_model_eval *e = calloc((size_t)nf + 1, sizeof *e);

@@ -70,6 +70,14 @@ typedef struct kiln_correction {
 int kiln_devmodel_from_probe(const char *json, const kiln_device_info *info, kiln_devmodel *m, kiln_error *err);
 /* Spec-sheet profile of a known GPU ("rtx3060", "h100", "rx7900xtx", "arc-a770", "m2"). */
 int kiln_devmodel_profile(const char *name, kiln_devmodel *m, kiln_error *err);
+/* What a profile's predictions rest on besides its spec sheet. */
+typedef struct kiln_cm_basis {
+  char prior_device[128]; /* the corrections: the built-in GPU prior, measured on this device ("" none) */
+  int measured_probe;     /* the profile names that device: its probe replaced the spec-sheet figures */
+} kiln_cm_basis;
+/* kiln_devmodel_profile, then the built-in GPU prior's probe in place of the
+ * spec sheet when the prior was measured on a device the profile names. */
+int kiln_cm_profile_model(const char *name, kiln_devmodel *m, kiln_cm_basis *basis, kiln_error *err);
 /* Names of the profiles, NULL-terminated. */
 const char *const *kiln_devmodel_profiles(void);
 
@@ -160,9 +168,14 @@ int kiln_cm_fit_db(kiln_db *db, int64_t device, const kiln_devmodel *m, const ch
  * records: the probe JSON it was fitted against (NULL if none applies) and a
  * family's correction (KILN_ENOTFOUND if none). */
 const char *kiln_cm_prior_probe(const kiln_device_info *info);
+/* The name of the device the prior for devices like info was measured on. */
+const char *kiln_cm_prior_device(const kiln_device_info *info);
 int kiln_cm_prior(const kiln_device_info *info, const char *family, kiln_correction *c);
-/* Writes prior_cpu.inc from the device's probe and records (families with
- * at least KILN_CM_MIN_SAMPLES measured records). */
+/* kiln_costmodel_eval on the records of device row dev (described by info),
+ * which need not be present. */
+int kiln_cm_eval_device(kiln_db *db, int64_t dev, const kiln_device_info *info, kiln_model_eval **out, int *nout, kiln_error *err);
+/* Writes prior_cpu.inc or prior_gpu.inc (by info->is_gpu) from the device's
+ * probe and records (families with at least KILN_CM_MIN_SAMPLES measured records). */
 int kiln_cm_export_prior(kiln_db *db, int64_t device, const kiln_device_info *info, FILE *out, kiln_error *err);
 
 #endif /* KILN_COSTMODEL_H */

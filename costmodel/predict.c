@@ -53,8 +53,9 @@ int kiln_predict(kiln_model *m, const char *profile, kiln_session *s, kiln_db *d
   int rc;
   *out = NULL;
   *nout = 0;
+  kiln_cm_basis basis;
   if (profile) {
-    if ((rc = kiln_devmodel_profile(profile, &dm, err)) != 0) return rc;
+    if ((rc = kiln_cm_profile_model(profile, &dm, &basis, err)) != 0) return rc;
     if ((rc = kiln_graph_plan(g, err)) != 0) return rc;
   } else {
     if (!s || !db) return kiln__err(err, KILN_EINVAL, "predicting for this device needs a session and a probed database");
@@ -80,9 +81,14 @@ int kiln_predict(kiln_model *m, const char *profile, kiln_session *s, kiln_db *d
     memset(&t, 0, sizeof t);
     if (n->op->tunable && n->op->tunable(g, n, &t) == 0 && t.features) {
       const kiln_correction *c = NULL;
-      if (!profile) { /* this device: use its measured records too */
-        for (int k = 0; k < ncorr; k++) if (!strcmp(corr[k].family, t.family)) c = &corr[k];
-        if (!c && ncorr < 16) { kiln_cm_fit_db(db, s->db_device, &dm, t.family, &corr[ncorr], NULL); snprintf(corr[ncorr].family, sizeof corr[0].family, "%s", t.family); c = &corr[ncorr++]; }
+      for (int k = 0; k < ncorr; k++) if (!strcmp(corr[k].family, t.family)) c = &corr[k];
+      if (!c && ncorr < 16) {
+        kiln_correction *nc = &corr[ncorr];
+        memset(nc, 0, sizeof *nc);
+        if (!profile) kiln_cm_fit_db(db, s->db_device, &dm, t.family, nc, NULL); /* this device: its measured records */
+        else if (kiln_cm_prior(&dm.info, t.family, nc) != 0) nc->nsamples = 0; /* a profile: the GPU prior's, where it has one */
+        snprintf(nc->family, sizeof nc->family, "%s", t.family);
+        c = &corr[ncorr++];
       }
       int *cands = NULL;
       int nc = kiln_tunable_enumerate(&t, &dm.info, &cands);

@@ -205,6 +205,10 @@ int kiln_db_each_device(kiln_db *db, void (*fn)(const kiln_db_device_row *d, voi
 /* Finds a device row: a decimal row id, else a case-insensitive substring of
  * the fingerprint (must match one row). KILN_ENOTFOUND / KILN_EINVAL (ambiguous). */
 int kiln_db_find_device(kiln_db *db, const char *sel, int64_t *id, kiln_error *err);
+/* The description stored with device row id, for a device that need not be
+ * present (a shared database's records). is_gpu is read off the fingerprint:
+ * a CPU device's leaves its memory size out. */
+int kiln_db_device_info(kiln_db *db, int64_t id, kiln_device_info *out, kiln_error *err);
 /* Calls fn for every record (device -1: all devices), by device and instance. */
 int kiln_db_each_record(kiln_db *db, int64_t device, void (*fn)(int64_t device, const kiln_record *r, void *ctx), void *ctx, kiln_error *err);
 

@@ -641,6 +641,34 @@ int kiln_db_find_device(kiln_db *db, const char *sel, int64_t *id, kiln_error *e
   return 0;
 }
 
+int kiln_db_device_info(kiln_db *db, int64_t id, kiln_device_info *out, kiln_error *err) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db->h,
+        "SELECT fingerprint,platform,vendor,name,driver,version,compute_units,max_clock_mhz,global_mem,local_mem,max_alloc,max_work_group"
+        " FROM devices WHERE id=?1", -1, &st, NULL) != SQLITE_OK) return kiln__db_sqlerr(db, err, "reading a device");
+  sqlite3_bind_int64(st, 1, id);
+  int rc = kiln__db_step(db, st);
+  if (rc != SQLITE_ROW) {
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? kiln__err(err, KILN_ENOTFOUND, "%s: no device %lld", db->path, (long long)id) : kiln__db_sqlerr(db, err, "reading a device");
+  }
+  memset(out, 0, sizeof *out);
+#define T(c, f) snprintf(out->f, sizeof out->f, "%s", sqlite3_column_text(st, c) ? (const char *)sqlite3_column_text(st, c) : "")
+  T(1, platform); T(2, vendor); T(3, name); T(4, driver); T(5, version);
+#undef T
+  const char *fp = (const char *)sqlite3_column_text(st, 0);
+  out->is_gpu = !(fp && strstr(fp, "|gmem=host|"));
+  out->compute_units = sqlite3_column_int(st, 6);
+  out->max_clock_mhz = sqlite3_column_int(st, 7);
+  out->global_mem = (uint64_t)sqlite3_column_int64(st, 8);
+  out->local_mem = (uint64_t)sqlite3_column_int64(st, 9);
+  out->max_alloc = (uint64_t)sqlite3_column_int64(st, 10);
+  out->max_work_group = (size_t)sqlite3_column_int64(st, 11);
+  out->platform_index = out->device_index = -1;
+  sqlite3_finalize(st);
+  return 0;
+}
+
 int kiln_db_each_record(kiln_db *db, int64_t device, void (*fn)(int64_t device, const kiln_record *r, void *ctx), void *ctx, kiln_error *err) {
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db->h, "SELECT " RECORD_COLS ",device FROM records WHERE ?1<0 OR device=?1"

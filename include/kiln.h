@@ -380,7 +380,9 @@ typedef struct kiln_node_prediction {
 
 /* Predicts every device node of the model. With `profile` (a known GPU, see
  * kiln_costmodel_profiles), no device is needed: the model's input shapes must
- * be bound. Without it, `s` (inputs set) runs on its device using the probe in
+ * be bound; the profile's spec-sheet figures (the probe of the built-in GPU
+ * prior's device instead, when the profile names it) and the GPU prior's
+ * corrections are used. Without it, `s` (inputs set) runs on its device using the probe in
  * `db`, and each node is also measured. *out is owned by the caller (free()). */
 int kiln_predict(kiln_model *m, const char *profile, kiln_session *s, kiln_db *db, kiln_node_prediction **out, int *nout, kiln_error *err);
 /* Names of the device profiles, NULL-terminated. */

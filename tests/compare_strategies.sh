@@ -123,4 +123,18 @@ assert len(lens) == 1 and 7 not in lens, "stored features of mixed layouts after
 assert not c.execute("SELECT count(*) FROM records WHERE features='1,2,3,4,5,6,7'").fetchone()[0], "an aged record kept its features"
 EOF2
 
-echo "compare_strategies: 3 passed, 0 failed"
+# the cost model on a database's records without the device: --db-device
+# (a row id) gives what the present device's own evaluation gives
+"$KILN" model eval --db "$T/c.db" --json > "$T/e1.json" 2> "$T/e1.err" || { cat "$T/e1.err"; fail "kiln model eval"; }
+"$KILN" model eval --db "$T/c.db" --db-device 1 --json > "$T/e2.json" 2> "$T/e2.err" || { cat "$T/e2.err"; fail "kiln model eval --db-device"; }
+$PY - "$T/e1.json" "$T/e2.json" <<'EOF2' || fail "model eval --db-device: see above"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["families"] and a["families"] == b["families"] and a["device"] == b["device"], "--db-device evaluated differently: %s vs %s" % (a, b)
+EOF2
+"$KILN" model export-prior --db "$T/c.db" --db-device 1 > "$T/p.inc" 2> "$T/p.err" || { cat "$T/p.err"; fail "kiln model export-prior --db-device"; }
+grep -q "static const prior_family prior_cpu_families" "$T/p.inc" || fail "export-prior --db-device wrote no CPU prior"
+"$KILN" model eval --db "$T/c.db" --db-device no-such-device > /dev/null 2> "$T/e3.err"
+[ $? -eq 2 ] && grep -q "no device matches 'no-such-device'" "$T/e3.err" || { cat "$T/e3.err"; fail "--db-device of an unknown device: expected exit 2 and a clear message"; }
+
+echo "compare_strategies: 4 passed, 0 failed"

@@ -214,12 +214,27 @@ int main(void) {
     double reused = kiln_cm_base_ns(&m, &g);
     CHECK(reused < streamed && reused >= 4e6 / 30);
   }
-  /* the built-in prior is for CPU devices only */
+  /* two built-in priors: a GPU gets the one measured on a GPU, not the CPU's */
   kiln_device_info gpu = info;
   gpu.is_gpu = 1;
-  CHECK(kiln_cm_prior(&gpu, "conv", c) == KILN_ENOTFOUND);
-  CHECK(kiln_cm_prior_probe(&gpu) == NULL);
+  const char *cpu_probe = kiln_cm_prior_probe(&info), *gpu_probe = kiln_cm_prior_probe(&gpu);
+  CHECK(cpu_probe && gpu_probe && strcmp(cpu_probe, gpu_probe) != 0);
+  CHECK(kiln_cm_prior_device(&gpu) && kiln_cm_prior_device(&info) && strcmp(kiln_cm_prior_device(&gpu), kiln_cm_prior_device(&info)) != 0);
+  kiln_correction *cg = malloc(sizeof *cg);
+  CHECK(cg && kiln_cm_prior(&gpu, "conv", cg) == 0 && kiln_cm_prior(&info, "conv", c) == 0 && cg->nsamples != c->nsamples);
+  free(cg);
+  CHECK(kiln_cm_prior(&gpu, "no-such-family", c) == KILN_ENOTFOUND);
   CHECK(kiln_cm_prior(&info, "no-such-family", c) == KILN_ENOTFOUND);
+  /* a profile of the GPU the prior was measured on takes the prior's probe;
+   * another GPU's keeps its spec sheet, with the prior's corrections */
+  {
+    kiln_devmodel pm, sm;
+    kiln_cm_basis b;
+    CHECK(kiln_cm_profile_model("h100", &pm, &b, &err) == 0 && b.measured_probe && b.prior_device[0]);
+    CHECK(kiln_devmodel_profile("h100", &sm, &err) == 0 && pm.launch_us != sm.launch_us && pm.info.is_gpu);
+    CHECK(kiln_cm_profile_model("m2", &pm, &b, &err) == 0 && !b.measured_probe && b.prior_device[0]);
+    CHECK(kiln_cm_profile_model("no-such-gpu", &pm, &b, &err) == KILN_ENOTFOUND);
+  }
   free(c);
   kiln_cm_samples_free(&s);
   printf("costmodel_test: %s\n", failures ? "FAILED" : "passed");
