@@ -32,6 +32,15 @@ void kiln_cli__error(const char *fmt, ...) {
   fprintf(stderr, "kiln: error: %s\n", msg);
 }
 
+void kiln_cli__note_cpu_fallback(const kiln_device *d, const char *devsel) {
+  if (devsel && *devsel) return; /* the user chose the device */
+  const kiln_device_info *in = kiln_device_get_info(d);
+  const char *lib = in && !in->is_gpu ? kiln_unregistered_gpu_driver() : NULL;
+  if (lib)
+    fprintf(stderr, "kiln: note: running on %s, not a GPU: NVIDIA's OpenCL library at %s is installed but no ICD file names it "
+                    "(echo %s > /etc/OpenCL/vendors/nvidia.icd)\n", in->name, lib, lib);
+}
+
 int kiln_cli__fail(const kiln_error *err, int status) {
   kiln_cli__error("%s", err && err->msg[0] ? err->msg : kiln_strerror(status));
   return kiln_cli__exit_code(status);

@@ -209,6 +209,7 @@ int kiln_cli_bench(int argc, char **argv) {
   load_s = now_s() - t0;
   if ((rc = kiln_cli__bind_inputs(m, inputs, ninputs, seed, &b)) != 0) goto done;
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+  kiln_cli__note_cpu_fallback(d, devsel);
   if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   if ((rc = kiln_cli__open_db(dbpath, 0, &db)) != 0) goto done;
   if (db && (rc = kiln_session_set_db(s, db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }

@@ -775,6 +775,7 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
   if ((rc = kiln_model_check_supported(m, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if ((rc = bind_inputs(m, inputs, ninputs, random, seed, &b)) != 0) goto done;
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail(&err, rc); goto done; }
+  kiln_cli__note_cpu_fallback(d, devsel);
   if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if ((rc = open_db_for_run(dbpath, &db)) != 0) goto done;
   if (db && (rc = kiln_session_set_db(s, db, &err)) != 0) { rc = fail(&err, rc); goto done; }
@@ -1086,6 +1087,7 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
   if ((rc = kiln_db_open(dbpath, KILN_DB_CREATE, &db, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if (getenv("KILN_DB_PATH") && (rc = kiln_db_attach_path_list(db, getenv("KILN_DB_PATH"), &err)) != 0) { rc = fail(&err, rc); goto done; }
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail(&err, rc); goto done; }
+  kiln_cli__note_cpu_fallback(d, devsel);
   if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if ((rc = set_inputs(s, &b)) != 0) goto done;
   if (nofusion) kiln_session_set_fusion(s, 0);

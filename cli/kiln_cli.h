@@ -53,6 +53,10 @@ int kiln_cli__exit_code(int status);
 void kiln_cli__error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints err's message (or the status's) and returns its exit status. */
 int kiln_cli__fail(const kiln_error *err, int status);
+/* After opening the default device (devsel NULL or ""): a note on stderr when
+ * it is not a GPU while NVIDIA's OpenCL library is installed unregistered,
+ * so a run does not land on the CPU unnoticed. */
+void kiln_cli__note_cpu_fallback(const kiln_device *d, const char *devsel);
 /* Prints a usage error for `kiln <cmd>` with its synopsis; returns 2. */
 int kiln_cli__usage(const char *cmd, const char *synopsis, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Matches argv[*i] against option `name` with a value ("--name V" or
