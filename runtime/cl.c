@@ -194,6 +194,7 @@ fail_ctx:
 
 void kiln_device_close(kiln_device *d) {
   if (!d) return;
+  if (d->evict) clReleaseMemObject(d->evict);
   for (int i = 0; i < d->nprogs; i++) {
     for (int k = 0; k < d->progs[i].nkerns; k++) { clReleaseKernel(d->progs[i].kerns[k].k); free(d->progs[i].kerns[k].name); }
     free(d->progs[i].kerns);

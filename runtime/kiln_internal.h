@@ -194,6 +194,8 @@ struct kiln_device {
   char cache_dir[512];       /* binary cache files, "" = off (used when bin_db is NULL) */
   struct kiln_db *bin_db;    /* binary cache in the tuning database (not owned) */
   int programs_compiled;
+  cl_mem evict;              /* the tuner's cache-eviction buffer (KILN_TUNE_EVICT_MB), or NULL */
+  size_t evict_bytes;
   int programs_from_cache;
   double compile_ms;
   int launches;              /* kernels enqueued since open */
