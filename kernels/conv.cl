@@ -54,6 +54,18 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
+/* A program built for one algorithm (-DCONV_ALGO=a, as the tuned Conv
+ * family's programs are) compiles only the kernels that algorithm launches:
+ * compile time follows the source compiled (POCL here: conv.cl whole about
+ * 500 ms, conv_gemm alone about 200 ms; NVIDIA's compiler about 27 ms/kB),
+ * and tuning compiles one program per candidate. Without CONV_ALGO
+ * (ConvTranspose, QLinearConv) every kernel is built. */
+#ifdef CONV_ALGO
+#define CONV_USES(a) (CONV_ALGO == (a))
+#else
+#define CONV_USES(a) 1
+#endif
+
 #ifndef CONV_TOC
 #define CONV_TOC 8 // output channels per work-item in conv_direct (1..16)
 #endif
@@ -103,6 +115,7 @@
 #define M_DL 18  /* dilations */
 #define M_P 21   /* leading pads */
 
+#if CONV_USES(0)
 __kernel void conv_direct(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
                           __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
   const int C = m[M_C], OC = m[M_OC], G = m[M_G], ICg = m[M_ICG], OCg = m[M_OCG];
@@ -164,6 +177,7 @@ __kernel void conv_direct(__global const T *x, __global const T *w, __global con
       if (ow0 + j < OW) y[yo + j] = EPI(acc[i][j] + b, yo + j, oc);
   }
 }
+#endif
 
 /* Register-blocked GEMM: Y[m][p] = sum_k A[m][k] * B[k][p] (+ bias[m]) for
  * batch b = get_global_id(2), split as bi = b % G1 (group or Winograd
@@ -252,23 +266,28 @@ inline void gemm_body(__global const T *A, __global const T *B, __global const T
   }
 }
 
+#if CONV_USES(1) || CONV_USES(2) || CONV_USES(4)
 __kernel void conv_gemm(__global const T *A, __global const T *B, __global const T *bias, __global T *Y, int M, int K, int P,
                         int ldb, int pload, int ldy, int G1, long sa, long sbo, long sbi, long syo, long syi, int has_bias,
                         int epi, __global const T *e0, __global const T *e1) {
   gemm_body(A, B, bias, Y, M, K, P, ldb, pload, ldy, G1, sa, sbo, sbi, syo, syi, has_bias, 0, 1, 1, 1, 1, epi, e0, e1);
 }
+#endif
 
+#if CONV_USES(1)
 __kernel void conv_gemm_s(__global const T *A, __global const T *B, __global const T *bias, __global T *Y, int M, int K, int P,
                           int ldb, int pload, int ldy, int G1, long sa, long sbo, long sbi, long syo, long syi, int has_bias,
                           int epi, __global const T *e0, __global const T *e1, int SH, int SW, int IW, int OW) {
   gemm_body(A, B, bias, Y, M, K, P, ldb, pload, ldy, G1, sa, sbo, sbi, syo, syi, has_bias, 1, SH, SW, IW, OW, epi, e0, e1);
 }
+#endif
 
 
 /* im2col: col[(n*G + g)*K + k][p] for k = (ic, kd, kh, kw) of group g and
  * output pixel p (zeros for padding taps; the row with od*OH + oh = 0 also
  * zeroes the columns P..ldb-1). Each work-item fills one output row (OW
  * columns) of one k: no divisions per element. grid: (OD*OH, K, N*G) */
+#if CONV_USES(2) || CONV_USES(5)
 __kernel void conv_im2col(__global const T *x, __global T *col, __global const int *m, int ldb) {
   const int C = m[M_C], G = m[M_G], ICg = m[M_ICG];
   const int ID = m[M_IN], IH = m[M_IN + 1], IW = m[M_IN + 2];
@@ -303,6 +322,7 @@ __kernel void conv_im2col(__global const T *x, __global T *col, __global const i
     for (int ow = lo; ow < hi; ow++) cr[ow] = xr[ow * SW + iw0];
   for (int ow = max(lo, hi); ow < OW; ow++) cr[ow] = 0;
 }
+#endif
 
 /* im2col into panels of GEMM_TN columns: col[b][p / TN][k][p % TN], np =
  * ceil(P/TN) panels per (n, g), zeros for padding taps and for p >= P. The
@@ -312,6 +332,7 @@ __kernel void conv_im2col(__global const T *x, __global T *col, __global const i
  * Each work-item fills one output row (OW columns) of one k; consecutive
  * work-items take consecutive k (neighbouring lines of the same panels).
  * grid: (K, OD*OH, N*G) */
+#if CONV_USES(6)
 __kernel void conv_im2col_p(__global const T *x, __global T *col, __global const int *m) {
   const int C = m[M_C], G = m[M_G], ICg = m[M_ICG];
   const int ID = m[M_IN], IH = m[M_IN + 1], IW = m[M_IN + 2];
@@ -340,10 +361,12 @@ __kernel void conv_im2col_p(__global const T *x, __global T *col, __global const
     if (++pj == GEMM_TN) { pj = 0; dst += (long)K * GEMM_TN; }
   }
 }
+#endif
 
 /* GPU-style tiled GEMM for algo 5: Y[n][g*M + m][p] = sum_k W[g*M + m][k] *
  * col[n*G + g][k][p] (+ bias), W the weights as stored ([OC][K]); tiles of
  * LG_TS x LG_TS of W and col staged in local memory. */
+#if CONV_USES(5)
 __kernel void conv_gemm_local(__global const T *W, __global const T *col, __global const T *bias, __global T *Y, int M, int K,
                               int P, int ldb, int G, int has_bias, __global const T *e0, __global const T *e1) {
   __local T As[LG_TS][LG_TS + 1];
@@ -377,6 +400,7 @@ __kernel void conv_gemm_local(__global const T *W, __global const T *col, __glob
     if (p < P) Y[yo + p] = EPI(acc[w] + bs, yo + p, g * M + m);
   }
 }
+#endif
 
 /* Winograd F(2x2,3x3) input transform: V[n][xi][c][t] = (B^T d B)[xi] for
  * the 4x4 input patch d of tile t (tiles of 2x2 outputs, TW per row; zeros
@@ -412,6 +436,7 @@ inline void wino_tile_in(__global const T *x, __global const int *m, int TW, int
   }
 }
 
+#if CONV_USES(4)
 __kernel void wino_in(__global const T *x, __global T *V, __global const int *m, int TW, int T_, int ldb) {
   const int C = m[M_C];
   const int t = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
@@ -422,10 +447,12 @@ __kernel void wino_in(__global const T *x, __global T *V, __global const int *m,
   const long xs = (long)C * ldb;
   for (int xi = 0; xi < 16; xi++) v[xi * xs] = o[xi];
 }
+#endif
 
 /* [algo 7] wino_in into panels of GEMM_TN tiles for gemm.cl's gemm_panel:
  * V[n][xi][t / TN][c][t % TN] (np = ceil(T_/TN) panels); consecutive
  * work-items take consecutive channels. grid: (C, np*TN, N) */
+#if CONV_USES(7)
 __kernel void wino_in_p(__global const T *x, __global T *V, __global const int *m, int TW, int T_) {
   const int C = m[M_C], NP = (T_ + GEMM_TN - 1) / GEMM_TN;
   const int c = get_global_id(0), t = get_global_id(1), n = get_global_id(2);
@@ -436,9 +463,11 @@ __kernel void wino_in_p(__global const T *x, __global T *V, __global const int *
   const long xs = (long)NP * C * GEMM_TN;
   for (int xi = 0; xi < 16; xi++) v[xi * xs] = o[xi];
 }
+#endif
 
 /* Winograd F(2x2,3x3) output transform: y tile = A^T Mt A (+ bias) with
  * Mt[xi] = Mw[n][xi][oc][t]. grid: (T, OC, N). */
+#if CONV_USES(4) || CONV_USES(7)
 __kernel void wino_out(__global const T *Mw, __global const T *bias, __global T *y, __global const int *m, int TW, int T_,
                        int ldb, int has_bias, __global const T *e0, __global const T *e1) {
   const int OC = m[M_OC], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
@@ -464,6 +493,7 @@ __kernel void wino_out(__global const T *Mw, __global const T *bias, __global T 
     if (ow0 + 1 < OW) y[yo + 1] = EPI(y1 + bs, yo + 1, oc);
   }
 }
+#endif
 
 /* conv_dw with -DCONV_GEOM=<the 24 ints of m>: the geometry is a
  * compile-time constant (the host builds one program per depthwise shape),
@@ -474,6 +504,7 @@ __constant int conv_geom[24] = {CONV_GEOM};
 #else
   #define CM(i) m[i]
 #endif
+#if CONV_USES(3)
 __kernel void conv_dw(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
                       __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
   const int C = CM(M_C);
@@ -518,6 +549,7 @@ __kernel void conv_dw(__global const T *x, __global const T *w, __global const T
   for (int j = 0; j < CONVDW_TP; j++)
     if (ow0 + j < OW) y[yo + j] = EPI(acc[j] + b, yo + j, c);
 }
+#endif
 
 /* [algo 8] depthwise 2-D convolution as vectors: one work-item per (output
  * row, channel, image) walks its row CONVDW_VW outputs at a time, each tap
@@ -530,6 +562,7 @@ __kernel void conv_dw(__global const T *x, __global const T *w, __global const T
 #define TDV CAT(T, CONVDW_VW)
 #define TDV_LOAD CAT(vload, CONVDW_VW)
 #define TDV_STORE CAT(vstore, CONVDW_VW)
+#if CONV_USES(8)
 __kernel void conv_dwv(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
                        __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
   const int C = CM(M_C), IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
@@ -575,6 +608,7 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
       if (ow0 + j < OW) y[yo + ow0 + j] = EPI(o[j], yo + ow0 + j, c);
   }
 }
+#endif
 
 /* ConvTranspose: y[n,oc,o] = sum over ic of the group and kernel taps k with
  * o = i*s - pad + k*dil of x[n,ic,i] * w[ic, oc%OCg, k]. */
