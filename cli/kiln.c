@@ -1362,15 +1362,14 @@ static int cmd_predict(const cmd *c, int argc, char **argv) {
     }
     printf("]}\n");
   } else {
-    if (profile) {
-      kiln_devmodel dm;
-      kiln_cm_basis b;
-      if (kiln_cm_profile_model(profile, &dm, &b, NULL) == 0 && b.measured_probe)
-        printf("%s on %s (device not present: the probe and records of %s, built into kiln as its GPU prior)\n", path, target, b.prior_device);
-      else if (kiln_cm_profile_model(profile, &dm, &b, NULL) == 0 && b.prior_device[0])
-        printf("%s on %s (device not present: spec-sheet figures, with the corrections fitted on %s's records, kiln's GPU prior)\n", path, target, b.prior_device);
-      else printf("%s on %s (spec-sheet profile, device not present)\n", path, target);
-    } else printf("%s on %s (this device's probe)\n", path, target);
+    kiln_devmodel dm;
+    kiln_cm_basis b = {{0}};
+    if (!profile) printf("%s on %s (this device's probe)\n", path, target);
+    else if (kiln_cm_profile_model(profile, &dm, &b, NULL) == 0 && b.measured_probe)
+      printf("%s on %s (device not present: the probe and records of %s, built into kiln as its GPU prior)\n", path, target, b.prior_device);
+    else if (b.prior_device[0])
+      printf("%s on %s (device not present: spec-sheet figures, with the corrections fitted on %s's records, kiln's GPU prior)\n", path, target, b.prior_device);
+    else printf("%s on %s (spec-sheet profile, device not present)\n", path, target);
     printf("%-28s %-18s %-11s %12s %12s  %s\n", "node", "op", "family", "predicted us", have_meas ? "measured us" : "", "chosen parameters");
     for (int i = 0; i < n; i++) {
       char ms[32] = "";

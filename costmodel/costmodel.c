@@ -72,6 +72,8 @@ static int profile_names(const char *key, const char *name) {
 int kiln_cm_profile_model(const char *name, kiln_devmodel *m, kiln_cm_basis *basis, kiln_error *err) {
   int rc = kiln_devmodel_profile(name, m, err);
   if (rc) return rc;
+  kiln_cm_basis unused;
+  if (!basis) basis = &unused;
   memset(basis, 0, sizeof *basis);
   const char *pd = kiln_cm_prior_device(&m->info), *pj = kiln_cm_prior_probe(&m->info);
   if (pd) snprintf(basis->prior_device, sizeof basis->prior_device, "%s", pd);

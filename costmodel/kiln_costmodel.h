@@ -76,7 +76,8 @@ typedef struct kiln_cm_basis {
   int measured_probe;     /* the profile names that device: its probe replaced the spec-sheet figures */
 } kiln_cm_basis;
 /* kiln_devmodel_profile, then the built-in GPU prior's probe in place of the
- * spec sheet when the prior was measured on a device the profile names. */
+ * spec sheet when the prior was measured on a device the profile names.
+ * basis (may be NULL) says which. */
 int kiln_cm_profile_model(const char *name, kiln_devmodel *m, kiln_cm_basis *basis, kiln_error *err);
 /* Names of the profiles, NULL-terminated. */
 const char *const *kiln_devmodel_profiles(void);

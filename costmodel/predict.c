@@ -53,9 +53,8 @@ int kiln_predict(kiln_model *m, const char *profile, kiln_session *s, kiln_db *d
   int rc;
   *out = NULL;
   *nout = 0;
-  kiln_cm_basis basis;
   if (profile) {
-    if ((rc = kiln_cm_profile_model(profile, &dm, &basis, err)) != 0) return rc;
+    if ((rc = kiln_cm_profile_model(profile, &dm, NULL, err)) != 0) return rc;
     if ((rc = kiln_graph_plan(g, err)) != 0) return rc;
   } else {
     if (!s || !db) return kiln__err(err, KILN_EINVAL, "predicting for this device needs a session and a probed database");

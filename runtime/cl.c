@@ -55,31 +55,33 @@ static void fill_info(cl_platform_id p, cl_device_id d, kiln_device_info *in) {
 
 #define NO_PLATFORM_MSG "no OpenCL platform found: install an OpenCL driver (on Debian: apt-get install pocl-opencl-icd for the CPU, or your GPU vendor's OpenCL driver)"
 
-/* Whether an ICD file in dir (or dir itself, when OCL_ICD_VENDORS names a
- * file) mentions needle. */
+static int file_mentions(const char *path, const char *needle) {
+  char line[1024];
+  int found = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  while (!found && fgets(line, sizeof line, f)) found = strstr(line, needle) != NULL;
+  fclose(f);
+  return found;
+}
+
+/* Whether an ICD file in dir mentions needle (dir may be one file, as
+ * OCL_ICD_VENDORS may name). */
 static int icd_names(const char *dir, const char *needle) {
   struct stat sb;
   if (stat(dir, &sb) != 0) return 0;
-  char path[1024], line[1024];
-  DIR *dp = S_ISDIR(sb.st_mode) ? opendir(dir) : NULL;
-  if (S_ISDIR(sb.st_mode) && !dp) return 0;
-  struct dirent *de = NULL;
+  if (!S_ISDIR(sb.st_mode)) return file_mentions(dir, needle);
+  DIR *dp = opendir(dir);
+  if (!dp) return 0;
+  char path[1024];
   int found = 0;
-  while (!found) {
-    if (dp) {
-      if (!(de = readdir(dp))) break;
-      size_t l = strlen(de->d_name);
-      if (l < 4 || strcmp(de->d_name + l - 4, ".icd")) continue;
-      snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    } else snprintf(path, sizeof path, "%s", dir);
-    FILE *f = fopen(path, "r");
-    if (f) {
-      while (!found && fgets(line, sizeof line, f)) found = strstr(line, needle) != NULL;
-      fclose(f);
-    }
-    if (!dp) break;
+  for (struct dirent *de; !found && (de = readdir(dp));) {
+    size_t l = strlen(de->d_name);
+    if (l < 4 || strcmp(de->d_name + l - 4, ".icd")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    found = file_mentions(path, needle);
   }
-  if (dp) closedir(dp);
+  closedir(dp);
   return found;
 }
 
