@@ -128,7 +128,7 @@ __kernel void conv_direct(__global const T *x, __global const T *w, __global con
   const int g0 = get_global_id(0), g1 = get_global_id(1), n = get_global_id(2);
   const int ow0 = (g0 % nowb) * CONV_TP, r = g0 / nowb, oh = r % OH, od = r / OH;
   const int grp = g1 / nocb, ocg0 = (g1 % nocb) * CONV_TOC;
-  if (od >= OD || grp >= G || n >= m[M_N]) return;
+  if (od >= OD || grp >= G || n >= m[M_N]) return; /* the launch rounds the tiles up to whole work-groups */
   const int KK = KD * KH * KW;
   const long isz = (long)ID * IH * IW;
   __global const T *xb = x + ((long)n * C + (long)grp * ICg) * isz;
