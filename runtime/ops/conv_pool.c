@@ -423,7 +423,10 @@ static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f)
      * 64-channel 56x56 layer at 31 GFLOP/s, twice the probe's scalar rate).
      * Counted as scalar, the base put these kernels 4-16x too slow and the
      * fit learnt a compensation that misled it on memory-bound instances:
-     * held out on four sweeps' merged records, regret 1.088 -> 1.061 */
+     * held out on four sweeps' merged records, regret 1.088 -> 1.061; on a
+     * fresh sweep 1.118 -> 1.084. The cost: the cold replay of resnet18's
+     * convolutions (model strategy, no other records) went 1.001x -> 1.055x
+     * the best, Winograd left unexplored on three 3x3 layers */
     f->vec = tp;
     break;
   }
