@@ -267,26 +267,52 @@ static int model_limit(int nc) {
 }
 
 #define EXPLORE_FACTOR 4.0
+#define EXPLORE_SECOND 2.0
 /* Length of the first "NAME=V" item of a canonical parameter string. */
 static size_t first_item(const char *p) {
   const char *c = strchr(p, ',');
   return c ? (size_t)(c - p) : strlen(p);
 }
 
-/* The unmeasured candidate with the lowest prediction among those whose
- * first parameter value no measured candidate has, if it is predicted within
- * EXPLORE_FACTOR of the best unmeasured prediction; else -1. */
-static int explore_pick(char (*ps)[256], const double *pred, const char *done, int nc) {
-  int best = -1, k = -1;
-  for (int q = 0; q < nc; q++)
-    if (!done[q] && (best < 0 || pred[q] < pred[best])) best = q;
+/* The unmeasured candidate to explore next, or -1: among those predicted
+ * within EXPLORE_FACTOR of the best unmeasured prediction, the lowest
+ * predicted whose first parameter value (the algorithm) no measured candidate
+ * has; else of an algorithm looked at once whose look measured within
+ * EXPLORE_SECOND of the fastest so far (got[]: the measured times, <= 0
+ * rejected). One tile is weak evidence about an algorithm: replaying
+ * resnet18's convolutions from a fresh database, Winograd's one look was a
+ * poor tile (3.4 ms where its best is 1.9 ms) and the rest of the budget went
+ * to the panel GEMM (2.0 ms). */
+static int explore_pick(char (*ps)[256], const double *pred, const char *done, const double *got, int nc) {
+  /* the algorithms measured: looks and fastest look each */
+  enum { MAXALG = 64 };
+  int alg[MAXALG], looks[MAXALG], na = 0, best = -1, k = -1, klooks = 0;
+  double own[MAXALG], fastest = INFINITY;
+  for (int q = 0; q < nc; q++) {
+    if (!done[q]) {
+      if (best < 0 || pred[q] < pred[best]) best = q;
+      continue;
+    }
+    if (got[q] > 0 && got[q] < fastest) fastest = got[q];
+    size_t l = first_item(ps[q]);
+    int a = 0;
+    while (a < na && !(first_item(ps[alg[a]]) == l && !strncmp(ps[alg[a]], ps[q], l))) a++;
+    if (a == na) {
+      if (na == MAXALG) continue;
+      alg[na] = q, looks[na] = 0, own[na++] = INFINITY;
+    }
+    looks[a]++;
+    if (got[q] > 0 && got[q] < own[a]) own[a] = got[q];
+  }
   if (best < 0) return -1;
   for (int q = 0; q < nc; q++) {
     if (done[q] || !(pred[q] <= EXPLORE_FACTOR * pred[best])) continue;
     size_t l = first_item(ps[q]);
-    bool seen = false;
-    for (int j = 0; j < nc && !seen; j++) seen = done[j] && first_item(ps[j]) == l && !strncmp(ps[j], ps[q], l);
-    if (!seen && (k < 0 || pred[q] < pred[k])) k = q;
+    int a = 0;
+    while (a < na && !(first_item(ps[alg[a]]) == l && !strncmp(ps[alg[a]], ps[q], l))) a++;
+    int lk = a < na ? looks[a] : 0;
+    if (lk > 1 || (lk == 1 && !(own[a] <= EXPLORE_SECOND * fastest))) continue;
+    if (k < 0 || lk < klooks || (lk == klooks && pred[q] < pred[k])) { k = q; klooks = lk; }
   }
   return k;
 }
@@ -322,8 +348,9 @@ static int model_search(const kiln_devmodel *dm, const char *family, const char 
                         double *pred) {
   kiln_correction *corr = malloc(sizeof *corr);
   char *done = calloc((size_t)nc + 1, 1);
+  double *got = calloc((size_t)nc + 1, sizeof(double));
   int cnt = 0;
-  if (!corr || !done) { free(corr); free(done); return 0; }
+  if (!corr || !done || !got) { free(corr); free(done); free(got); return 0; }
   int round = limit / 4 > 1 ? limit / 4 : 1;
   while (cnt < limit) {
     int k = -1;
@@ -336,7 +363,7 @@ static int model_search(const kiln_devmodel *dm, const char *family, const char 
        * predicted within EXPLORE_FACTOR of the best; a correction fitted
        * without any record of an algorithm cannot rank it, so otherwise
        * the search would never leave the algorithm it already knows */
-      if (cnt * 2 <= limit) k = explore_pick(ps, pred, done, nc);
+      if (cnt * 2 <= limit) k = explore_pick(ps, pred, done, got, nc);
       if (k < 0)
         for (int q = 0; q < nc; q++) if (!done[q] && (k < 0 || pred[q] < pred[k])) k = q;
     }
@@ -345,11 +372,13 @@ static int model_search(const kiln_devmodel *dm, const char *family, const char 
     double v = meas(ctx, k);
     if (isnan(v)) break;
     done[k] = 1;
+    got[k] = v;
     order[cnt++] = k;
     if (v > 0) kiln_cm_samples_add(smp, &feat[k], ps[k], key, v);
   }
   free(corr);
   free(done);
+  free(got);
   return cnt;
 }
 
