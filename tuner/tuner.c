@@ -274,6 +274,15 @@ static size_t first_item(const char *p) {
   return c ? (size_t)(c - p) : strlen(p);
 }
 
+/* Index among alg[0..na) (one candidate per algorithm) of candidate q's
+ * algorithm, its first parameter value; na when none. */
+static int alg_of(char (*ps)[256], const int *alg, int na, int q) {
+  size_t l = first_item(ps[q]);
+  int a = 0;
+  while (a < na && !(first_item(ps[alg[a]]) == l && !strncmp(ps[alg[a]], ps[q], l))) a++;
+  return a;
+}
+
 /* The unmeasured candidate to explore next, or -1: among those predicted
  * within EXPLORE_FACTOR of the best unmeasured prediction, the lowest
  * predicted whose first parameter value (the algorithm) no measured candidate
@@ -294,9 +303,7 @@ static int explore_pick(char (*ps)[256], const double *pred, const char *done, c
       continue;
     }
     if (got[q] > 0 && got[q] < fastest) fastest = got[q];
-    size_t l = first_item(ps[q]);
-    int a = 0;
-    while (a < na && !(first_item(ps[alg[a]]) == l && !strncmp(ps[alg[a]], ps[q], l))) a++;
+    int a = alg_of(ps, alg, na, q);
     if (a == na) {
       if (na == MAXALG) continue;
       alg[na] = q, looks[na] = 0, own[na++] = INFINITY;
@@ -307,9 +314,7 @@ static int explore_pick(char (*ps)[256], const double *pred, const char *done, c
   if (best < 0) return -1;
   for (int q = 0; q < nc; q++) {
     if (done[q] || !(pred[q] <= EXPLORE_FACTOR * pred[best])) continue;
-    size_t l = first_item(ps[q]);
-    int a = 0;
-    while (a < na && !(first_item(ps[alg[a]]) == l && !strncmp(ps[alg[a]], ps[q], l))) a++;
+    int a = alg_of(ps, alg, na, q);
     int lk = a < na ? looks[a] : 0;
     if (lk > 1 || (lk == 1 && !(own[a] <= EXPLORE_SECOND * fastest))) continue;
     if (k < 0 || lk < klooks || (lk == klooks && pred[q] < pred[k])) { k = q; klooks = lk; }
