@@ -464,20 +464,21 @@ static size_t smallest_factor(size_t v) {
 }
 
 /* Work-group shape for a launch the caller left to the implementation, on a
- * CPU device, where the implementation would run it as one work-group.
- * POCL fills a work-group up to its 4096-item limit: a range of at most
- * 4096 items (392 x 8, say) runs as ONE group on ONE core (resnet18's direct
- * convolution read 16 ms that way and 8-10 ms in groups of 64), while larger
- * ranges get groups enough (16 x 512: 2, 784 x 64: 16, 112 x 147: 294). So
- * only such ranges are split: every dimension starts whole and the outermost
- * one still larger than 1 is divided by its smallest factor until there are
- * CPU_GROUPS_PER_CU groups per compute unit (dimension 0, which POCL
- * vectorises across, is divided last); each local size divides its global
- * size, so no kernel sees items past its range. Splitting every launch this
- * way measured no better on the VAE decoder (per-node medians, 3 alternating
- * rounds: 0.98x in all, single nodes 0.8x to 1.9x either way). Returns 0 to
- * leave the choice to the implementation (a larger range, a kernel with a
- * required size, or a failed query). */
+ * CPU device, where the implementation would give it at most two groups.
+ * POCL makes work-groups of up to 4096 items: a range of at most 4096 items
+ * runs as one group (392 x 8, 32) or two (2048, 64 x 4), so on one core or
+ * with no room to balance (resnet18's direct convolution read 16 ms as one
+ * group of 392 x 8, 8-10 ms in groups of 64), while larger ranges get two or
+ * more (16 x 512: 2, 784 x 64: 16, 112 x 147: 294). Only the small ranges
+ * are split: every dimension starts whole and the outermost one still larger
+ * than 1 is divided by its smallest factor until there are CPU_GROUPS_PER_CU
+ * groups per compute unit (dimension 0, which POCL vectorises across, is
+ * divided last); each local size divides its global size, so no kernel sees
+ * items past its range. Splitting every launch this way measured no better
+ * on the VAE decoder (per-node medians, 3 alternating rounds: 0.98x in all,
+ * single nodes 0.8x to 1.9x either way). Returns 0 to leave the choice to
+ * the implementation (a larger range, a kernel with a required size, or a
+ * failed query). */
 #define CPU_GROUPS_PER_CU 4
 static int cpu_local_size(kiln_device *d, cl_kernel k, int dims, const size_t *g, size_t *l) {
   size_t want = (size_t)(d->info.compute_units > 0 ? d->info.compute_units : 1) * CPU_GROUPS_PER_CU, items = 1;
