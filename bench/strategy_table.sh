@@ -66,13 +66,15 @@ echo "load: $(uptime)"
 # VAE's attention products (M=1024) too gave 1.086 and 1.091, so they are
 # left out. The swing is mostly resnet18's classifier, whose candidates'
 # fastest repeats moved by up to 1.5x between the two sweeps.
-opt_gemm() { # VAR MODEL
-  v=$1 m=$2
-  if [ "$(eval echo "\${$v:-1}")" != 0 ] && [ -f "$MODELS/$m.onnx" ]; then
-    "$KILN" tune --compare-strategies --families gemm --max-trials "$MAX_TRIALS" --db "$DB" "$MODELS/$m.onnx"
+opt_gemm() { # ON MODEL
+  if [ "$1" = 0 ]; then return; fi
+  if [ -f "$MODELS/$2.onnx" ]; then
+    "$KILN" tune --compare-strategies --families gemm --max-trials "$MAX_TRIALS" --db "$DB" "$MODELS/$2.onnx"
+  else
+    echo "note: $MODELS/$2.onnx not exported; model eval will have fewer GEMM instances" >&2
   fi
 }
-opt_gemm BERT bert_encoder
-opt_gemm MOBILENET mobilenet_v2
+opt_gemm "${BERT:-1}" bert_encoder
+opt_gemm "${MOBILENET:-1}" mobilenet_v2
 echo "load after: $(uptime)"
 "$KILN" model eval --db "$DB"
