@@ -29,13 +29,13 @@
   #define ATT_DV 64  // head dimension of V and O (the host always sets it)
 #endif
 #ifndef ATT_QR
-  #define ATT_QR 1   // query rows per work-item (1, 2, 4, 8): each K / V row read serves ATT_QR rows
+  #define ATT_QR 1   // the host always sets it, per instance; query rows per work-item (1, 2, 4, 8): each K / V row read serves ATT_QR rows
 #endif
 #ifndef ATT_KB
-  #define ATT_KB 16  // keys per block: scores kept in private memory, one rescale of the accumulators per block (8..64)
+  #define ATT_KB 16  // the host always sets it, per instance; keys per block: scores kept in private memory, one rescale of the accumulators per block (8..64)
 #endif
 #ifndef ATT_VW
-  #define ATT_VW 1   // vector width along the head dimensions (1, 2, 4, 8; unit column strides, ATT_D and ATT_DV / ATT_DVS multiples of it)
+  #define ATT_VW 1   // the host always sets it, per instance; vector width along the head dimensions (1, 2, 4, 8; unit column strides, ATT_D and ATT_DV / ATT_DVS multiples of it)
 #endif
 #ifndef ATT_DVS
   #define ATT_DVS 1  // work-items per row block, each computing ATT_DV / ATT_DVS output columns (each recomputes the scores)

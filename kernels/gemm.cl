@@ -56,21 +56,23 @@ inline void batch_offsets(__global const long *bmeta, long z, long *ao, long *bo
  * Tunable parameters (CLBlast style; the host passes the values of a tuning
  * record). TM, NV, VW, WGM, WGN and KWI mean the same in both kernels.
  * Constraints: KWG % KWI == 0 (SA=1), VW in {1, 2, 4, 8, 16}; KWG only
- * matters with SA=1, APAD and BPAD only with KERNEL=0 and SA=1. */
+ * matters with SA=1, APAD and BPAD only with KERNEL=0 and SA=1. The
+ * defaults are the host descriptor's (gemm_params in runtime/ops/gemm_norm.c;
+ * tests/gemm_params.c fails when they disagree). */
 #ifndef KERNEL
-  #define KERNEL 0  // 0: gemm (local-memory tiles, GPU style); 1: gemm_panel (packed B, CPU style)
+  #define KERNEL 1  // 0: gemm (local-memory tiles, GPU style); 1: gemm_panel (packed B, CPU style)
 #endif
 #ifndef WGM
-  #define WGM 4   // work-group rows (local size in dimension 1)
+  #define WGM 1   // work-group rows (local size in dimension 1)
 #endif
 #ifndef WGN
-  #define WGN 8   // work-group columns (local size in dimension 0)
+  #define WGN 4   // work-group columns (local size in dimension 0)
 #endif
 #ifndef TM
-  #define TM 8    // rows of Y computed per work-item (1..16)
+  #define TM 4    // rows of Y computed per work-item (1..16)
 #endif
 #ifndef NV
-  #define NV 1    // vectors of VW columns of Y per work-item row (1..4)
+  #define NV 2    // vectors of VW columns of Y per work-item row (1..4)
 #endif
 #ifndef VW
   #define VW 8    // vector width along N (columns per vector register)

@@ -24,7 +24,7 @@
   #define PL_WPI 1 // pool_fwd: consecutive outputs per work-item (1, 2, 4, 8)
 #endif
 #ifndef PL_WG
-  #define PL_WG 64 // gpool_wg: work-items per (n, c) plane (power of two)
+  #define PL_WG 64 // the host always sets it (pool: a launch size, gpool: this kernel's); gpool_wg: work-items per (n, c) plane (power of two)
 #endif
 #ifndef PL_VW
   #define PL_VW 1  // gpool_wg: consecutive elements per work-item step

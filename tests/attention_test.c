@@ -15,6 +15,7 @@
  * keep its MatMul / Softmax nodes (and still match the reference).
  * Exit 0 = pass, 1 = fail, 77 = skipped (no device). */
 #include "kiln_internal.h"
+#include "cl_defaults.h"
 #include <math.h>
 
 #define SKIP 77
@@ -207,6 +208,7 @@ static void run_case(const char *label, kiln_graph *g, int y, bool fusion, int w
     kiln_node *n = &g->nodes[attn];
     kiln_tunable t;
     if (n->op->tunable(g, n, &t)) { printf("FAIL %-48s no tunable descriptor\n", label); bad++; goto report; }
+    if (cl_defaults_check(&t, label)) bad++;
     kiln_value *yv = &g->vals[n->out[0]];
     if (n->out[0] != y) { printf("FAIL %-48s the attention node does not write the graph's output\n", label); bad++; goto report; }
     int nv = 0;

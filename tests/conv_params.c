@@ -10,6 +10,7 @@
  * state is kept between vectors, as in a tuning run, so repacking of the
  * weights is exercised too. Exit 0 = pass, 1 = fail, 77 = skipped. */
 #include "kiln_internal.h"
+#include "cl_defaults.h"
 #include <math.h>
 
 #define SKIP 77
@@ -133,6 +134,7 @@ static void run_case(const conv_case *cc) {
   if (!cc->wconst) { free(g.vals[in[1]].data); g.vals[in[1]].data = NULL; }
   kiln_tunable t;
   if (!n.op->tunable || n.op->tunable(&g, &n, &t)) { printf("FAIL %-34s no tunable descriptor\n", cc->label); fails++; goto done; }
+  if (cl_defaults_check(&t, cc->label)) fails++;
   int dflt[KILN_MAX_KPARAMS];
   for (int i = 0; i < t.nparams; i++) dflt[i] = t.params[i].dflt;
   if (t.valid(&t, dflt, &dev->info)) { printf("FAIL %-34s defaults are not valid\n", cc->label); fails++; goto done; }

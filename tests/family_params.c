@@ -14,6 +14,7 @@
  * compared with the CPU reference: max |dev - ref| <= 1e-4 * max |ref| +
  * 1e-5 (exact for integer outputs). Exit 0 = pass, 1 = fail, 77 = skipped. */
 #include "kiln_internal.h"
+#include "cl_defaults.h"
 #include <math.h>
 
 #define SKIP 77
@@ -166,6 +167,7 @@ static void run_case(const case_t *cc) {
   }
   clFinish(dev->q);
   if (!n.op->tunable || n.op->tunable(&g, &n, &t)) { printf("FAIL %-44s no tunable descriptor\n", cc->label); fails++; goto done; }
+  if (cl_defaults_check(&t, cc->label)) fails++;
   int dflt[KILN_MAX_KPARAMS];
   for (int i = 0; i < t.nparams; i++) dflt[i] = t.params[i].dflt;
   if (t.valid && t.valid(&t, dflt, &dev->info)) { printf("FAIL %-44s defaults are not valid\n", cc->label); fails++; goto done; }

@@ -11,6 +11,7 @@
  * is kept between vectors, as in a tuning run, so repacking of B is
  * exercised too. Exit 0 = pass, 1 = fail, 77 = skipped (no device). */
 #include "kiln_internal.h"
+#include "cl_defaults.h"
 #include <math.h>
 
 #define SKIP 77
@@ -114,6 +115,7 @@ static void run_case(const char *op, int nin, const vspec *ins, kiln_attr *attrs
   }
   kiln_tunable t;
   if (n.op->tunable(&g, &n, &t)) { printf("FAIL %-32s no tunable descriptor\n", label); fails++; goto done; }
+  if (cl_defaults_check(&t, label)) fails++;
   kiln_value *y = &g.vals[out[0]];
   size_t yb = kiln_value_bytes(y);
   int64_t ne = kiln_value_numel(y);
