@@ -1,6 +1,6 @@
 /* conv.cl: Conv and ConvTranspose (ONNX) for floating types T (float,
  * double), with several convolution algorithms that the tuner chooses
- * between per shape (CONV_ALGO, see runtime/ops/conv_pool.c).
+ * between per shape (CONV_ALGO: the index of a solver in kernels/conv.c).
  *
  * Geometry arrives as an int array `m` (see M_* below) with three spatial
  * dims: 1-D and 2-D convolutions are padded with leading dims of size 1

@@ -4,13 +4,15 @@
  * groups, depthwise, 1x1 with and without stride, 3x3 stride 1 for
  * Winograd, 1-D and 3-D, bias or not, constant or computed weights, float
  * and double) each node runs on the device with forced parameter vectors
- * (the tuner's override, kiln_exec.ov_params): every algorithm that applies
- * to the shape with a fixed sample of its parameters, and is compared with
+ * (the tuner's override, kiln_exec.ov_params): every solver of the conv
+ * family's registry (kernels/conv.c) that applies to the shape, each with
+ * every value of the parameters it reads, and is compared with
  * the CPU reference: max |dev - ref| <= 1e-4 * max |ref| + 1e-5. The node's
  * state is kept between vectors, as in a tuning run, so repacking of the
  * weights is exercised too. Exit 0 = pass, 1 = fail, 77 = skipped. */
 #include "kiln_internal.h"
 #include "cl_defaults.h"
+#include "conv.h"
 #include <math.h>
 
 #define SKIP 77
@@ -21,20 +23,24 @@ static int fails, runs;
 
 #include "test_rng.h"
 
-/* The sample of each algorithm's own parameters (name=value lists applied
- * over the descriptor defaults); the other parameters stay pinned. */
-static const char *samples[] = {
-  "CONV_ALGO=0,CONV_TOC=4,CONV_TP=4", "CONV_ALGO=0", "CONV_ALGO=0,CONV_TOC=16,CONV_TP=16",
-  "CONV_ALGO=1,GEMM_TM=2,GEMM_TN=8,GEMM_ORDER=0", "CONV_ALGO=1,GEMM_TM=6,GEMM_TN=16,GEMM_ORDER=1", "CONV_ALGO=1,GEMM_TM=8,GEMM_TN=32,GEMM_ORDER=0",
-  "CONV_ALGO=2,GEMM_TM=2,GEMM_TN=8,GEMM_ORDER=0", "CONV_ALGO=2,GEMM_TM=6,GEMM_TN=16,GEMM_ORDER=1", "CONV_ALGO=2,GEMM_TM=8,GEMM_TN=32,GEMM_ORDER=0",
-  "CONV_ALGO=3,CONVDW_TP=4", "CONV_ALGO=3", "CONV_ALGO=3,CONVDW_TP=16",
-  "CONV_ALGO=4,GEMM_TM=2,GEMM_TN=8,GEMM_ORDER=1", "CONV_ALGO=4,GEMM_TM=6,GEMM_TN=16,GEMM_ORDER=0", "CONV_ALGO=4,GEMM_TM=8,GEMM_TN=32,GEMM_ORDER=1",
-  "CONV_ALGO=5,LG_TS=16,LG_WPT=2", "CONV_ALGO=5,LG_TS=8,LG_WPT=1", "CONV_ALGO=5,LG_TS=32,LG_WPT=4",
-  "CONV_ALGO=6,GEMM_TM=2,GEMM_TN=8,PANEL_WG=1", "CONV_ALGO=6,GEMM_TM=6,GEMM_TN=16,PANEL_WG=2", "CONV_ALGO=6,GEMM_TM=8,GEMM_TN=32,PANEL_WG=4",
-  "CONV_ALGO=7,GEMM_TM=2,GEMM_TN=8,PANEL_WG=1", "CONV_ALGO=7,GEMM_TM=6,GEMM_TN=16,PANEL_WG=2", "CONV_ALGO=7,GEMM_TM=8,GEMM_TN=32,PANEL_WG=4",
-  "CONV_ALGO=8,CONVDW_VW=4", "CONV_ALGO=8", "CONV_ALGO=8,CONVDW_VW=16",
-};
-#define NSAMPLES (int)(sizeof samples / sizeof samples[0])
+/* Sample k of solver `algo` (kernels/conv.c's registry): every parameter
+ * the solver reads takes its k-th value (cyclically), the others keep their
+ * defaults. k runs to the longest value list among the parameters read, so
+ * every value of every parameter of every solver is run at least once
+ * where the solver applies. 0 when k is past the solver's samples. */
+static int solver_sample(const kiln_tunable *t, int algo, int k, int *p) {
+  const kiln_conv_solver *s = &kiln_conv_solvers[algo];
+  int longest = 1;
+  for (int j = 1; j < t->nparams; j++)
+    if (s->uses >> j & 1 && t->params[j].nvals > longest) longest = t->params[j].nvals;
+  if (k >= longest) return 0;
+  for (int j = 0; j < t->nparams; j++) p[j] = t->params[j].dflt;
+  p[CP_ALGO] = algo;
+  for (int j = 1; j < t->nparams; j++)
+    if (s->uses >> j & 1) p[j] = t->params[j].vals[k % t->params[j].nvals];
+  return 1;
+}
+#define MAX_SAMPLES 16
 
 
 typedef struct {
@@ -145,21 +151,17 @@ static void run_case(const conv_case *cc) {
   poison = malloc(yb + 8);
   memset(poison, 0x7f, yb + 8);
   unsigned seen = 0;
-  for (int vi = -1; vi < NSAMPLES; vi++) {
+  for (int vi = -1; vi < kiln_conv_nsolvers * MAX_SAMPLES; vi++) {
     int p[KILN_MAX_KPARAMS];
     if (vi < 0) memcpy(p, dflt, sizeof p);
-    else if (kiln_tunable_parse(&t, samples[vi], p)) { /* names missing from a sample keep their defaults */
-      printf("FAIL %-34s sample '%s' names a parameter conv lacks\n", cc->label, samples[vi]);
-      bad++;
-      continue;
-    }
+    else if (!solver_sample(&t, vi / MAX_SAMPLES, vi % MAX_SAMPLES, p)) continue;
     /* hard constraints only: widen the sizes the soft pruning looks at
-     * (dims M, P and Winograd tiles, see conv_pool.c CD_*) so edge tiles
+     * (dims M, P and Winograd tiles, see kernels/conv.c CD_*) so edge tiles
      * wider than the output get tested */
     kiln_tunable tb = t;
     tb.dims[1] = tb.dims[3] = tb.dims[6] = 4096;
     if (t.valid(&tb, p, &dev->info)) continue;
-    seen |= 1u << p[0];
+    seen |= 1u << p[CP_ALGO];
     if (yb) kiln_cl_write(dev, y->buf, poison, yb, &err);
     kiln_exec x = {.d = dev, .g = &g, .ov_node = 0, .ov_params = p};
     char ps[256];
@@ -186,7 +188,7 @@ static void run_case(const conv_case *cc) {
       bad++;
     }
   }
-  for (int a = 0; a < 8; a++) algos += seen >> a & 1;
+  for (int a = 0; a < kiln_conv_nsolvers; a++) algos += seen >> a & 1;
   if (bad) fails++;
   printf("%s %-34s %d parameter vectors, %d algorithms\n", bad ? "FAIL" : "ok  ", cc->label, tested, algos);
 done:

@@ -4,21 +4,10 @@
  * Shape inference, CPU references and the OpenCL paths (kernels/conv.cl,
  * kernels/pool.cl, kernels/resize.cl). */
 #include "kiln_internal.h"
+#include "window.h"
 #include <math.h>
 
 /* ---- window geometry (Conv, ConvTranspose, pools) ------------------------- */
-
-/* The kernels see three spatial dims; 1-D and 2-D ops are right-aligned into
- * them with leading dims of size 1 (kernel 1, stride 1, dilation 1, pad 0). */
-#define SP 3
-
-enum { WIN_CONV, WIN_CONVT, WIN_POOL, WIN_GLOBAL };
-
-typedef struct {
-  int nsp;                                  /* spatial dims of the tensors (1..3) */
-  int64_t n, c, oc, group;                  /* batch, input channels, output channels, groups */
-  int64_t in[SP], out[SP], k[SP], s[SP], d[SP], pb[SP], pe[SP];
-} win_geom;
 
 static int ints_attr(const kiln_node *n, const char *name, int want, int64_t *dst, int64_t dflt, kiln_error *err) {
   const int64_t *v;
@@ -29,11 +18,9 @@ static int ints_attr(const kiln_node *n, const char *name, int want, int64_t *ds
   return 0;
 }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
-
 /* Reads the geometry of a Conv / ConvTranspose / pooling node from its input
  * shapes and attributes and computes the output spatial size. */
-static int win_setup(kiln_graph *g, kiln_node *n, int kind, win_geom *w, kiln_error *err) {
+int kiln__win_setup(kiln_graph *g, kiln_node *n, int kind, win_geom *w, kiln_error *err) {
   kiln_value *x = kiln_in(g, n, 0);
   memset(w, 0, sizeof *w);
   if (!x) return kiln__err(err, KILN_EINVAL, "missing input X");
@@ -151,7 +138,7 @@ static void win_out_dims(const win_geom *w, int64_t ch, int64_t *dims) {
 }
 
 /* Geometry for the kernels (see M_* in conv.cl and the header of pool.cl). */
-static int win_meta(const win_geom *w, cl_int *m, int nm, kiln_error *err) {
+int kiln__win_meta(const win_geom *w, cl_int *m, int nm, kiln_error *err) {
   int64_t v[32] = {0};
   v[0] = w->n; v[1] = w->c; v[2] = w->oc; v[3] = w->group; v[4] = w->c / w->group; v[5] = w->oc / w->group;
   for (int i = 0; i < SP; i++) {
@@ -174,7 +161,7 @@ static int float_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
 
 static int conv_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   win_geom w;
-  int rc = win_setup(g, n, !strcmp(n->op_type, "Conv") ? WIN_CONV : WIN_CONVT, &w, err);
+  int rc = kiln__win_setup(g, n, !strcmp(n->op_type, "Conv") ? WIN_CONV : WIN_CONVT, &w, err);
   if (rc) return rc;
   kiln_value *x = kiln_in(g, n, 0), *wt = kiln_in(g, n, 1);
   if (wt->dtype != x->dtype) return kiln__err(err, KILN_ESHAPE, "weight dtype %s differs from input dtype %s", kiln_dtype_name(wt->dtype), kiln_dtype_name(x->dtype));
@@ -263,7 +250,7 @@ CONVT_REF(double)
 static int conv_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   bool tr = strcmp(n->op_type, "Conv") != 0;
   win_geom w;
-  int rc = win_setup(g, n, tr ? WIN_CONVT : WIN_CONV, &w, err);
+  int rc = kiln__win_setup(g, n, tr ? WIN_CONVT : WIN_CONV, &w, err);
   if (rc) return rc;
   int dt = kiln_in(g, n, 0)->dtype;
   if (dt != KILN_DT_FLOAT && dt != KILN_DT_DOUBLE) return kiln__err(err, KILN_EUNSUPPORTED, "%s on %s", n->op_type, kiln_dtype_name(dt));
@@ -277,639 +264,42 @@ static int conv_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
   return 0;
 }
 
-/* ---- Conv algorithms and their tunable parameters ------------------------------
- *
- * A Conv node runs one of several algorithms (CONV_ALGO), each a kernel or a
- * kernel sequence of conv.cl, chosen per shape by the tuner:
- *   direct   conv_direct, any shape (the only one for non-constant weights
- *            besides the local-memory GEMM);
- *   1x1      conv_gemm / conv_gemm_s on the input itself (1x1 kernels, no
- *            pads; strides through a gather);
- *   im2col   conv_im2col into scratch, then conv_gemm;
- *   dw       conv_dw, depthwise (group == C == OC);
- *   wino     Winograd F(2x2,3x3) for 2-D 3x3 stride-1 dilation-1 group-1:
- *            wino_in, 16 conv_gemm products, wino_out;
- *   local    conv_im2col, then the GPU-style conv_gemm_local;
- *   panel    conv_im2col_p into scratch in panels of GEMM_TN columns, then
- *            gemm.cl's gemm_panel (the gemm family's CPU kernel, built with
- *            ROWCH=1 for the per-channel bias and epilogue) on the weights as
- *            stored: GEMM_TM rows x GEMM_TN columns per work-item, work-groups
- *            of PANEL_WG panels;
- *   winop    Winograd as wino, the 16 products by gemm_panel on panels of
- *            GEMM_TN tiles written by wino_in_p;
- *   dwv      depthwise 2-D with vector loads along the output row (conv_dwv,
- *            CONVDW_VW outputs per step).
- * The GEMM-based algorithms (1x1, im2col, wino) share the register tile
- * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
- * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
- * need constant weights. valid() rejects algorithms that do not apply and
- * pins the parameters an algorithm does not read to their defaults, so the
- * space holds no duplicates. */
-enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_COUNT };
-enum { CP_ALGO, CP_TOC, CP_TP, CP_DWTP, CP_GTM, CP_GTN, CP_GORD, CP_LTS, CP_LWPT, CP_PWG, CP_DWVW, CP_COUNT };
-static const kiln_kparam conv_kparams[CP_COUNT] = {
-  [CP_ALGO] = {"CONV_ALGO", CONV_A_COUNT, {0, 1, 2, 3, 4, 5, 6, 7, 8}, CONV_A_DIRECT},
-  [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
-  [CP_TP] = {"CONV_TP", 3, {4, 8, 16}, 8},
-  [CP_DWTP] = {"CONVDW_TP", 3, {4, 8, 16}, 8},
-  [CP_GTM] = {"GEMM_TM", 4, {2, 4, 6, 8}, 4},
-  [CP_GTN] = {"GEMM_TN", 3, {8, 16, 32}, 8},
-  [CP_GORD] = {"GEMM_ORDER", 2, {0, 1}, 0},
-  [CP_LTS] = {"LG_TS", 3, {8, 16, 32}, 16},
-  [CP_LWPT] = {"LG_WPT", 3, {1, 2, 4}, 1},
-  [CP_PWG] = {"PANEL_WG", 3, {1, 2, 4}, 4},
-  [CP_DWVW] = {"CONVDW_VW", 3, {4, 8, 16}, 8},
-};
-_Static_assert(CP_COUNT <= KILN_MAX_KPARAMS, "too many conv parameters");
-/* which parameters each algorithm reads (bit i = parameter i) */
-static const unsigned conv_algo_uses[CONV_A_COUNT] = {
-  [CONV_A_DIRECT] = 1u << CP_TOC | 1u << CP_TP,
-  [CONV_A_1X1] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_GORD,
-  [CONV_A_IM2COL] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_GORD,
-  [CONV_A_DW] = 1u << CP_DWTP,
-  [CONV_A_WINO] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_GORD,
-  [CONV_A_LOCAL] = 1u << CP_LTS | 1u << CP_LWPT,
-  [CONV_A_PANEL] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_PWG,
-  [CONV_A_WINOP] = 1u << CP_GTM | 1u << CP_GTN | 1u << CP_PWG,
-  [CONV_A_DWV] = 1u << CP_DWVW,
-};
-
-/* kiln_tunable.dims of a Conv instance */
-enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN };
-enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32 };
-
-static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
-
-/* work-items per group of conv_direct (one tile of CONV_TOC x CONV_TP outputs each) */
-#define CONV_DIRECT_WG 64
-
-/* Columns of the GEMM's B operand: pixels (or Winograd tiles) rounded up so
- * that every GEMM_TN tile of a scratch buffer can be read unguarded. */
-static int64_t conv_ldb(int64_t cols) { return round_up(cols, 32); }
-
-static int64_t conv_wino_tiles(const win_geom *w) { return ceil_div(w->out[1], 2) * ceil_div(w->out[2], 2); }
-
-static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
-  int algo = p[CP_ALGO];
-  if (algo < 0 || algo >= CONV_A_COUNT) return -1;
-  for (int i = 1; i < CP_COUNT; i++)
-    if (!(conv_algo_uses[algo] >> i & 1) && p[i] != t->params[i].dflt) return -1; /* pinned */
-  int64_t fl = t->dims[CD_FLAGS], M = t->dims[CD_M], K = t->dims[CD_K], P = t->dims[CD_P], nb = t->dims[CD_NB], esz = t->dims[CD_ESZ];
-  bool wc = fl & CF_WCONST;
-  switch (algo) {
-  case CONV_A_DIRECT: /* tiles far wider than the channels (the default always stays) */
-    if (p[CP_TOC] != t->params[CP_TOC].dflt && p[CP_TOC] > 2 * M && p[CP_TOC] > 4) return -1;
-    break;
-  case CONV_A_1X1: if (!wc || !(fl & (CF_1X1 | CF_1X1S))) return -1; break;
-  case CONV_A_IM2COL:
-    if (!wc || (fl & CF_DW)) return -1;
-    if ((double)nb * K * conv_ldb(P) * esz > (double)d->max_alloc) return -1;
-    break;
-  case CONV_A_PANEL:
-    if (!wc || (fl & CF_DW)) return -1;
-    if ((double)nb * K * round_up(P, p[CP_GTN]) * esz > (double)d->max_alloc) return -1;
-    break;
-  case CONV_A_DW: if (!(fl & CF_DW)) return -1; break;
-  case CONV_A_DWV: if (!(fl & CF_DW) || (fl & CF_3D)) return -1; break; /* 2-D only */
-  case CONV_A_WINO:
-  case CONV_A_WINOP: {
-    if (!wc || !(fl & CF_WINO)) return -1;
-    int64_t ldb = conv_ldb(t->dims[CD_WT]), c = t->dims[CD_C];
-    if ((double)nb * 16 * (c > M ? c : M) * ldb * esz > (double)d->max_alloc) return -1;
-    break;
-  }
-  case CONV_A_LOCAL: {
-    int ts = p[CP_LTS], wpt = p[CP_LWPT];
-    if (ts % wpt || (size_t)(ts / wpt * ts) > d->max_work_group) return -1;
-    /* GPU-style: on CPUs one representative candidate stays in the space */
-    if (!d->is_gpu && (ts != 16 || wpt != 2)) return -1;
-    if ((uint64_t)(2 * ts * (ts + 1) * esz) > d->local_mem) return -1;
-    if (fl & CF_DW) return -1;
-    if ((double)nb * K * conv_ldb(P) * esz > (double)d->max_alloc) return -1;
-    break;
-  }
-  }
-  if (conv_algo_uses[algo] & 1u << CP_GTM) {
-    /* a panel much taller than the output channels, or a tile much wider
-     * than the pixels, only multiplies zeros (the defaults always stay) */
-    if (p[CP_GTM] != t->params[CP_GTM].dflt && p[CP_GTM] > 2 * M && p[CP_GTM] > 2) return -1;
-    int64_t cols = algo == CONV_A_WINO || algo == CONV_A_WINOP ? t->dims[CD_WT] : P;
-    if (p[CP_GTN] != t->params[CP_GTN].dflt && p[CP_GTN] > 2 * cols && p[CP_GTN] > 8) return -1;
-  }
-  return 0;
-}
-
-static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f) {
-  int64_t M = t->dims[CD_M], K = t->dims[CD_K], P = t->dims[CD_P], nb = t->dims[CD_NB], c = t->dims[CD_C], esz = t->dims[CD_ESZ];
-  double macs = (double)nb * M * K * P;
-  memset(f, 0, sizeof *f);
-  f->flops = 2 * macs;
-  f->launches = 1;
-  double wbytes = (double)nb * M * K * esz, ybytes = (double)nb * M * P * esz;
-  double in_bytes = (double)nb * K * P * esz; /* upper bound of the input (taps re-read from cache) */
-  double x_bytes = (double)nb * (double)t->dims[CD_IN] * esz; /* the input itself */
-  f->footprint = x_bytes + wbytes + ybytes; /* plus the intermediate buffers below, written once and read once */
-  switch (p[CP_ALGO]) {
-  case CONV_A_DIRECT: {
-    int toc = p[CP_TOC], tp = p[CP_TP];
-    int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1; /* rows of tiles: each row's last tile may be partial */
-    int64_t tiles = oh * ceil_div(P / oh, tp);
-    f->flops = 2.0 * nb * round_up(M, toc) * K * (double)(tiles * tp); /* whole tiles, edges included */
-    f->wg_size = CONV_DIRECT_WG;
-    f->work_groups = (double)nb * ceil_div(tiles, CONV_DIRECT_WG) * ceil_div(M, toc);
-    f->bytes = wbytes * (double)tiles + in_bytes * (double)ceil_div(M, toc) + ybytes;
-    /* a weight times CONV_TP neighbouring inputs of a row: one vector
-     * multiply-add once the compiler unrolls the loop (POCL runs the
-     * 64-channel 56x56 layer at 31 GFLOP/s, twice the probe's scalar rate).
-     * Counted as scalar, the base put these kernels 4-16x too slow and the
-     * fit learnt a compensation that misled it on memory-bound instances:
-     * held out on four sweeps' merged records, regret 1.088 -> 1.061; on a
-     * fresh sweep 1.118 -> 1.084. The cost: the cold replay of resnet18's
-     * convolutions (model strategy, no other records) went 1.001x -> 1.055x
-     * the best, Winograd left unexplored on three 3x3 layers */
-    f->vec = tp;
-    break;
-  }
-  case CONV_A_1X1:
-  case CONV_A_IM2COL:
-  case CONV_A_PANEL: {
-    int tm = p[CP_GTM], tn = p[CP_GTN];
-    int64_t ldb = p[CP_ALGO] == CONV_A_PANEL ? round_up(P, tn) : conv_ldb(P);
-    f->flops = 2.0 * nb * round_up(M, tm) * K * round_up(P, tn); /* whole register tiles */
-    f->work_groups = (double)nb * ceil_div(P, tn) * ceil_div(M, tm);
-    f->bytes = wbytes * (double)ceil_div(P, tn) + (double)nb * K * ldb * esz * (double)ceil_div(M, tm) + ybytes;
-    if (p[CP_ALGO] != CONV_A_1X1) {
-      f->bytes += 2.0 * nb * K * ldb * esz;
-      f->launches = 2;
-      f->footprint += 2.0 * nb * K * ldb * esz;
-      f->gathered = (double)nb * K * ldb;
-    }
-    if (p[CP_ALGO] == CONV_A_PANEL) {
-      f->wg_size = p[CP_PWG];
-      f->work_groups = (double)nb * ceil_div(ceil_div(P, tn), p[CP_PWG]) * ceil_div(M, tm);
-      f->bytes = wbytes * (double)ceil_div(P, tn) + (double)nb * K * ldb * esz * (2 + (double)ceil_div(M, tm)) + ybytes;
-    }
-    f->vec = 8;
-    break;
-  }
-  case CONV_A_WINO:
-  case CONV_A_WINOP: {
-    int tm = p[CP_GTM], tn = p[CP_GTN];
-    int64_t T = t->dims[CD_WT], ldb = p[CP_ALGO] == CONV_A_WINOP ? round_up(T, tn) : conv_ldb(T);
-    if (p[CP_ALGO] == CONV_A_WINOP) f->wg_size = p[CP_PWG];
-    double gm = (double)nb * 16 * round_up(M, tm) * c * round_up(T, tn); /* multiply-adds of the 16 products, whole tiles */
-    f->flops = 2 * gm + (double)nb * (c * ldb * 32 + M * T * 24);
-    f->work_groups = (double)nb * 16 * ceil_div(T, tn) * ceil_div(M, tm);
-    f->bytes = (double)nb * 16 * M * c * esz * (double)ceil_div(T, tn) + (double)nb * 16 * c * ldb * esz * (2 + (double)ceil_div(M, tm)) +
-               (double)nb * 16 * M * ldb * esz * 2 + ybytes + (double)nb * c * P * esz;
-    f->footprint += (double)nb * 16 * (c + M) * ldb * esz * 2 + 16.0 * M * c * esz - wbytes; /* transformed tiles; weights as 16 products */
-    f->gathered = (double)nb * 16 * (c + M) * (double)T; /* input tiles in, output tiles out */
-    f->vec = 8;
-    f->launches = 3;
-    break;
-  }
-  case CONV_A_DW: {
-    int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1;
-    f->flops = 2.0 * nb * K * oh * round_up(P / oh, p[CP_DWTP]); /* rows in whole tiles */
-    f->work_groups = (double)nb * ceil_div(P, p[CP_DWTP]);
-    f->bytes = in_bytes + ybytes + wbytes;
-    f->vec = 1;
-    break;
-  }
-  case CONV_A_DWV: {
-    int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1;
-    f->flops = 2.0 * nb * K * oh * round_up(P / oh, p[CP_DWVW]); /* rows in whole vectors */
-    f->work_groups = (double)nb * (double)t->dims[CD_OH];
-    f->bytes = in_bytes + ybytes + wbytes;
-    f->vec = p[CP_DWVW];
-    break;
-  }
-  case CONV_A_LOCAL: {
-    int ts = p[CP_LTS], wpt = p[CP_LWPT];
-    int64_t ldb = conv_ldb(P);
-    f->flops = 2.0 * nb * round_up(M, ts) * K * round_up(P, ts);
-    f->work_groups = (double)nb * ceil_div(P, ts) * ceil_div(M, ts);
-    f->wg_size = (double)(ts / wpt * ts);
-    f->bytes = wbytes * (double)ceil_div(P, ts) + (double)nb * K * ldb * esz * (2 + (double)ceil_div(M, ts)) + ybytes;
-    f->bytes_local = 2.0 * macs / ts * esz * 2;
-    f->footprint += 2.0 * nb * K * ldb * esz;
-    f->gathered = (double)nb * K * ldb;
-    f->vec = 1;
-    f->launches = 2;
-    break;
-  }
-  }
-}
-
-/* Describes a Conv node's tunable kernel: the instance key and the space
- * above, with a default algorithm fitting the shape. Returns nonzero for
- * nodes with nothing to tune (ConvTranspose, other dtypes, bad shapes). */
-static int conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_tunable *t) {
-  kiln_value *xv = kiln_in(g, n, 0), *wv = kiln_in(g, n, 1);
-  memset(t, 0, sizeof *t);
-  t->family = "conv";
-  t->file = "conv.cl,gemm.cl"; /* algorithms 6 and 7 run gemm.cl's gemm_panel */
-  t->dtype = xv->dtype;
-  int64_t icg = w->c / w->group, ocg = w->oc / w->group, kk = w->k[0] * w->k[1] * w->k[2];
-  int64_t P = w->out[0] * w->out[1] * w->out[2];
-  bool wc = wv->is_const && wv->data, bias = kiln_has_in(n, 2);
-  bool nopad = !w->pb[0] && !w->pb[1] && !w->pb[2] && !w->pe[0] && !w->pe[1] && !w->pe[2];
-  int fl = wc ? CF_WCONST : 0;
-  if (icg == 1 && ocg == 1) fl |= CF_DW;
-  if (w->nsp == 3) fl |= CF_3D;
-  if (kk == 1 && nopad) {
-    if (w->s[0] * w->s[1] * w->s[2] == 1) fl |= CF_1X1;
-    else if (w->in[0] == 1) fl |= CF_1X1S; /* 1-D/2-D strided: gathered */
-  }
-  if (w->k[0] == 1 && w->k[1] == 3 && w->k[2] == 3 && w->in[0] == 1 && w->s[1] == 1 && w->s[2] == 1 && w->d[1] == 1 && w->d[2] == 1 && w->group == 1)
-    fl |= CF_WINO;
-  t->dims[CD_FLAGS] = fl;
-  t->dims[CD_M] = ocg;
-  t->dims[CD_K] = icg * kk;
-  t->dims[CD_P] = P;
-  t->dims[CD_NB] = w->n * w->group;
-  t->dims[CD_C] = w->c;
-  t->dims[CD_WT] = conv_wino_tiles(w);
-  t->dims[CD_ESZ] = xv->dtype == KILN_DT_DOUBLE ? 8 : 4;
-  t->dims[CD_OH] = w->out[0] * w->out[1];
-  t->dims[CD_IN] = icg * w->in[0] * w->in[1] * w->in[2];
-  t->nparams = CP_COUNT;
-  memcpy(t->params, conv_kparams, sizeof conv_kparams);
-  /* defaults: what runs untuned (the fastest kinds measured on POCL/CPU:
-   * strided 1x1, and 1x1 over a pixel count that is no multiple of 8 (the
-   * GEMM's last tile reads guarded), run faster as im2col + GEMM on a
-   * padded buffer) */
-  int algo = (fl & CF_DW) ? CONV_A_DW : !wc ? CONV_A_DIRECT : (fl & CF_1X1) && P % 8 == 0 ? CONV_A_1X1 : (fl & CF_WINO) ? CONV_A_WINO : CONV_A_IM2COL;
-  /* the plan fused the im2col copy away (fusion.c: kiln__conv_im2col_costs) */
-  if (algo == CONV_A_IM2COL && n->im2col_fused && (fl & (CF_1X1 | CF_1X1S))) algo = CONV_A_1X1;
-  t->params[CP_ALGO].dflt = algo;
-  int snp = snprintf(t->shape_key, sizeof t->shape_key, "N=%lld,C=%lld,", (long long)w->n, (long long)w->c);
-  if (w->nsp == 3) snp += snprintf(t->shape_key + snp, sizeof t->shape_key - (size_t)snp, "D=%lld,", (long long)w->in[0]);
-  snprintf(t->shape_key + snp, sizeof t->shape_key - (size_t)snp,
-           "H=%lld,W=%lld,M=%lld,k=%lldx%lldx%lld,s=%lldx%lldx%lld,p=%lld.%lld.%lld.%lld.%lld.%lld,d=%lldx%lldx%lld,g=%lld,bias=%d,wc=%d",
-           (long long)w->in[1], (long long)w->in[2], (long long)w->oc, (long long)w->k[0], (long long)w->k[1], (long long)w->k[2],
-           (long long)w->s[0], (long long)w->s[1], (long long)w->s[2], (long long)w->pb[0], (long long)w->pb[1], (long long)w->pb[2],
-           (long long)w->pe[0], (long long)w->pe[1], (long long)w->pe[2], (long long)w->d[0], (long long)w->d[1], (long long)w->d[2],
-           (long long)w->group, bias, wc);
-  if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
-  t->valid = conv_valid;
-  t->features = conv_features;
-  return 0;
-}
-
-int kiln__conv_im2col_costs(kiln_graph *g, kiln_node *n, double bw_gbps, double launch_ns, double *copy_ns, double *direct_ns, char *why, size_t len) {
-  if (strcmp(n->op_type, "Conv") || n->folded) return 1;
-  kiln_value *xv = kiln_in(g, n, 0);
-  if (!xv || xv->dtype != KILN_DT_FLOAT) return 1;
-  win_geom w;
-  kiln_error e = {0};
-  if (win_setup(g, n, WIN_CONV, &w, &e)) return 1;
-  kiln_tunable t;
-  bool was = n->im2col_fused;
-  n->im2col_fused = false;
-  int rc = conv_tunable_of(g, n, &w, &t);
-  n->im2col_fused = was;
-  if (rc || t.params[CP_ALGO].dflt != CONV_A_IM2COL || !(t.dims[CD_FLAGS] & (CF_1X1 | CF_1X1S))) return 1;
-  int64_t M = t.dims[CD_M], K = t.dims[CD_K], P = t.dims[CD_P], nb = t.dims[CD_NB];
-  int tm = t.params[CP_GTM].dflt, tn = t.params[CP_GTN].dflt;
-  double esz = 4, blocks = (double)ceil_div(M, tm), line = 64;
-  bool strided = !(t.dims[CD_FLAGS] & CF_1X1);
-  int64_t gathered = strided ? P : P % tn; /* columns read through the gather */
-  double sw = strided ? (double)w.s[2] : 1;
-  /* rows of B that start off 16-byte boundaries split the GEMM's vector
-   * loads: measured on POCL (AVX2) for mobilenet_v2's unaligned 1x1 convs,
-   * the GEMM on the input ran 0.6-1.1x the time of copy + GEMM at 14x14
-   * (rows 16-byte aligned) and 1.3-2.7x at 7x7 (rows 4-byte aligned);
-   * the factor stands for that until `kiln tune` measures the pair */
-  double rowpen = (int64_t)(P * esz) % 64 == 0 ? 1.0 : (int64_t)(P * esz) % 16 == 0 ? 1.1 : 2.5;
-  double b_direct = (double)nb * K * (double)(P - gathered) * esz * blocks * rowpen, b_copy = (double)nb * K * (double)conv_ldb(P) * esz * blocks;
-  /* a gathered element costs its cache line unless its neighbours in the
-   * row are used too (stride sw: one in sw elements of a line) */
-  double gcost = strided ? (sw * esz < line ? sw * esz : line) : 2 * esz;
-  b_direct += (double)nb * K * (double)gathered * gcost * blocks;
-  double copy = 2.0 * nb * K * (double)conv_ldb(P) * esz;
-  *copy_ns = launch_ns + (copy + b_copy) / bw_gbps;
-  *direct_ns = b_direct / bw_gbps;
-  snprintf(why, len, "%s 1x1 conv M=%lld K=%lld P=%lld: %lld gathered columns", strided ? "strided" : "unaligned", (long long)M, (long long)K,
-           (long long)P, (long long)gathered);
-  return 0;
-}
-
+/* Conv runs the conv family's solvers (kernels/conv.c); ConvTranspose its
+ * one gather kernel. */
 static int conv_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   if (strcmp(n->op_type, "Conv")) return 1;
   kiln_value *xv = kiln_in(g, n, 0);
   if (!xv || (xv->dtype != KILN_DT_FLOAT && xv->dtype != KILN_DT_DOUBLE)) return 1;
   win_geom w;
   kiln_error e = {0};
-  if (win_setup(g, n, WIN_CONV, &w, &e)) return 1;
-  return conv_tunable_of(g, n, &w, t);
+  if (kiln__win_setup(g, n, WIN_CONV, &w, &e)) return 1;
+  return kiln__conv_tunable_of(g, n, &w, t);
 }
 
-/* Packed weights of a node (param slot 1) and what they were packed for. */
-typedef struct { int algo_kind; int tm; } conv_pack_state; /* kind: 1 panels, 2 Winograd, 3 Winograd for gemm_panel (tm = OC) */
-
-/* Weights [G][M][K] (element size esz) into panels [G][ceil(M/tm)][K][tm],
- * zero rows past M. Returns a malloc'd block of *bytes. */
-static void *pack_panels(const void *wt, int64_t G, int64_t M, int64_t K, int tm, size_t esz, size_t *bytes) {
-  int64_t nmb = ceil_div(M, tm);
-  *bytes = (size_t)(G * nmb * K * tm) * esz;
-  unsigned char *a = calloc(*bytes ? *bytes : 1, 1);
-  if (!a) return NULL;
-  const unsigned char *src = wt;
-  for (int64_t g = 0; g < G; g++)
-    for (int64_t m = 0; m < M; m++) {
-      int64_t mb = m / tm, i = m % tm;
-      const unsigned char *row = src + (size_t)((g * M + m) * K) * esz;
-      unsigned char *dst = a + (size_t)(((g * nmb + mb) * K) * tm + i) * esz;
-      for (int64_t k = 0; k < K; k++) memcpy(dst + (size_t)(k * tm) * esz, row + (size_t)k * esz, esz);
-    }
-  return a;
-}
-
-/* Winograd F(2x2,3x3) weights U = G g G^T per (oc, c), packed as panels
- * [16][ceil(OC/tm)][C][tm]. */
-static void *pack_wino(const void *wt, int dt, int64_t OC, int64_t C, int tm, size_t esz, size_t *bytes) {
-  int64_t nmb = ceil_div(OC, tm);
-  *bytes = (size_t)(16 * nmb * C * tm) * esz;
-  void *a = calloc(*bytes ? *bytes : 1, 1);
-  if (!a) return NULL;
-  static const double Gm[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-  for (int64_t oc = 0; oc < OC; oc++)
-    for (int64_t c = 0; c < C; c++) {
-      double gk[3][3], tmp[4][3];
-      for (int i = 0; i < 9; i++) gk[i / 3][i % 3] = kiln_load_f(wt, dt, (oc * C + c) * 9 + i);
-      for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 3; j++) tmp[i][j] = Gm[i][0] * gk[0][j] + Gm[i][1] * gk[1][j] + Gm[i][2] * gk[2][j];
-      for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-          double u = tmp[i][0] * Gm[j][0] + tmp[i][1] * Gm[j][1] + tmp[i][2] * Gm[j][2];
-          int64_t xi = 4 * i + j;
-          kiln_store_f(a, dt, ((xi * nmb + oc / tm) * C + c) * tm + oc % tm, u);
-        }
-    }
-  return a;
-}
-
-/* The packed weights for (kind, tm) in param slot 1, packing and uploading
- * them when the node's current block was packed for something else. */
-static cl_mem conv_packed(kiln_exec *x, kiln_node *n, const win_geom *w, int kind, int tm, kiln_error *err) {
-  conv_pack_state *st = n->state;
-  if (st && n->param[1] && st->algo_kind == kind && st->tm == tm) return n->param[1];
-  if (!st && !(st = n->state = calloc(1, sizeof *st))) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
-  if (n->param[1]) { clReleaseMemObject(n->param[1]); n->param[1] = NULL; n->param_bytes[1] = 0; }
-  kiln_value *wv = kiln_in(x->g, n, 1);
-  size_t esz = wv->dtype == KILN_DT_DOUBLE ? 8 : 4, bytes;
-  if (!wv->data) { kiln__err(err, KILN_EINTERNAL, "Conv weights are not constant"); return NULL; }
-  int64_t ocg = w->oc / w->group, K = w->c / w->group * w->k[0] * w->k[1] * w->k[2];
-  void *a = kind >= 2 ? pack_wino(wv->data, wv->dtype, w->oc, w->c, tm, esz, &bytes) : pack_panels(wv->data, w->group, ocg, K, tm, esz, &bytes);
-  if (!a) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
-  cl_mem b = kiln_exec_param(x, n, 1, a, bytes, err);
-  free(a);
-  if (!b) return NULL;
-  st->algo_kind = kind;
-  st->tm = tm;
-  return b;
-}
-
-/* Launches conv_gemm (or conv_gemm_s with gather geometry sg[4] = SH, SW, IW, OW). */
-/* epi: apply node n's epilogue (when it has one) to the stored values. */
-static int conv_gemm_launch(kiln_exec *x, kiln_node *n, const char *opts, cl_mem A, cl_mem B, cl_mem bias, cl_mem Y, cl_int M, cl_int K, cl_int P,
-                            cl_int ldb, cl_int pload, cl_int ldy, cl_int G1, cl_long sa, cl_long sbo, cl_long sbi, cl_long syo,
-                            cl_long syi, cl_int has_bias, cl_int epi, int64_t batches, int tm, int tn, int order, const cl_int *sg, kiln_error *err) {
-  cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, sg ? "conv_gemm_s" : "conv_gemm", err);
+static int convt_dev(kiln_exec *x, kiln_node *n, const win_geom *w, kiln_error *err) {
+  cl_int m[24];
+  int rc = kiln__win_meta(w, m, 24, err);
+  if (rc) return rc;
+  cl_mem mb = kiln_exec_param(x, n, 0, m, sizeof m, err);
+  if (!mb) return err->status;
+  char opts[256];
+  kiln_cl_type_opts(kiln_in(x->g, n, 0)->dtype, opts, sizeof opts);
+  cl_mem bx = kiln_in_buf(x, n, 0), bw = kiln_in_buf(x, n, 1), bb = kiln_in_buf(x, n, 2), by = kiln_out_buf(x, n, 0);
+  cl_int has_bias = bb != NULL;
+  if (!bb) bb = bw;
+  cl_kernel k = kiln_cl_kernel(x->d, "conv.cl", opts, "convt_gather", err);
   if (!k) return err->status;
-  cl_mem e[2];
-  kiln_epi_bufs(x, n, Y, e);
-  if (kiln_cl_args(k, err, KARG(A), KARG(B), KARG(bias), KARG(Y), KARG(M), KARG(K), KARG(P), KARG(ldb), KARG(pload), KARG(ldy), KARG(G1),
-                   KARG(sa), KARG(sbo), KARG(sbi), KARG(syo), KARG(syi), KARG(has_bias), KARG(epi), KARG(e[0]), KARG(e[1]), KEND))
-    return err->status;
-  if (sg) {
-    for (int i = 0; i < 4; i++) {
-      cl_int e = clSetKernelArg(k, 20 + i, sizeof(cl_int), &sg[i]);
-      if (e != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clSetKernelArg: %s", kiln__clerror(e));
-    }
-  }
-  size_t gws[3] = {(size_t)ceil_div(P, tn), (size_t)ceil_div(M, tm), (size_t)batches};
-  if (order) { size_t t = gws[0]; gws[0] = gws[1]; gws[1] = t; }
+  if (kiln_cl_args(k, err, KARG(bx), KARG(bw), KARG(bb), KARG(by), KARG(mb), KARG(has_bias), KEND)) return err->status;
+  size_t gws[3] = {(size_t)(w->out[0] * w->out[1] * w->out[2]), (size_t)w->oc, (size_t)w->n};
   return kiln_exec_launch(x, k, 3, gws, NULL, err);
 }
 
-/* Arguments of gemm.cl's gemm_panel (alpha = beta = 1) for algorithms 6 and 7. */
-static int conv_panel_gemm(cl_kernel k, int dt, cl_int M, cl_int N, cl_int K, cl_mem A, cl_long sam, cl_long sak, cl_mem Bp, cl_mem C,
-                           cl_long scm, cl_long scn, cl_int has_c, cl_mem Y, cl_mem meta, cl_mem e0, cl_mem e1, kiln_error *err) {
-  if (dt == KILN_DT_DOUBLE) {
-    cl_double one = 1;
-    return kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), KARG(one), KARG(one), KARG(A), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
-                        KARG(scn), KARG(has_c), KARG(Y), KARG(meta), KARG(e0), KARG(e1), KEND) ? err->status : 0;
-  }
-  cl_float one = 1;
-  return kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), KARG(one), KARG(one), KARG(A), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
-                      KARG(scn), KARG(has_c), KARG(Y), KARG(meta), KARG(e0), KARG(e1), KEND) ? err->status : 0;
-}
-
 static int conv_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
-  kiln_graph *g = x->g;
   bool tr = strcmp(n->op_type, "Conv") != 0;
   win_geom w;
-  int rc = win_setup(g, n, tr ? WIN_CONVT : WIN_CONV, &w, err);
+  int rc = kiln__win_setup(x->g, n, tr ? WIN_CONVT : WIN_CONV, &w, err);
   if (rc) return rc;
-  cl_int m[24];
-  if ((rc = win_meta(&w, m, 24, err))) return rc;
-  cl_mem mb = kiln_exec_param(x, n, 0, m, sizeof m, err);
-  if (!mb) return err->status;
-  int dt = kiln_in(g, n, 0)->dtype;
-  char opts[512];
-  kiln_cl_type_opts(dt, opts, sizeof opts);
-  cl_mem bx = kiln_in_buf(x, n, 0), bw = kiln_in_buf(x, n, 1), bb = kiln_in_buf(x, n, 2), by = tr ? kiln_out_buf(x, n, 0) : kiln_epi_out(x, n);
-  cl_mem ep[2];
-  kiln_epi_bufs(x, n, by, ep);
-  cl_int has_bias = bb != NULL;
-  if (!bb) bb = bw;
-  int64_t osz = w.out[0] * w.out[1] * w.out[2];
-  if (tr) {
-    cl_kernel k = kiln_cl_kernel(x->d, "conv.cl", opts, "convt_gather", err);
-    if (!k) return err->status;
-    if (kiln_cl_args(k, err, KARG(bx), KARG(bw), KARG(bb), KARG(by), KARG(mb), KARG(has_bias), KEND)) return err->status;
-    size_t gws[3] = {(size_t)osz, (size_t)w.oc, (size_t)w.n};
-    return kiln_exec_launch(x, k, 3, gws, NULL, err);
-  }
-  kiln_tunable t;
-  conv_tunable_of(g, n, &w, &t);
-  const int *p = kiln_exec_tparams(x, n, &t);
-  if (conv_valid(&t, p, &x->d->info)) {
-    char ps[256];
-    kiln_tunable_str(&t, p, ps, sizeof ps);
-    return kiln__err(err, KILN_EINTERNAL, "Conv parameters %s do not fit %s", ps, t.shape_key);
-  }
-  kiln_tunable_opts(&t, p, opts, sizeof opts);
-  int algo = p[CP_ALGO], tm = p[CP_GTM], tn = p[CP_GTN];
-  int64_t icg = w.c / w.group, ocg = w.oc / w.group, K = icg * w.k[0] * w.k[1] * w.k[2];
-  size_t esz = dt == KILN_DT_DOUBLE ? 8 : 4;
-  if (w.n == 0 || osz == 0 || w.oc == 0) return 0;
-  switch (algo) {
-  case CONV_A_1X1: {
-    cl_mem A = conv_packed(x, n, &w, 1, tm, err);
-    if (!A) return err->status;
-    int64_t isz = w.in[0] * w.in[1] * w.in[2];
-    bool strided = w.s[0] * w.s[1] * w.s[2] != 1;
-    cl_int sg[4] = {(cl_int)w.s[1], (cl_int)w.s[2], (cl_int)w.in[2], (cl_int)w.out[2]};
-    return conv_gemm_launch(x, n, opts, A, bx, bb, by, (cl_int)ocg, (cl_int)K, (cl_int)osz, (cl_int)isz, (cl_int)osz, (cl_int)osz,
-                            (cl_int)w.group, (cl_long)(ceil_div(ocg, tm) * K * tm), (cl_long)(w.c * isz), (cl_long)(icg * isz),
-                            (cl_long)(w.oc * osz), (cl_long)(ocg * osz), has_bias, 1, w.n * w.group, tm, tn, p[CP_GORD], strided ? sg : NULL, err);
-  }
-  case CONV_A_IM2COL:
-  case CONV_A_LOCAL: {
-    cl_int ldb = (cl_int)conv_ldb(osz);
-    cl_mem col = kiln_exec_scratch(x, n, 0, (size_t)(w.n * w.group * K * ldb) * esz, err);
-    if (!col) return err->status;
-    cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_im2col", err);
-    if (!k) return err->status;
-    if (kiln_cl_args(k, err, KARG(bx), KARG(col), KARG(mb), KARG(ldb), KEND)) return err->status;
-    size_t gws[3] = {(size_t)(w.out[0] * w.out[1]), (size_t)K, (size_t)(w.n * w.group)};
-    if ((rc = kiln_exec_launch(x, k, 3, gws, NULL, err))) return rc;
-    if (algo == CONV_A_IM2COL) {
-      cl_mem A = conv_packed(x, n, &w, 1, tm, err);
-      if (!A) return err->status;
-      return conv_gemm_launch(x, n, opts, A, col, bb, by, (cl_int)ocg, (cl_int)K, (cl_int)osz, ldb, ldb, (cl_int)osz, (cl_int)w.group,
-                              (cl_long)(ceil_div(ocg, tm) * K * tm), (cl_long)(w.group * K * ldb), (cl_long)(K * ldb),
-                              (cl_long)(w.oc * osz), (cl_long)(ocg * osz), has_bias, 1, w.n * w.group, tm, tn, p[CP_GORD], NULL, err);
-    }
-    int ts = p[CP_LTS], wpt = p[CP_LWPT];
-    cl_kernel kl = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_gemm_local", err);
-    if (!kl) return err->status;
-    cl_int M = (cl_int)ocg, Kc = (cl_int)K, P = (cl_int)osz, G = (cl_int)w.group;
-    if (kiln_cl_args(kl, err, KARG(bw), KARG(col), KARG(bb), KARG(by), KARG(M), KARG(Kc), KARG(P), KARG(ldb), KARG(G), KARG(has_bias), KARG(ep[0]),
-                     KARG(ep[1]), KEND))
-      return err->status;
-    size_t gl[3] = {(size_t)(ceil_div(osz, ts) * (ts / wpt)), (size_t)(ceil_div(ocg, ts) * ts), (size_t)(w.n * w.group)};
-    size_t ll[3] = {(size_t)(ts / wpt), (size_t)ts, 1};
-    return kiln_exec_launch(x, kl, 3, gl, ll, err);
-  }
-  case CONV_A_PANEL: {
-    int64_t np = ceil_div(osz, tn), G = w.group, NB = w.n * G;
-    cl_mem col = kiln_exec_scratch(x, n, 0, (size_t)(NB * np * K * tn) * esz, err);
-    if (!col) return err->status;
-    cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_im2col_p", err);
-    if (!k) return err->status;
-    if (kiln_cl_args(k, err, KARG(bx), KARG(col), KARG(mb), KEND)) return err->status;
-    size_t gws[3] = {(size_t)K, (size_t)(w.out[0] * w.out[1]), (size_t)NB};
-    if ((rc = kiln_exec_launch(x, k, 3, gws, NULL, err))) return rc;
-    /* gemm_panel's batch metadata (gemm.cl batch_offsets): batches (n, g),
-     * weights g*M*K apart, panel buffers np*K*TN apart */
-    int64_t meta[1 + 3 * 8] = {2, w.n, G};
-    meta[1 + 8 + 1] = ocg * K;
-    meta[1 + 16] = G * np * K * tn;
-    meta[1 + 16 + 1] = np * K * tn;
-    cl_mem bm = kiln_exec_param(x, n, 2, meta, sizeof meta, err);
-    if (!bm) return err->status;
-    char gopts[512];
-    kiln_cl_type_opts(dt, gopts, sizeof gopts);
-    size_t gl = strlen(gopts);
-    snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=8 -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16 -DROWCH=1", tm, tn / 8,
-             p[CP_PWG]);
-    cl_kernel kg = kiln_epi_kernel(x, n, "gemm.cl", gopts, "gemm_panel", err);
-    if (!kg) return err->status;
-    if ((rc = conv_panel_gemm(kg, dt, (cl_int)ocg, (cl_int)osz, (cl_int)K, bw, K, 1, col, bb, 0, w.oc, has_bias, by, bm, ep[0], ep[1], err)))
-      return rc;
-    size_t wgn = (size_t)p[CP_PWG];
-    size_t gg[3] = {(size_t)ceil_div(np, (int64_t)wgn) * wgn, (size_t)ceil_div(ocg, tm), (size_t)NB};
-    size_t lg[3] = {wgn, 1, 1};
-    return kiln_exec_launch(x, kg, 3, gg, lg, err);
-  }
-  case CONV_A_WINOP: {
-    cl_int T_ = (cl_int)conv_wino_tiles(&w), TW = (cl_int)ceil_div(w.out[2], 2);
-    int64_t np = ceil_div(T_, tn);
-    /* U as [16][C][OC] (panels of OC rows): gemm_panel reads A(m, k) = U[xi][k][m] */
-    cl_mem A = conv_packed(x, n, &w, 3, (int)w.oc, err);
-    if (!A) return err->status;
-    cl_mem V = kiln_exec_scratch(x, n, 0, (size_t)(w.n * 16 * np * w.c * tn) * esz, err);
-    if (!V) return err->status;
-    cl_mem Mw = kiln_exec_scratch(x, n, 1, (size_t)(w.n * 16 * w.oc * T_) * esz, err);
-    if (!Mw) return err->status;
-    cl_kernel ki = kiln_cl_kernel(x->d, "conv.cl", opts, "wino_in_p", err);
-    if (!ki) return err->status;
-    if (kiln_cl_args(ki, err, KARG(bx), KARG(V), KARG(mb), KARG(TW), KARG(T_), KEND)) return err->status;
-    size_t gi[3] = {(size_t)w.c, (size_t)(np * tn), (size_t)w.n};
-    if ((rc = kiln_exec_launch(x, ki, 3, gi, NULL, err))) return rc;
-    /* batches (n, xi): U_xi OC*C apart, V panels np*C*TN apart */
-    int64_t meta[1 + 3 * 8] = {2, w.n, 16};
-    meta[1 + 8 + 1] = w.oc * w.c;
-    meta[1 + 16] = 16 * np * w.c * tn;
-    meta[1 + 16 + 1] = np * w.c * tn;
-    cl_mem bm = kiln_exec_param(x, n, 2, meta, sizeof meta, err);
-    if (!bm) return err->status;
-    char gopts[512];
-    kiln_cl_type_opts(dt, gopts, sizeof gopts);
-    size_t gl = strlen(gopts);
-    snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=8 -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16", tm, tn / 8, p[CP_PWG]);
-    cl_kernel kg = kiln_cl_kernel(x->d, "gemm.cl", gopts, "gemm_panel", err); /* no epilogue: wino_out applies it */
-    if (!kg) return err->status;
-    if ((rc = conv_panel_gemm(kg, dt, (cl_int)w.oc, T_, (cl_int)w.c, A, 1, w.oc, V, bw, 0, 1, 0, Mw, bm, bw, bw, err))) return rc;
-    size_t wgn = (size_t)p[CP_PWG];
-    size_t gg[3] = {(size_t)ceil_div(np, (int64_t)wgn) * wgn, (size_t)ceil_div(w.oc, tm), (size_t)(w.n * 16)};
-    size_t lg[3] = {wgn, 1, 1};
-    if ((rc = kiln_exec_launch(x, kg, 3, gg, lg, err))) return rc;
-    cl_kernel ko = kiln_epi_kernel(x, n, "conv.cl", opts, "wino_out", err);
-    if (!ko) return err->status;
-    cl_int ldo = T_;
-    if (kiln_cl_args(ko, err, KARG(Mw), KARG(bb), KARG(by), KARG(mb), KARG(TW), KARG(T_), KARG(ldo), KARG(has_bias), KARG(ep[0]), KARG(ep[1]), KEND))
-      return err->status;
-    size_t go[3] = {(size_t)T_, (size_t)w.oc, (size_t)w.n};
-    return kiln_exec_launch(x, ko, 3, go, NULL, err);
-  }
-  case CONV_A_WINO: {
-    cl_int T_ = (cl_int)conv_wino_tiles(&w), TW = (cl_int)ceil_div(w.out[2], 2), ldb = (cl_int)conv_ldb(T_);
-    cl_mem A = conv_packed(x, n, &w, 2, tm, err);
-    if (!A) return err->status;
-    cl_mem V = kiln_exec_scratch(x, n, 0, (size_t)(w.n * 16 * w.c * ldb) * esz, err);
-    if (!V) return err->status;
-    cl_mem Mw = kiln_exec_scratch(x, n, 1, (size_t)(w.n * 16 * w.oc * ldb) * esz, err);
-    if (!Mw) return err->status;
-    cl_kernel ki = kiln_epi_kernel(x, n, "conv.cl", opts, "wino_in", err);
-    if (!ki) return err->status;
-    if (kiln_cl_args(ki, err, KARG(bx), KARG(V), KARG(mb), KARG(TW), KARG(T_), KARG(ldb), KEND)) return err->status;
-    size_t gi[3] = {(size_t)ldb, (size_t)w.c, (size_t)w.n};
-    if ((rc = kiln_exec_launch(x, ki, 3, gi, NULL, err))) return rc;
-    if ((rc = conv_gemm_launch(x, n, opts, A, V, bb, Mw, (cl_int)w.oc, (cl_int)w.c, T_, ldb, ldb, ldb, 16, (cl_long)(ceil_div(w.oc, tm) * w.c * tm),
-                               (cl_long)(16 * w.c * ldb), (cl_long)(w.c * ldb), (cl_long)(16 * w.oc * ldb), (cl_long)(w.oc * ldb), 0, 0,
-                               w.n * 16, tm, tn, p[CP_GORD], NULL, err)))
-      return rc;
-    cl_kernel ko = kiln_epi_kernel(x, n, "conv.cl", opts, "wino_out", err);
-    if (!ko) return err->status;
-    if (kiln_cl_args(ko, err, KARG(Mw), KARG(bb), KARG(by), KARG(mb), KARG(TW), KARG(T_), KARG(ldb), KARG(has_bias), KARG(ep[0]), KARG(ep[1]), KEND))
-      return err->status;
-    size_t go[3] = {(size_t)T_, (size_t)w.oc, (size_t)w.n};
-    return kiln_exec_launch(x, ko, 3, go, NULL, err);
-  }
-  case CONV_A_DW:
-  case CONV_A_DWV: {
-    /* the geometry as constants (one program per depthwise shape) */
-    size_t o = strlen(opts);
-    o += (size_t)snprintf(opts + o, sizeof opts - o, " -DCONV_GEOM=");
-    for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", m[i]);
-    bool vec = algo == CONV_A_DWV;
-    cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, vec ? "conv_dwv" : "conv_dw", err);
-    if (!k) return err->status;
-    if (kiln_cl_args(k, err, KARG(bx), KARG(bw), KARG(bb), KARG(by), KARG(mb), KARG(has_bias), KARG(ep[0]), KARG(ep[1]), KEND)) return err->status;
-    size_t gws[3] = {(size_t)(ceil_div(w.out[2], p[CP_DWTP]) * w.out[1] * w.out[0]), (size_t)w.c, (size_t)w.n};
-    if (vec) gws[0] = (size_t)(w.out[0] * w.out[1]);
-    return kiln_exec_launch(x, k, 3, gws, NULL, err);
-  }
-  default: {
-    cl_kernel k = kiln_epi_kernel(x, n, "conv.cl", opts, "conv_direct", err);
-    if (!k) return err->status;
-    if (kiln_cl_args(k, err, KARG(bx), KARG(bw), KARG(bb), KARG(by), KARG(mb), KARG(has_bias), KARG(ep[0]), KARG(ep[1]), KEND)) return err->status;
-    /* work-groups of CONV_DIRECT_WG tiles along the pixels (the kernel
-     * skips the tiles past the last row): left to POCL, up to 4096 work-items
-     * went into one group, so a whole 64-channel 56x56 layer ran on one
-     * core (15.6 ms median against 9.3 ms in groups of 64) */
-    size_t lws[3] = {CONV_DIRECT_WG, 1, 1};
-    if (lws[0] > x->d->info.max_work_group) lws[0] = x->d->info.max_work_group;
-    size_t gws[3] = {(size_t)round_up(ceil_div(w.out[2], p[CP_TP]) * w.out[1] * w.out[0], (int64_t)lws[0]),
-                     (size_t)(w.group * ceil_div(ocg, p[CP_TOC])), (size_t)w.n};
-    return kiln_exec_launch(x, k, 3, gws, lws, err);
-  }
-  }
+  return tr ? convt_dev(x, n, &w, err) : kiln__conv_run(x, n, &w, err);
 }
 
 static int conv_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -934,7 +324,7 @@ static bool is_8bit(int dt) { return dt == KILN_DT_UINT8 || dt == KILN_DT_INT8; 
 static int q8_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   q8_slots s = q8_slots_of(n);
   win_geom w;
-  int rc = win_setup(g, n, WIN_CONV, &w, err);
+  int rc = kiln__win_setup(g, n, WIN_CONV, &w, err);
   if (rc) return rc;
   kiln_value *x = kiln_in(g, n, s.x), *wt = kiln_in(g, n, s.w);
   if (!is_8bit(x->dtype) || !is_8bit(wt->dtype)) return kiln__err(err, KILN_EUNSUPPORTED, "%s on %s x %s", n->op_type, kiln_dtype_name(x->dtype), kiln_dtype_name(wt->dtype));
@@ -968,7 +358,7 @@ static int q8_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
 static int q8_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   q8_slots s = q8_slots_of(n);
   win_geom w;
-  int rc = win_setup(g, n, WIN_CONV, &w, err);
+  int rc = kiln__win_setup(g, n, WIN_CONV, &w, err);
   if (rc) return rc;
   int xdt = kiln_in(g, n, s.x)->dtype, wdt = kiln_in(g, n, s.w)->dtype;
   kiln_value *wzv = kiln_in(g, n, s.wzp), *wsv = s.ws >= 0 ? kiln_in(g, n, s.ws) : NULL;
@@ -1011,10 +401,10 @@ static int q8_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   q8_slots s = q8_slots_of(n);
   win_geom w;
-  int rc = win_setup(g, n, WIN_CONV, &w, err);
+  int rc = kiln__win_setup(g, n, WIN_CONV, &w, err);
   if (rc) return rc;
   cl_int m[24];
-  if ((rc = win_meta(&w, m, 24, err))) return rc;
+  if ((rc = kiln__win_meta(&w, m, 24, err))) return rc;
   cl_mem mb = kiln_exec_param(x, n, 0, m, sizeof m, err);
   if (!mb) return err->status;
   char opts[256];
@@ -1062,7 +452,7 @@ static int pool_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   bool global;
   pool_kind(n, &mode, &global);
   win_geom w;
-  int rc = win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
+  int rc = kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
   if (rc) return rc;
   kiln_value *x = kiln_in(g, n, 0);
   int64_t d[KILN_MAX_RANK];
@@ -1080,7 +470,7 @@ static int pool_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
   bool global;
   pool_kind(n, &mode, &global);
   win_geom w;
-  int rc = win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
+  int rc = kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
   if (rc) return rc;
   int dt = kiln_in(g, n, 0)->dtype;
   double p = mode == POOL_LP ? (double)kiln_attr_int(n, "p", 2) : 0;
@@ -1180,7 +570,7 @@ static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   win_geom w;
   kiln_error e = {0};
   kiln_value *xv = kiln_in(g, n, 0);
-  if (!xv || win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, &e)) return 1;
+  if (!xv || kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, &e)) return 1;
   memset(t, 0, sizeof *t);
   t->family = global ? "gpool" : "pool";
   t->file = "pool.cl";
@@ -1217,7 +607,7 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   bool global;
   pool_kind(n, &mode, &global);
   win_geom w;
-  int rc = win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
+  int rc = kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
   if (rc) return rc;
   kiln_tunable t;
   int pa = 1, pb = global ? 1 : 0; /* the descriptor defaults */
@@ -1241,7 +631,7 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   }
   int wpi = global ? 1 : pa, wg = global ? 0 : pb;
   cl_int m[27], pm[23];
-  if ((rc = win_meta(&w, m, 27, err))) return rc;
+  if ((rc = kiln__win_meta(&w, m, 27, err))) return rc;
   /* pool.cl layout: N, C, in[3], out[3], k[3], s[3], d[3], pb[3], pe[3] */
   pm[0] = m[0]; pm[1] = m[1];
   for (int i = 0; i < 3; i++) {

@@ -1,0 +1,812 @@
+/* kernels/conv.c: the "conv" kernel family beside its OpenCL source
+ * (kernels/conv.cl): the instance description of a Conv node and its
+ * algorithms as solvers, in one registry (conv_solvers below).
+ *
+ * A Conv node runs one solver, chosen per shape by the tuner through the
+ * parameter CONV_ALGO, the solver's index in the registry (tuning records
+ * store that index, so solvers are only ever appended). A solver is
+ *   name      what `kiln plan`, the tests and the notes call it;
+ *   uses      the parameters (CP_*) it reads; valid() pins every other one to
+ *             its default, so the space holds no duplicates;
+ *   applies   whether it can run this instance at all on this device, and
+ *             its own constraints on the parameters it reads;
+ *   prefer    its rank as the untuned default for this instance (the
+ *             applicable solver of highest rank runs untuned; 0: never);
+ *   features  what the cost model reads about a candidate;
+ *   launch    the kernels it enqueues (a context holds the node's buffers).
+ * Adding an algorithm is one entry here plus its kernels in conv.cl (built
+ * with -DCONV_ALGO=<index>); the parameter tests (tests/conv_params.c), the
+ * tuner and the cost model enumerate the registry.
+ *
+ * The solvers:
+ *   direct   conv_direct, any shape (the only one for non-constant weights
+ *            besides the local-memory GEMM);
+ *   1x1      conv_gemm / conv_gemm_s on the input itself (1x1 kernels, no
+ *            pads; strides through a gather);
+ *   im2col   conv_im2col into scratch, then conv_gemm;
+ *   dw       conv_dw, depthwise (group == C == OC);
+ *   wino     Winograd F(2x2,3x3) for 2-D 3x3 stride-1 dilation-1 group-1:
+ *            wino_in, 16 conv_gemm products, wino_out;
+ *   local    conv_im2col, then the GPU-style conv_gemm_local;
+ *   panel    conv_im2col_p into scratch in panels of GEMM_TN columns, then
+ *            gemm.cl's gemm_panel (the gemm family's CPU kernel, built with
+ *            ROWCH=1 for the per-channel bias and epilogue) on the weights as
+ *            stored: GEMM_TM rows x GEMM_TN columns per work-item, work-groups
+ *            of PANEL_WG panels;
+ *   winop    Winograd as wino, the 16 products by gemm_panel on panels of
+ *            GEMM_TN tiles written by wino_in_p;
+ *   dwv      depthwise 2-D with vector loads along the output row (conv_dwv,
+ *            CONVDW_VW outputs per step).
+ * The GEMM-based solvers (1x1, im2col, wino) share the register tile
+ * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
+ * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
+ * need constant weights. */
+#include "kiln_internal.h"
+#include "ops/window.h"
+#include "conv.h"
+
+enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV };
+static const kiln_kparam conv_kparams[CP_COUNT] = {
+  [CP_ALGO] = {"CONV_ALGO", 0, {0}, CONV_A_DIRECT}, /* values: the registry's indices (conv_tunable_of) */
+  [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
+  [CP_TP] = {"CONV_TP", 3, {4, 8, 16}, 8},
+  [CP_DWTP] = {"CONVDW_TP", 3, {4, 8, 16}, 8},
+  [CP_GTM] = {"GEMM_TM", 4, {2, 4, 6, 8}, 4},
+  [CP_GTN] = {"GEMM_TN", 3, {8, 16, 32}, 8},
+  [CP_GORD] = {"GEMM_ORDER", 2, {0, 1}, 0},
+  [CP_LTS] = {"LG_TS", 3, {8, 16, 32}, 16},
+  [CP_LWPT] = {"LG_WPT", 3, {1, 2, 4}, 1},
+  [CP_PWG] = {"PANEL_WG", 3, {1, 2, 4}, 4},
+  [CP_DWVW] = {"CONVDW_VW", 3, {4, 8, 16}, 8},
+};
+_Static_assert(CP_COUNT <= KILN_MAX_KPARAMS, "too many conv parameters");
+
+/* kiln_tunable.dims of a Conv instance */
+enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN };
+enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32 };
+
+static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
+/* work-items per group of conv_direct (one tile of CONV_TOC x CONV_TP outputs each) */
+#define CONV_DIRECT_WG 64
+
+/* Columns of the GEMM's B operand: pixels (or Winograd tiles) rounded up so
+ * that every GEMM_TN tile of a scratch buffer can be read unguarded. */
+static int64_t conv_ldb(int64_t cols) { return round_up(cols, 32); }
+
+static int64_t conv_wino_tiles(const win_geom *w) { return ceil_div(w->out[1], 2) * ceil_div(w->out[2], 2); }
+
+/* ---- what a launch needs: the node's buffers and geometry ------------------ */
+
+typedef struct conv_ctx {
+  kiln_exec *x;
+  kiln_node *n;
+  const win_geom *w;
+  const int *p;            /* the parameter vector */
+  int dt;                  /* element type */
+  size_t esz;
+  char opts[512];          /* type options plus the parameters as -D */
+  cl_int m[24];            /* geometry (kiln__win_meta) */
+  cl_mem mb;               /* the same in a device buffer */
+  cl_mem bx, bw, bb, by;   /* input, weights, bias (the weights when there is none), output */
+  cl_mem ep[2];            /* epilogue operands */
+  cl_int has_bias;
+  int64_t icg, ocg, K, osz; /* channels per group in and out, GEMM depth, output pixels */
+} conv_ctx;
+
+/* ---- weight packing ----------------------------------------------------------- */
+
+/* Weights [G][M][K] (element size esz) into panels [G][ceil(M/tm)][K][tm],
+ * zero rows past M. Returns a malloc'd block of *bytes. */
+static void *pack_panels(const conv_ctx *c, int tm, size_t *bytes) {
+  const win_geom *w = c->w;
+  int64_t G = w->group, M = c->ocg, K = c->K, nmb = ceil_div(M, tm);
+  size_t esz = c->esz;
+  *bytes = (size_t)(G * nmb * K * tm) * esz;
+  unsigned char *a = calloc(*bytes ? *bytes : 1, 1);
+  if (!a) return NULL;
+  const unsigned char *src = kiln_in(c->x->g, c->n, 1)->data;
+  for (int64_t g = 0; g < G; g++)
+    for (int64_t m = 0; m < M; m++) {
+      int64_t mb = m / tm, i = m % tm;
+      const unsigned char *row = src + (size_t)((g * M + m) * K) * esz;
+      unsigned char *dst = a + (size_t)(((g * nmb + mb) * K) * tm + i) * esz;
+      for (int64_t k = 0; k < K; k++) memcpy(dst + (size_t)(k * tm) * esz, row + (size_t)k * esz, esz);
+    }
+  return a;
+}
+
+/* Winograd F(2x2,3x3) weights U = G g G^T per (oc, c), packed as panels
+ * [16][ceil(OC/tm)][C][tm]. */
+static void *pack_wino(const conv_ctx *cx, int tm, size_t *bytes) {
+  int64_t OC = cx->w->oc, C = cx->w->c, nmb = ceil_div(OC, tm);
+  const kiln_value *wv = kiln_in(cx->x->g, cx->n, 1);
+  int dt = wv->dtype;
+  *bytes = (size_t)(16 * nmb * C * tm) * cx->esz;
+  void *a = calloc(*bytes ? *bytes : 1, 1);
+  if (!a) return NULL;
+  static const double Gm[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  for (int64_t oc = 0; oc < OC; oc++)
+    for (int64_t c = 0; c < C; c++) {
+      double gk[3][3], tmp[4][3];
+      for (int i = 0; i < 9; i++) gk[i / 3][i % 3] = kiln_load_f(wv->data, dt, (oc * C + c) * 9 + i);
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++) tmp[i][j] = Gm[i][0] * gk[0][j] + Gm[i][1] * gk[1][j] + Gm[i][2] * gk[2][j];
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+          double u = tmp[i][0] * Gm[j][0] + tmp[i][1] * Gm[j][1] + tmp[i][2] * Gm[j][2];
+          int64_t xi = 4 * i + j;
+          kiln_store_f(a, dt, ((xi * nmb + oc / tm) * C + c) * tm + oc % tm, u);
+        }
+    }
+  return a;
+}
+
+typedef void *(*conv_pack_fn)(const conv_ctx *c, int tm, size_t *bytes);
+/* What a node's packed weights (param slot 1) were packed by and for. */
+typedef struct { conv_pack_fn pack; int tm; } conv_pack_state;
+
+/* The weights packed by `pack` for tm in param slot 1, packing and uploading
+ * them when the node's current block was packed for something else. */
+static cl_mem conv_packed(const conv_ctx *c, conv_pack_fn pack, int tm, kiln_error *err) {
+  kiln_node *n = c->n;
+  conv_pack_state *st = n->state;
+  if (st && n->param[1] && st->pack == pack && st->tm == tm) return n->param[1];
+  if (!st && !(st = n->state = calloc(1, sizeof *st))) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+  if (n->param[1]) { clReleaseMemObject(n->param[1]); n->param[1] = NULL; n->param_bytes[1] = 0; }
+  if (!kiln_in(c->x->g, n, 1)->data) { kiln__err(err, KILN_EINTERNAL, "Conv weights are not constant"); return NULL; }
+  size_t bytes;
+  void *a = pack(c, tm, &bytes);
+  if (!a) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+  cl_mem b = kiln_exec_param(c->x, n, 1, a, bytes, err);
+  free(a);
+  if (!b) return NULL;
+  st->pack = pack;
+  st->tm = tm;
+  return b;
+}
+
+/* ---- shared launches ---------------------------------------------------------- */
+
+/* conv_gemm's operands: Y[batch] = A[batch] . B[batch] over G1 groups. */
+typedef struct {
+  cl_mem A, B, Y;
+  cl_int M, K, P, ldb, pload, ldy, G1;
+  cl_long sa, sbo, sbi, syo, syi; /* strides of A per group, of B and Y per outer batch and per group */
+  cl_int has_bias, epi;           /* add the bias; apply the node's epilogue */
+  int64_t batches;
+  const cl_int *sg;               /* conv_gemm_s's gather geometry SH, SW, IW, OW, or NULL */
+} conv_gemm_args;
+
+static int conv_gemm_launch(const conv_ctx *c, const conv_gemm_args *a, kiln_error *err) {
+  kiln_exec *x = c->x;
+  cl_kernel k = kiln_epi_kernel(x, c->n, "conv.cl", c->opts, a->sg ? "conv_gemm_s" : "conv_gemm", err);
+  if (!k) return err->status;
+  cl_mem e[2];
+  kiln_epi_bufs(x, c->n, a->Y, e);
+  if (kiln_cl_args(k, err, KARG(a->A), KARG(a->B), KARG(c->bb), KARG(a->Y), KARG(a->M), KARG(a->K), KARG(a->P), KARG(a->ldb), KARG(a->pload),
+                   KARG(a->ldy), KARG(a->G1), KARG(a->sa), KARG(a->sbo), KARG(a->sbi), KARG(a->syo), KARG(a->syi), KARG(a->has_bias),
+                   KARG(a->epi), KARG(e[0]), KARG(e[1]), KEND))
+    return err->status;
+  for (int i = 0; a->sg && i < 4; i++) {
+    cl_int r = clSetKernelArg(k, 20 + i, sizeof(cl_int), &a->sg[i]);
+    if (r != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clSetKernelArg: %s", kiln__clerror(r));
+  }
+  int tm = c->p[CP_GTM], tn = c->p[CP_GTN];
+  size_t gws[3] = {(size_t)ceil_div(a->P, tn), (size_t)ceil_div(a->M, tm), (size_t)a->batches};
+  if (c->p[CP_GORD]) { size_t t = gws[0]; gws[0] = gws[1]; gws[1] = t; }
+  return kiln_exec_launch(x, k, 3, gws, NULL, err);
+}
+
+/* gemm.cl's gemm_panel over B in panels of GEMM_TN columns (solvers panel
+ * and winop): Y = A . Bp (+ C per row when has_c), batches (n, inner) with
+ * the batch metadata meta (gemm.cl batch_offsets), rows M in blocks of
+ * GEMM_TM, PANEL_WG panels per work-group. rowch: per-row bias and the
+ * node's epilogue (else a plain product). */
+typedef struct {
+  cl_mem A, Bp, C, Y;
+  cl_int M, N, K, has_c;
+  cl_long sam, sak, scm, scn;
+  int64_t inner;        /* batches per image: groups, or the 16 Winograd products */
+  int64_t meta[1 + 3 * 8];
+  bool rowch;
+} conv_panel_args;
+
+static int conv_panel_gemm(const conv_ctx *c, conv_panel_args *a, kiln_error *err) {
+  kiln_exec *x = c->x;
+  int tm = c->p[CP_GTM], tn = c->p[CP_GTN];
+  cl_mem bm = kiln_exec_param(x, c->n, 2, a->meta, sizeof a->meta, err);
+  if (!bm) return err->status;
+  char gopts[512];
+  kiln_cl_type_opts(c->dt, gopts, sizeof gopts);
+  size_t gl = strlen(gopts);
+  snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=8 -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16%s", tm, tn / 8,
+           c->p[CP_PWG], a->rowch ? " -DROWCH=1" : "");
+  cl_kernel k = a->rowch ? kiln_epi_kernel(x, c->n, "gemm.cl", gopts, "gemm_panel", err) : kiln_cl_kernel(x->d, "gemm.cl", gopts, "gemm_panel", err);
+  if (!k) return err->status;
+  cl_mem e0 = a->rowch ? c->ep[0] : c->bw, e1 = a->rowch ? c->ep[1] : c->bw;
+  int rc;
+  if (c->dt == KILN_DT_DOUBLE) {
+    cl_double one = 1;
+    rc = kiln_cl_args(k, err, KARG(a->M), KARG(a->N), KARG(a->K), KARG(one), KARG(one), KARG(a->A), KARG(a->sam), KARG(a->sak), KARG(a->Bp),
+                      KARG(a->C), KARG(a->scm), KARG(a->scn), KARG(a->has_c), KARG(a->Y), KARG(bm), KARG(e0), KARG(e1), KEND);
+  } else {
+    cl_float one = 1;
+    rc = kiln_cl_args(k, err, KARG(a->M), KARG(a->N), KARG(a->K), KARG(one), KARG(one), KARG(a->A), KARG(a->sam), KARG(a->sak), KARG(a->Bp),
+                      KARG(a->C), KARG(a->scm), KARG(a->scn), KARG(a->has_c), KARG(a->Y), KARG(bm), KARG(e0), KARG(e1), KEND);
+  }
+  if (rc) return err->status;
+  size_t wgn = (size_t)c->p[CP_PWG];
+  int64_t np = ceil_div(a->N, tn);
+  size_t gg[3] = {(size_t)ceil_div(np, (int64_t)wgn) * wgn, (size_t)ceil_div(a->M, tm), (size_t)(c->w->n * a->inner)};
+  size_t lg[3] = {wgn, 1, 1};
+  return kiln_exec_launch(x, k, 3, gg, lg, err);
+}
+
+/* conv_im2col into a scratch buffer of ldb columns (solvers im2col, local). */
+static cl_mem conv_im2col(const conv_ctx *c, cl_int ldb, kiln_error *err) {
+  const win_geom *w = c->w;
+  cl_mem col = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * w->group * c->K * ldb) * c->esz, err);
+  if (!col) return NULL;
+  cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, "conv_im2col", err);
+  if (!k || kiln_cl_args(k, err, KARG(c->bx), KARG(col), KARG(c->mb), KARG(ldb), KEND)) return NULL;
+  size_t gws[3] = {(size_t)(w->out[0] * w->out[1]), (size_t)c->K, (size_t)(w->n * w->group)};
+  return kiln_exec_launch(c->x, k, 3, gws, NULL, err) ? NULL : col;
+}
+
+/* wino_out: the output transform of the 16 products Mw (ldo columns). */
+static int conv_wino_out(const conv_ctx *c, cl_mem Mw, cl_int TW, cl_int T_, cl_int ldo, kiln_error *err) {
+  cl_kernel ko = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, "wino_out", err);
+  if (!ko) return err->status;
+  if (kiln_cl_args(ko, err, KARG(Mw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(TW), KARG(T_), KARG(ldo), KARG(c->has_bias), KARG(c->ep[0]),
+                   KARG(c->ep[1]), KEND))
+    return err->status;
+  size_t go[3] = {(size_t)T_, (size_t)c->w->oc, (size_t)c->w->n};
+  return kiln_exec_launch(c->x, ko, 3, go, NULL, err);
+}
+
+/* ---- the solvers ------------------------------------------------------------------ */
+
+#define USES(a) (1u << (a))
+#define GEMM_USES (USES(CP_GTM) | USES(CP_GTN) | USES(CP_GORD))
+#define PANEL_USES (USES(CP_GTM) | USES(CP_GTN) | USES(CP_PWG))
+
+/* Dimensions and byte counts that every solver's features start from. */
+typedef struct {
+  int64_t M, K, P, nb, c, esz;
+  double macs, wbytes, ybytes, in_bytes;
+} conv_sizes;
+
+static conv_sizes sizes_of(const kiln_tunable *t, kiln_features *f) {
+  conv_sizes s = {t->dims[CD_M], t->dims[CD_K], t->dims[CD_P], t->dims[CD_NB], t->dims[CD_C], t->dims[CD_ESZ], 0, 0, 0, 0};
+  s.macs = (double)s.nb * s.M * s.K * s.P;
+  s.wbytes = (double)s.nb * s.M * s.K * s.esz;
+  s.ybytes = (double)s.nb * s.M * s.P * s.esz;
+  s.in_bytes = (double)s.nb * s.K * s.P * s.esz; /* upper bound of the input (taps re-read from cache) */
+  double x_bytes = (double)s.nb * (double)t->dims[CD_IN] * s.esz; /* the input itself */
+  memset(f, 0, sizeof *f);
+  f->flops = 2 * s.macs;
+  f->launches = 1;
+  f->footprint = x_bytes + s.wbytes + s.ybytes; /* plus the intermediate buffers, written once and read once */
+  return s;
+}
+
+/* GEMM tiles much taller than the output channels, or much wider than the
+ * pixels (Winograd: tiles), only multiply zeros (the defaults always stay). */
+static int gemm_tile_fits(const kiln_tunable *t, const int *p, int64_t cols) {
+  if (p[CP_GTM] != t->params[CP_GTM].dflt && p[CP_GTM] > 2 * t->dims[CD_M] && p[CP_GTM] > 2) return -1;
+  if (p[CP_GTN] != t->params[CP_GTN].dflt && p[CP_GTN] > 2 * cols && p[CP_GTN] > 8) return -1;
+  return 0;
+}
+
+static bool fits_alloc(double elems, const kiln_tunable *t, const kiln_device_info *d) {
+  return elems * (double)t->dims[CD_ESZ] <= (double)d->max_alloc;
+}
+
+static bool wconst(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_WCONST; }
+
+/* -- direct ------------------------------------------------------------------ */
+
+static int direct_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  /* tiles far wider than the channels (the default always stays) */
+  if (p[CP_TOC] != t->params[CP_TOC].dflt && p[CP_TOC] > 2 * t->dims[CD_M] && p[CP_TOC] > 4) return -1;
+  return 0;
+}
+
+static int direct_prefer(const kiln_tunable *t) { return 1; /* runs anything: the last resort */ }
+
+static void direct_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  conv_sizes s = sizes_of(t, f);
+  int toc = p[CP_TOC], tp = p[CP_TP];
+  int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1; /* rows of tiles: each row's last tile may be partial */
+  int64_t tiles = oh * ceil_div(s.P / oh, tp);
+  f->flops = 2.0 * s.nb * round_up(s.M, toc) * s.K * (double)(tiles * tp); /* whole tiles, edges included */
+  f->wg_size = CONV_DIRECT_WG;
+  f->work_groups = (double)s.nb * ceil_div(tiles, CONV_DIRECT_WG) * ceil_div(s.M, toc);
+  f->bytes = s.wbytes * (double)tiles + s.in_bytes * (double)ceil_div(s.M, toc) + s.ybytes;
+  /* a weight times CONV_TP neighbouring inputs of a row: one vector
+   * multiply-add once the compiler unrolls the loop (POCL runs the
+   * 64-channel 56x56 layer at 31 GFLOP/s, twice the probe's scalar rate).
+   * Counted as scalar, the base put these kernels 4-16x too slow and the
+   * fit learnt a compensation that misled it on memory-bound instances:
+   * held out on four sweeps' merged records, regret 1.088 -> 1.061; on a
+   * fresh sweep 1.118 -> 1.084. The cost: the cold replay of resnet18's
+   * convolutions (model strategy, no other records) went 1.001x -> 1.055x
+   * the best, Winograd left unexplored on three 3x3 layers */
+  f->vec = tp;
+}
+
+static int direct_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, "conv_direct", err);
+  if (!k) return err->status;
+  if (kiln_cl_args(k, err, KARG(c->bx), KARG(c->bw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),
+                   KEND))
+    return err->status;
+  /* work-groups of CONV_DIRECT_WG tiles along the pixels (the kernel
+   * skips the tiles past the last row): left to POCL, up to 4096 work-items
+   * went into one group, so a whole 64-channel 56x56 layer ran on one
+   * core (15.6 ms median against 9.3 ms in groups of 64) */
+  size_t lws[3] = {CONV_DIRECT_WG, 1, 1};
+  if (lws[0] > c->x->d->info.max_work_group) lws[0] = c->x->d->info.max_work_group;
+  size_t gws[3] = {(size_t)round_up(ceil_div(w->out[2], c->p[CP_TP]) * w->out[1] * w->out[0], (int64_t)lws[0]),
+                   (size_t)(w->group * ceil_div(c->ocg, c->p[CP_TOC])), (size_t)w->n};
+  return kiln_exec_launch(c->x, k, 3, gws, lws, err);
+}
+
+/* -- 1x1, im2col and panel: one GEMM of the weights with the pixels ----------- */
+
+static int gemm1x1_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  if (!wconst(t) || !(t->dims[CD_FLAGS] & (CF_1X1 | CF_1X1S))) return -1;
+  return gemm_tile_fits(t, p, t->dims[CD_P]);
+}
+
+/* 1x1 over a pixel count that is a multiple of 8; strided 1x1, and 1x1 over
+ * other pixel counts (the GEMM's last tile reads guarded), ran faster on
+ * POCL/CPU as im2col + GEMM on a padded buffer */
+static int gemm1x1_prefer(const kiln_tunable *t) { return wconst(t) && (t->dims[CD_FLAGS] & CF_1X1) && t->dims[CD_P] % 8 == 0 ? 4 : 0; }
+
+static void gemm_features(const kiln_tunable *t, const int *p, kiln_features *f, int algo) {
+  conv_sizes s = sizes_of(t, f);
+  int tm = p[CP_GTM], tn = p[CP_GTN];
+  int64_t ldb = algo == CONV_A_PANEL ? round_up(s.P, tn) : conv_ldb(s.P);
+  double col = (double)s.nb * s.K * ldb * s.esz;
+  f->flops = 2.0 * s.nb * round_up(s.M, tm) * s.K * round_up(s.P, tn); /* whole register tiles */
+  f->work_groups = (double)s.nb * ceil_div(s.P, tn) * ceil_div(s.M, tm);
+  f->bytes = s.wbytes * (double)ceil_div(s.P, tn) + col * (double)ceil_div(s.M, tm) + s.ybytes;
+  if (algo != CONV_A_1X1) {
+    f->bytes += 2.0 * col;
+    f->launches = 2;
+    f->footprint += 2.0 * col;
+    f->gathered = (double)s.nb * s.K * ldb;
+  }
+  if (algo == CONV_A_PANEL) {
+    f->wg_size = p[CP_PWG];
+    f->work_groups = (double)s.nb * ceil_div(ceil_div(s.P, tn), p[CP_PWG]) * ceil_div(s.M, tm);
+    f->bytes = s.wbytes * (double)ceil_div(s.P, tn) + col * (2 + (double)ceil_div(s.M, tm)) + s.ybytes;
+  }
+  f->vec = 8;
+}
+
+static void gemm1x1_features(const kiln_tunable *t, const int *p, kiln_features *f) { gemm_features(t, p, f, CONV_A_1X1); }
+
+static int gemm1x1_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  int tm = c->p[CP_GTM];
+  cl_mem A = conv_packed(c, pack_panels, tm, err);
+  if (!A) return err->status;
+  int64_t isz = w->in[0] * w->in[1] * w->in[2];
+  bool strided = w->s[0] * w->s[1] * w->s[2] != 1;
+  cl_int sg[4] = {(cl_int)w->s[1], (cl_int)w->s[2], (cl_int)w->in[2], (cl_int)w->out[2]};
+  conv_gemm_args a = {.A = A, .B = c->bx, .Y = c->by, .M = (cl_int)c->ocg, .K = (cl_int)c->K, .P = (cl_int)c->osz, .ldb = (cl_int)isz,
+                      .pload = (cl_int)c->osz, .ldy = (cl_int)c->osz, .G1 = (cl_int)w->group, .sa = ceil_div(c->ocg, tm) * c->K * tm,
+                      .sbo = w->c * isz, .sbi = c->icg * isz, .syo = w->oc * c->osz, .syi = c->ocg * c->osz, .has_bias = c->has_bias,
+                      .epi = 1, .batches = w->n * w->group, .sg = strided ? sg : NULL};
+  return conv_gemm_launch(c, &a, err);
+}
+
+static int im2col_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  if (!wconst(t) || (t->dims[CD_FLAGS] & CF_DW)) return -1;
+  if (!fits_alloc((double)t->dims[CD_NB] * t->dims[CD_K] * conv_ldb(t->dims[CD_P]), t, d)) return -1;
+  return gemm_tile_fits(t, p, t->dims[CD_P]);
+}
+
+static int im2col_prefer(const kiln_tunable *t) { return wconst(t) && !(t->dims[CD_FLAGS] & CF_DW) ? 2 : 0; }
+
+static void im2col_features(const kiln_tunable *t, const int *p, kiln_features *f) { gemm_features(t, p, f, CONV_A_IM2COL); }
+
+static int im2col_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  int tm = c->p[CP_GTM];
+  cl_int ldb = (cl_int)conv_ldb(c->osz);
+  cl_mem col = conv_im2col(c, ldb, err);
+  if (!col) return err->status;
+  cl_mem A = conv_packed(c, pack_panels, tm, err);
+  if (!A) return err->status;
+  conv_gemm_args a = {.A = A, .B = col, .Y = c->by, .M = (cl_int)c->ocg, .K = (cl_int)c->K, .P = (cl_int)c->osz, .ldb = ldb, .pload = ldb,
+                      .ldy = (cl_int)c->osz, .G1 = (cl_int)w->group, .sa = ceil_div(c->ocg, tm) * c->K * tm, .sbo = w->group * c->K * ldb,
+                      .sbi = c->K * ldb, .syo = w->oc * c->osz, .syi = c->ocg * c->osz, .has_bias = c->has_bias, .epi = 1,
+                      .batches = w->n * w->group};
+  return conv_gemm_launch(c, &a, err);
+}
+
+static int panel_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  if (!wconst(t) || (t->dims[CD_FLAGS] & CF_DW)) return -1;
+  if (!fits_alloc((double)t->dims[CD_NB] * t->dims[CD_K] * round_up(t->dims[CD_P], p[CP_GTN]), t, d)) return -1;
+  return gemm_tile_fits(t, p, t->dims[CD_P]);
+}
+
+static void panel_features(const kiln_tunable *t, const int *p, kiln_features *f) { gemm_features(t, p, f, CONV_A_PANEL); }
+
+static int panel_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  int tn = c->p[CP_GTN];
+  int64_t np = ceil_div(c->osz, tn), G = w->group, NB = w->n * G;
+  cl_mem col = kiln_exec_scratch(c->x, c->n, 0, (size_t)(NB * np * c->K * tn) * c->esz, err);
+  if (!col) return err->status;
+  cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, "conv_im2col_p", err);
+  if (!k) return err->status;
+  if (kiln_cl_args(k, err, KARG(c->bx), KARG(col), KARG(c->mb), KEND)) return err->status;
+  size_t gws[3] = {(size_t)c->K, (size_t)(w->out[0] * w->out[1]), (size_t)NB};
+  int rc = kiln_exec_launch(c->x, k, 3, gws, NULL, err);
+  if (rc) return rc;
+  /* batches (n, g): weights g*M*K apart, panel buffers np*K*TN apart */
+  conv_panel_args a = {.A = c->bw, .Bp = col, .C = c->bb, .Y = c->by, .M = (cl_int)c->ocg, .N = (cl_int)c->osz, .K = (cl_int)c->K,
+                       .has_c = c->has_bias, .sam = c->K, .sak = 1, .scm = 0, .scn = w->oc, .inner = G, .meta = {2, w->n, G}, .rowch = true};
+  a.meta[1 + 8 + 1] = c->ocg * c->K;
+  a.meta[1 + 16] = G * np * c->K * tn;
+  a.meta[1 + 16 + 1] = np * c->K * tn;
+  return conv_panel_gemm(c, &a, err);
+}
+
+/* -- local: im2col, then a GPU-style GEMM with tiles in local memory --------- */
+
+static int local_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  int ts = p[CP_LTS], wpt = p[CP_LWPT]; /* reads the weights as they are: computed weights too */
+  if (ts % wpt || (size_t)(ts / wpt * ts) > d->max_work_group) return -1;
+  /* GPU-style: on CPUs one representative candidate stays in the space */
+  if (!d->is_gpu && (ts != 16 || wpt != 2)) return -1;
+  if ((uint64_t)(2 * ts * (ts + 1) * t->dims[CD_ESZ]) > d->local_mem) return -1;
+  if (t->dims[CD_FLAGS] & CF_DW) return -1;
+  return fits_alloc((double)t->dims[CD_NB] * t->dims[CD_K] * conv_ldb(t->dims[CD_P]), t, d) ? 0 : -1;
+}
+
+static void local_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  conv_sizes s = sizes_of(t, f);
+  int ts = p[CP_LTS], wpt = p[CP_LWPT];
+  int64_t ldb = conv_ldb(s.P);
+  f->flops = 2.0 * s.nb * round_up(s.M, ts) * s.K * round_up(s.P, ts);
+  f->work_groups = (double)s.nb * ceil_div(s.P, ts) * ceil_div(s.M, ts);
+  f->wg_size = (double)(ts / wpt * ts);
+  f->bytes = s.wbytes * (double)ceil_div(s.P, ts) + (double)s.nb * s.K * ldb * s.esz * (2 + (double)ceil_div(s.M, ts)) + s.ybytes;
+  f->bytes_local = 2.0 * s.macs / ts * s.esz * 2;
+  f->footprint += 2.0 * s.nb * s.K * ldb * s.esz;
+  f->gathered = (double)s.nb * s.K * ldb;
+  f->vec = 1;
+  f->launches = 2;
+}
+
+static int local_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  cl_int ldb = (cl_int)conv_ldb(c->osz);
+  cl_mem col = conv_im2col(c, ldb, err);
+  if (!col) return err->status;
+  int ts = c->p[CP_LTS], wpt = c->p[CP_LWPT];
+  cl_kernel kl = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, "conv_gemm_local", err);
+  if (!kl) return err->status;
+  cl_int M = (cl_int)c->ocg, Kc = (cl_int)c->K, P = (cl_int)c->osz, G = (cl_int)w->group;
+  if (kiln_cl_args(kl, err, KARG(c->bw), KARG(col), KARG(c->bb), KARG(c->by), KARG(M), KARG(Kc), KARG(P), KARG(ldb), KARG(G), KARG(c->has_bias),
+                   KARG(c->ep[0]), KARG(c->ep[1]), KEND))
+    return err->status;
+  size_t gl[3] = {(size_t)(ceil_div(c->osz, ts) * (ts / wpt)), (size_t)(ceil_div(c->ocg, ts) * ts), (size_t)(w->n * w->group)};
+  size_t ll[3] = {(size_t)(ts / wpt), (size_t)ts, 1};
+  return kiln_exec_launch(c->x, kl, 3, gl, ll, err);
+}
+
+/* -- Winograd F(2x2,3x3): 16 products between two transforms ------------------ */
+
+static int wino_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  if (!wconst(t) || !(t->dims[CD_FLAGS] & CF_WINO)) return -1;
+  int64_t c = t->dims[CD_C], M = t->dims[CD_M];
+  if (!fits_alloc((double)t->dims[CD_NB] * 16 * (c > M ? c : M) * conv_ldb(t->dims[CD_WT]), t, d)) return -1;
+  return gemm_tile_fits(t, p, t->dims[CD_WT]);
+}
+
+static int wino_prefer(const kiln_tunable *t) { return wconst(t) && (t->dims[CD_FLAGS] & CF_WINO) ? 3 : 0; }
+
+static void wino_features_of(const kiln_tunable *t, const int *p, kiln_features *f, bool panel) {
+  conv_sizes s = sizes_of(t, f);
+  int tm = p[CP_GTM], tn = p[CP_GTN];
+  int64_t T = t->dims[CD_WT], ldb = panel ? round_up(T, tn) : conv_ldb(T);
+  if (panel) f->wg_size = p[CP_PWG];
+  double gm = (double)s.nb * 16 * round_up(s.M, tm) * s.c * round_up(T, tn); /* multiply-adds of the 16 products, whole tiles */
+  f->flops = 2 * gm + (double)s.nb * (s.c * ldb * 32 + s.M * T * 24);
+  f->work_groups = (double)s.nb * 16 * ceil_div(T, tn) * ceil_div(s.M, tm);
+  f->bytes = (double)s.nb * 16 * s.M * s.c * s.esz * (double)ceil_div(T, tn) + (double)s.nb * 16 * s.c * ldb * s.esz * (2 + (double)ceil_div(s.M, tm)) +
+             (double)s.nb * 16 * s.M * ldb * s.esz * 2 + s.ybytes + (double)s.nb * s.c * s.P * s.esz;
+  f->footprint += (double)s.nb * 16 * (s.c + s.M) * ldb * s.esz * 2 + 16.0 * s.M * s.c * s.esz - s.wbytes; /* transformed tiles; weights as 16 products */
+  f->gathered = (double)s.nb * 16 * (s.c + s.M) * (double)T; /* input tiles in, output tiles out */
+  f->vec = 8;
+  f->launches = 3;
+}
+
+static void wino_features(const kiln_tunable *t, const int *p, kiln_features *f) { wino_features_of(t, p, f, false); }
+static void winop_features(const kiln_tunable *t, const int *p, kiln_features *f) { wino_features_of(t, p, f, true); }
+
+static int wino_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  int tm = c->p[CP_GTM];
+  cl_int T_ = (cl_int)conv_wino_tiles(w), TW = (cl_int)ceil_div(w->out[2], 2), ldb = (cl_int)conv_ldb(T_);
+  cl_mem A = conv_packed(c, pack_wino, tm, err);
+  if (!A) return err->status;
+  cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * 16 * w->c * ldb) * c->esz, err);
+  if (!V) return err->status;
+  cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * 16 * w->oc * ldb) * c->esz, err);
+  if (!Mw) return err->status;
+  cl_kernel ki = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, "wino_in", err);
+  if (!ki) return err->status;
+  if (kiln_cl_args(ki, err, KARG(c->bx), KARG(V), KARG(c->mb), KARG(TW), KARG(T_), KARG(ldb), KEND)) return err->status;
+  size_t gi[3] = {(size_t)ldb, (size_t)w->c, (size_t)w->n};
+  int rc = kiln_exec_launch(c->x, ki, 3, gi, NULL, err);
+  if (rc) return rc;
+  conv_gemm_args a = {.A = A, .B = V, .Y = Mw, .M = (cl_int)w->oc, .K = (cl_int)w->c, .P = T_, .ldb = ldb, .pload = ldb, .ldy = ldb, .G1 = 16,
+                      .sa = ceil_div(w->oc, tm) * w->c * tm, .sbo = 16 * w->c * ldb, .sbi = w->c * ldb, .syo = 16 * w->oc * ldb,
+                      .syi = w->oc * ldb, .has_bias = 0, .epi = 0, .batches = w->n * 16};
+  if ((rc = conv_gemm_launch(c, &a, err))) return rc;
+  return conv_wino_out(c, Mw, TW, T_, ldb, err);
+}
+
+/* U as [16][C][OC] (panels of OC rows): gemm_panel reads A(m, k) = U[xi][k][m] */
+static void *pack_wino_oc(const conv_ctx *c, int tm, size_t *bytes) { return pack_wino(c, (int)c->w->oc, bytes); }
+
+static int winop_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  int tn = c->p[CP_GTN];
+  cl_int T_ = (cl_int)conv_wino_tiles(w), TW = (cl_int)ceil_div(w->out[2], 2);
+  int64_t np = ceil_div(T_, tn);
+  cl_mem A = conv_packed(c, pack_wino_oc, (int)w->oc, err);
+  if (!A) return err->status;
+  cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * 16 * np * w->c * tn) * c->esz, err);
+  if (!V) return err->status;
+  cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * 16 * w->oc * T_) * c->esz, err);
+  if (!Mw) return err->status;
+  cl_kernel ki = kiln_cl_kernel(c->x->d, "conv.cl", c->opts, "wino_in_p", err);
+  if (!ki) return err->status;
+  if (kiln_cl_args(ki, err, KARG(c->bx), KARG(V), KARG(c->mb), KARG(TW), KARG(T_), KEND)) return err->status;
+  size_t gi[3] = {(size_t)w->c, (size_t)(np * tn), (size_t)w->n};
+  int rc = kiln_exec_launch(c->x, ki, 3, gi, NULL, err);
+  if (rc) return rc;
+  /* batches (n, xi): U_xi OC*C apart, V panels np*C*TN apart; no epilogue
+   * here: wino_out applies it */
+  conv_panel_args a = {.A = A, .Bp = V, .C = c->bw, .Y = Mw, .M = (cl_int)w->oc, .N = T_, .K = (cl_int)w->c, .has_c = 0, .sam = 1,
+                       .sak = w->oc, .scm = 0, .scn = 1, .inner = 16, .meta = {2, w->n, 16}, .rowch = false};
+  a.meta[1 + 8 + 1] = w->oc * w->c;
+  a.meta[1 + 16] = 16 * np * w->c * tn;
+  a.meta[1 + 16 + 1] = np * w->c * tn;
+  if ((rc = conv_panel_gemm(c, &a, err))) return rc;
+  return conv_wino_out(c, Mw, TW, T_, T_, err);
+}
+
+/* -- depthwise ---------------------------------------------------------------- */
+
+static int dw_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) { return t->dims[CD_FLAGS] & CF_DW ? 0 : -1; }
+static int dwv_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  return (t->dims[CD_FLAGS] & CF_DW) && !(t->dims[CD_FLAGS] & CF_3D) ? 0 : -1; /* 2-D only */
+}
+
+static int dw_prefer(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_DW ? 5 : 0; }
+
+static void dw_features_of(const kiln_tunable *t, int step, double vec, kiln_features *f) {
+  conv_sizes s = sizes_of(t, f);
+  int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1;
+  f->flops = 2.0 * s.nb * s.K * oh * round_up(s.P / oh, step); /* rows in whole tiles or vectors */
+  f->bytes = s.in_bytes + s.ybytes + s.wbytes;
+  f->vec = vec;
+}
+
+static void dw_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  dw_features_of(t, p[CP_DWTP], 1, f);
+  f->work_groups = (double)t->dims[CD_NB] * ceil_div(t->dims[CD_P], p[CP_DWTP]);
+}
+
+static void dwv_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  dw_features_of(t, p[CP_DWVW], p[CP_DWVW], f);
+  f->work_groups = (double)t->dims[CD_NB] * (double)t->dims[CD_OH];
+}
+
+static int dw_launch_of(const conv_ctx *c, bool vec, kiln_error *err) {
+  const win_geom *w = c->w;
+  /* the geometry as constants (one program per depthwise shape) */
+  char opts[sizeof c->opts + 256];
+  size_t o = (size_t)snprintf(opts, sizeof opts, "%s -DCONV_GEOM=", c->opts);
+  for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", c->m[i]);
+  cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, vec ? "conv_dwv" : "conv_dw", err);
+  if (!k) return err->status;
+  if (kiln_cl_args(k, err, KARG(c->bx), KARG(c->bw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),
+                   KEND))
+    return err->status;
+  size_t gws[3] = {(size_t)(ceil_div(w->out[2], c->p[CP_DWTP]) * w->out[1] * w->out[0]), (size_t)w->c, (size_t)w->n};
+  if (vec) gws[0] = (size_t)(w->out[0] * w->out[1]);
+  return kiln_exec_launch(c->x, k, 3, gws, NULL, err);
+}
+
+static int dw_launch(const conv_ctx *c, kiln_error *err) { return dw_launch_of(c, false, err); }
+static int dwv_launch(const conv_ctx *c, kiln_error *err) { return dw_launch_of(c, true, err); }
+
+static int never(const kiln_tunable *t) { return 0; }
+
+/* The registry; an entry's index is its CONV_ALGO value, so entries are
+ * only ever appended (tuning records name them by index). */
+const kiln_conv_solver kiln_conv_solvers[] = {
+  [CONV_A_DIRECT] = {"direct", USES(CP_TOC) | USES(CP_TP), direct_applies, direct_prefer, direct_features, direct_launch},
+  [CONV_A_1X1] = {"1x1", GEMM_USES, gemm1x1_applies, gemm1x1_prefer, gemm1x1_features, gemm1x1_launch},
+  [CONV_A_IM2COL] = {"im2col", GEMM_USES, im2col_applies, im2col_prefer, im2col_features, im2col_launch},
+  [CONV_A_DW] = {"dw", USES(CP_DWTP), dw_applies, dw_prefer, dw_features, dw_launch},
+  [CONV_A_WINO] = {"wino", GEMM_USES, wino_applies, wino_prefer, wino_features, wino_launch},
+  [CONV_A_LOCAL] = {"local", USES(CP_LTS) | USES(CP_LWPT), local_applies, never, local_features, local_launch},
+  [CONV_A_PANEL] = {"panel", PANEL_USES, panel_applies, never, panel_features, panel_launch},
+  [CONV_A_WINOP] = {"winop", PANEL_USES, wino_applies, never, winop_features, winop_launch},
+  [CONV_A_DWV] = {"dwv", USES(CP_DWVW), dwv_applies, never, dwv_features, dwv_launch},
+};
+const int kiln_conv_nsolvers = (int)(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0]);
+_Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CONV_ALGO holds at most 16 values (kiln_kparam.vals)");
+
+/* ---- the family: instance description, validity, features, run ------------------- */
+
+static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  int algo = p[CP_ALGO];
+  if (algo < 0 || algo >= kiln_conv_nsolvers) return -1;
+  const kiln_conv_solver *s = &kiln_conv_solvers[algo];
+  for (int i = 1; i < CP_COUNT; i++)
+    if (!(s->uses >> i & 1) && p[i] != t->params[i].dflt) return -1; /* pinned */
+  return s->applies(t, p, d);
+}
+
+static void conv_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  if (p[CP_ALGO] < 0 || p[CP_ALGO] >= kiln_conv_nsolvers) { memset(f, 0, sizeof *f); return; }
+  kiln_conv_solvers[p[CP_ALGO]].features(t, p, f);
+}
+
+/* The untuned choice: the solver that ranks this instance highest. */
+static int conv_default_algo(const kiln_tunable *t) {
+  int best = CONV_A_DIRECT, rank = 0;
+  for (int i = 0; i < kiln_conv_nsolvers; i++) {
+    int r = kiln_conv_solvers[i].prefer(t);
+    if (r > rank) { rank = r; best = i; }
+  }
+  return best;
+}
+
+/* The flags (CF_*) of a Conv instance. */
+static int conv_flags(const win_geom *w, bool wc) {
+  int64_t icg = w->c / w->group, ocg = w->oc / w->group, kk = w->k[0] * w->k[1] * w->k[2];
+  bool nopad = !w->pb[0] && !w->pb[1] && !w->pb[2] && !w->pe[0] && !w->pe[1] && !w->pe[2];
+  int fl = wc ? CF_WCONST : 0;
+  if (icg == 1 && ocg == 1) fl |= CF_DW;
+  if (w->nsp == 3) fl |= CF_3D;
+  if (kk == 1 && nopad) {
+    if (w->s[0] * w->s[1] * w->s[2] == 1) fl |= CF_1X1;
+    else if (w->in[0] == 1) fl |= CF_1X1S; /* 1-D/2-D strided: gathered */
+  }
+  if (w->k[0] == 1 && w->k[1] == 3 && w->k[2] == 3 && w->in[0] == 1 && w->s[1] == 1 && w->s[2] == 1 && w->d[1] == 1 && w->d[2] == 1 && w->group == 1)
+    fl |= CF_WINO;
+  return fl;
+}
+
+static void conv_shape_key(const win_geom *w, bool bias, bool wc, char *key, size_t len) {
+  int snp = snprintf(key, len, "N=%lld,C=%lld,", (long long)w->n, (long long)w->c);
+  if (w->nsp == 3) snp += snprintf(key + snp, len - (size_t)snp, "D=%lld,", (long long)w->in[0]);
+  snprintf(key + snp, len - (size_t)snp,
+           "H=%lld,W=%lld,M=%lld,k=%lldx%lldx%lld,s=%lldx%lldx%lld,p=%lld.%lld.%lld.%lld.%lld.%lld,d=%lldx%lldx%lld,g=%lld,bias=%d,wc=%d",
+           (long long)w->in[1], (long long)w->in[2], (long long)w->oc, (long long)w->k[0], (long long)w->k[1], (long long)w->k[2],
+           (long long)w->s[0], (long long)w->s[1], (long long)w->s[2], (long long)w->pb[0], (long long)w->pb[1], (long long)w->pb[2],
+           (long long)w->pe[0], (long long)w->pe[1], (long long)w->pe[2], (long long)w->d[0], (long long)w->d[1], (long long)w->d[2],
+           (long long)w->group, bias, wc);
+}
+
+/* Describes a Conv node's tunable kernel: the instance key and the space
+ * of the registry's solvers, with the default solver for the shape. */
+int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_tunable *t) {
+  kiln_value *xv = kiln_in(g, n, 0), *wv = kiln_in(g, n, 1);
+  memset(t, 0, sizeof *t);
+  t->family = "conv";
+  t->file = "conv.cl,gemm.cl"; /* the panel solvers run gemm.cl's gemm_panel */
+  t->dtype = xv->dtype;
+  bool wc = wv->is_const && wv->data;
+  int fl = conv_flags(w, wc);
+  t->dims[CD_FLAGS] = fl;
+  t->dims[CD_M] = w->oc / w->group;
+  t->dims[CD_K] = w->c / w->group * w->k[0] * w->k[1] * w->k[2];
+  t->dims[CD_P] = w->out[0] * w->out[1] * w->out[2];
+  t->dims[CD_NB] = w->n * w->group;
+  t->dims[CD_C] = w->c;
+  t->dims[CD_WT] = conv_wino_tiles(w);
+  t->dims[CD_ESZ] = xv->dtype == KILN_DT_DOUBLE ? 8 : 4;
+  t->dims[CD_OH] = w->out[0] * w->out[1];
+  t->dims[CD_IN] = w->c / w->group * w->in[0] * w->in[1] * w->in[2];
+  t->nparams = CP_COUNT;
+  memcpy(t->params, conv_kparams, sizeof conv_kparams);
+  t->params[CP_ALGO].nvals = kiln_conv_nsolvers;
+  for (int i = 0; i < kiln_conv_nsolvers; i++) t->params[CP_ALGO].vals[i] = i;
+  int algo = conv_default_algo(t);
+  /* the plan fused the im2col copy away (fusion.c: kiln__conv_im2col_costs) */
+  if (algo == CONV_A_IM2COL && n->im2col_fused && (fl & (CF_1X1 | CF_1X1S))) algo = CONV_A_1X1;
+  t->params[CP_ALGO].dflt = algo;
+  conv_shape_key(w, kiln_has_in(n, 2), wc, t->shape_key, sizeof t->shape_key);
+  if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
+  t->valid = conv_valid;
+  t->features = conv_features;
+  return 0;
+}
+
+int kiln__conv_im2col_costs(kiln_graph *g, kiln_node *n, double bw_gbps, double launch_ns, double *copy_ns, double *direct_ns, char *why, size_t len) {
+  if (strcmp(n->op_type, "Conv") || n->folded) return 1;
+  kiln_value *xv = kiln_in(g, n, 0);
+  if (!xv || xv->dtype != KILN_DT_FLOAT) return 1;
+  win_geom w;
+  kiln_error e = {0};
+  if (kiln__win_setup(g, n, WIN_CONV, &w, &e)) return 1;
+  kiln_tunable t;
+  bool was = n->im2col_fused;
+  n->im2col_fused = false;
+  int rc = kiln__conv_tunable_of(g, n, &w, &t);
+  n->im2col_fused = was;
+  if (rc || t.params[CP_ALGO].dflt != CONV_A_IM2COL || !(t.dims[CD_FLAGS] & (CF_1X1 | CF_1X1S))) return 1;
+  int64_t M = t.dims[CD_M], K = t.dims[CD_K], P = t.dims[CD_P], nb = t.dims[CD_NB];
+  int tm = t.params[CP_GTM].dflt, tn = t.params[CP_GTN].dflt;
+  double esz = 4, blocks = (double)ceil_div(M, tm), line = 64;
+  bool strided = !(t.dims[CD_FLAGS] & CF_1X1);
+  int64_t gathered = strided ? P : P % tn; /* columns read through the gather */
+  double sw = strided ? (double)w.s[2] : 1;
+  /* rows of B that start off 16-byte boundaries split the GEMM's vector
+   * loads: measured on POCL (AVX2) for mobilenet_v2's unaligned 1x1 convs,
+   * the GEMM on the input ran 0.6-1.1x the time of copy + GEMM at 14x14
+   * (rows 16-byte aligned) and 1.3-2.7x at 7x7 (rows 4-byte aligned);
+   * the factor stands for that until `kiln tune` measures the pair */
+  double rowpen = (int64_t)(P * esz) % 64 == 0 ? 1.0 : (int64_t)(P * esz) % 16 == 0 ? 1.1 : 2.5;
+  double b_direct = (double)nb * K * (double)(P - gathered) * esz * blocks * rowpen, b_copy = (double)nb * K * (double)conv_ldb(P) * esz * blocks;
+  /* a gathered element costs its cache line unless its neighbours in the
+   * row are used too (stride sw: one in sw elements of a line) */
+  double gcost = strided ? (sw * esz < line ? sw * esz : line) : 2 * esz;
+  b_direct += (double)nb * K * (double)gathered * gcost * blocks;
+  double copy = 2.0 * nb * K * (double)conv_ldb(P) * esz;
+  *copy_ns = launch_ns + (copy + b_copy) / bw_gbps;
+  *direct_ns = b_direct / bw_gbps;
+  snprintf(why, len, "%s 1x1 conv M=%lld K=%lld P=%lld: %lld gathered columns", strided ? "strided" : "unaligned", (long long)M, (long long)K,
+           (long long)P, (long long)gathered);
+  return 0;
+}
+
+/* Runs Conv node n (geometry w) with the solver its parameters name. */
+int kiln__conv_run(kiln_exec *x, kiln_node *n, const win_geom *w, kiln_error *err) {
+  kiln_graph *g = x->g;
+  conv_ctx c = {.x = x, .n = n, .w = w};
+  int rc = kiln__win_meta(w, c.m, 24, err);
+  if (rc) return rc;
+  if (!(c.mb = kiln_exec_param(x, n, 0, c.m, sizeof c.m, err))) return err->status;
+  c.dt = kiln_in(g, n, 0)->dtype;
+  c.esz = c.dt == KILN_DT_DOUBLE ? 8 : 4;
+  kiln_cl_type_opts(c.dt, c.opts, sizeof c.opts);
+  c.bx = kiln_in_buf(x, n, 0);
+  c.bw = kiln_in_buf(x, n, 1);
+  c.bb = kiln_in_buf(x, n, 2);
+  c.by = kiln_epi_out(x, n);
+  kiln_epi_bufs(x, n, c.by, c.ep);
+  c.has_bias = c.bb != NULL;
+  if (!c.bb) c.bb = c.bw;
+  kiln_tunable t;
+  kiln__conv_tunable_of(g, n, w, &t);
+  c.p = kiln_exec_tparams(x, n, &t);
+  if (conv_valid(&t, c.p, &x->d->info)) {
+    char ps[256];
+    kiln_tunable_str(&t, c.p, ps, sizeof ps);
+    return kiln__err(err, KILN_EINTERNAL, "Conv parameters %s do not fit %s", ps, t.shape_key);
+  }
+  kiln_tunable_opts(&t, c.p, c.opts, sizeof c.opts);
+  c.icg = w->c / w->group;
+  c.ocg = w->oc / w->group;
+  c.K = c.icg * w->k[0] * w->k[1] * w->k[2];
+  c.osz = w->out[0] * w->out[1] * w->out[2];
+  if (w->n == 0 || c.osz == 0 || w->oc == 0) return 0;
+  return kiln_conv_solvers[c.p[CP_ALGO]].launch(&c, err);
+}
