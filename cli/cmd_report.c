@@ -10,23 +10,19 @@
  * per node. Plots are inline SVG written here; the page has no script and
  * fetches nothing.
  *
- * Records are read through db/kiln_db.h; the device list is read from the
- * `devices` table directly (kiln_db.h has no enumeration) with SQLite in
- * read-only mode. An instance's default time is its first measured record:
+ * Everything is read through db/kiln_db.h. An instance's default time is its first measured record:
  * the tuner measures the descriptor's default first. */
 #include "kiln_cli.h"
 #include "kiln_costmodel.h"
 #include "kiln_db.h"
 #include <errno.h>
 #include <math.h>
-#include <sqlite3.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#define CMD "report"
-#define usage(...) kiln_cli__usage(CMD, KILN_CLI_REPORT_SYNOPSIS, __VA_ARGS__)
 #define MAX_FAMILIES 32
 
 /* ---- data ------------------------------------------------------------------ */
@@ -160,47 +156,40 @@ static int load_device(kiln_db *db, device_rep *d, kiln_error *err) {
   return 0;
 }
 
-/* Devices with a row in the database (read-only SQLite; the file was already
- * checked by kiln_db_open). */
-static int list_devices(const char *path, device_rep **out, int *n) {
-  sqlite3 *h = NULL;
-  sqlite3_stmt *st = NULL;
-  *out = NULL;
-  *n = 0;
-  if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) { sqlite3_close(h); return KILN_EDB; }
-  sqlite3_busy_timeout(h, 5000);
-  int rc = sqlite3_prepare_v2(h, "SELECT id, fingerprint, platform, vendor, name, driver, version, compute_units, max_clock_mhz,"
-                                 " global_mem, local_mem, max_alloc, max_work_group FROM devices ORDER BY id", -1, &st, NULL);
-  if (rc != SQLITE_OK) { sqlite3_close(h); return KILN_EDB; }
-  int cap = 0;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 4;
-      device_rep *nd = realloc(*out, sizeof *nd * (size_t)cap);
-      if (!nd) { rc = SQLITE_NOMEM; break; }
-      *out = nd;
-    }
-    device_rep *d = &(*out)[(*n)++];
-    memset(d, 0, sizeof *d);
-    d->id = sqlite3_column_int64(st, 0);
-#define COLS(i, dst) snprintf(dst, sizeof dst, "%s", sqlite3_column_text(st, i) ? (const char *)sqlite3_column_text(st, i) : "")
-    COLS(1, d->fingerprint);
-    COLS(2, d->info.platform);
-    COLS(3, d->info.vendor);
-    COLS(4, d->info.name);
-    COLS(5, d->info.driver);
-    COLS(6, d->info.version);
-#undef COLS
-    d->info.compute_units = sqlite3_column_int(st, 7);
-    d->info.max_clock_mhz = sqlite3_column_int(st, 8);
-    d->info.global_mem = (uint64_t)sqlite3_column_int64(st, 9);
-    d->info.local_mem = (uint64_t)sqlite3_column_int64(st, 10);
-    d->info.max_alloc = (uint64_t)sqlite3_column_int64(st, 11);
-    d->info.max_work_group = (size_t)sqlite3_column_int64(st, 12);
+/* Device rows collected by kiln_db_each_device. */
+typedef struct {
+  device_rep *d;
+  int n, cap;
+  bool oom;
+} dev_list;
+
+static void collect_device(const kiln_db_device_row *row, void *ctx) {
+  dev_list *l = ctx;
+  if (l->oom) return;
+  if (l->n == l->cap) {
+    int cap = l->cap ? l->cap * 2 : 4;
+    device_rep *nd = realloc(l->d, sizeof *nd * (size_t)cap);
+    if (!nd) { l->oom = true; return; }
+    l->d = nd;
+    l->cap = cap;
   }
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return rc == SQLITE_DONE ? 0 : KILN_EDB;
+  device_rep *d = &l->d[l->n++];
+  memset(d, 0, sizeof *d);
+  d->id = row->id;
+  snprintf(d->fingerprint, sizeof d->fingerprint, "%s", row->fingerprint);
+}
+
+/* Devices with a row in the database, with their stored descriptions, in
+ * row order. */
+static int list_devices(kiln_db *db, device_rep **out, int *n, kiln_error *err) {
+  dev_list l = {0};
+  int rc = kiln_db_each_device(db, collect_device, &l, err);
+  if (!rc && l.oom) rc = KILN_ENOMEM;
+  for (int i = 0; !rc && i < l.n; i++) rc = kiln_db_device_info(db, l.d[i].id, &l.d[i].info, err);
+  if (rc) { free(l.d); l.d = NULL; l.n = 0; }
+  *out = l.d;
+  *n = l.n;
+  return rc;
 }
 
 /* ---- HTML and SVG ------------------------------------------------------------ */
@@ -561,7 +550,7 @@ static void load_model(kiln_db *db, model_rep *mr) {
   int rc;
   mr->device_id = -1;
   if ((rc = kiln_model_load(mr->path, NULL, &m, &err)) != 0 || (rc = kiln_model_check_supported(m, &err)) != 0) goto fail;
-  if ((rc = kiln_cli__bind_inputs(m, NULL, 0, 0, &b)) != 0) { snprintf(mr->error, sizeof mr->error, "the model's inputs cannot be drawn at random"); goto out; }
+  if ((rc = kiln_cli__bind_inputs(m, NULL, 0, true, 0, NULL, &b)) != 0) { snprintf(mr->error, sizeof mr->error, "the model's inputs cannot be drawn at random"); goto out; }
   if ((rc = kiln_device_open(mr->devsel, &d, &err)) != 0) goto fail;
   snprintf(mr->device, sizeof mr->device, "%s", kiln_device_get_info(d)->name);
   if (kiln_db_device(db, kiln_device_get_info(d), &mr->device_id, &err) != 0) {
@@ -801,30 +790,39 @@ static void write_device(FILE *f, const device_rep *d, int di) {
   fputs("</table>", f);
 }
 
-int kiln_cli_report(int argc, char **argv) {
-  const char *dbpath = NULL, *out = "report.html", *v;
-  model_rep mr = {.devsel = getenv("KILN_DEVICE")};
-  bool json = false;
-  int rc = 0;
-  for (int i = 0; i < argc && !rc; i++) {
-    int r;
-    if (!strcmp(argv[i], "--json")) json = true;
-    else if ((r = kiln_cli__opt_val(argc, argv, &i, "--db", &v)) != 0) {
-      if (r < 0 || !*v) rc = usage("--db needs a file");
-      else dbpath = v;
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--model", &v)) != 0) {
-      if (r < 0 || !*v) rc = usage("--model needs an ONNX file");
-      else mr.path = v;
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--device", &v)) != 0) {
-      if (r < 0) rc = usage("--device needs a value");
-      else mr.devsel = v;
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--output", &v)) != 0 || (r = kiln_cli__opt_val(argc, argv, &i, "-o", &v)) != 0) {
-      if (r < 0 || !*v) rc = usage("-o needs a file name");
-      else out = v;
-    } else if (argv[i][0] == '-' && argv[i][1]) rc = usage("unknown option '%s'", argv[i]);
-    else rc = usage("unexpected argument '%s'", argv[i]);
-  }
-  if (rc) return rc;
+typedef struct report_args {
+  bool json;
+  const char *dbpath, *out, *model, *devsel;
+} report_args;
+
+static const kiln_cli_opt OPTS[] = {
+  KILN_OPT_DB(report_args, dbpath, "tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db)"),
+  {.name = "--model", .kind = KILN_OPT_STRING, .off = offsetof(report_args, model), .value = "MODEL.onnx", .nonempty = true,
+   .err = "--model needs an ONNX file",
+   .help = "also show this model's ops on this device: default and tuned kernel\n"
+           "times per op (needs an OpenCL device; inputs are random)"},
+  KILN_OPT_DEVICE(report_args, devsel, "the device for --model (the report covers every device in the database)"),
+  {.name = "--output", .alias = "-o", .kind = KILN_OPT_STRING, .off = offsetof(report_args, out), .value = "FILE", .nonempty = true,
+   .err = "-o needs a file name",
+   .help = "where to write the page (default report.html); one file, inline SVG,\n"
+           "nothing fetched from a network"},
+  KILN_OPT_JSON(report_args, json, "also print a JSON summary of what the page shows on stdout"),
+};
+
+static int cmd_report(int argc, char **argv);
+const kiln_cli_cmd kiln_cli_cmd_report = {
+  .name = "report", .fn = cmd_report, .flags = KILN_CLI_USES_DEVICE,
+  .summary = "write a self-contained HTML report of a tuning database (plots of the cost model, search, speedups)",
+  .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
+};
+
+static int cmd_report(int argc, char **argv) {
+  report_args a = {.out = "report.html", .devsel = getenv("KILN_DEVICE")};
+  int rc = kiln_cli_parse(&kiln_cli_cmd_report, argc, argv, &a);
+  if (rc) return kiln_cli_parse_exit(rc);
+  const char *dbpath = a.dbpath, *out = a.out;
+  bool json = a.json;
+  model_rep mr = {.devsel = a.devsel, .path = a.model};
   struct stat st;
   if (mr.path && stat(mr.path, &st) != 0) { kiln_cli__error("--model %s: no such file", mr.path); return 2; }
   char buf[4096];
@@ -841,7 +839,7 @@ int kiln_cli_report(int argc, char **argv) {
     else rc = kiln_cli__fail(&err, rc);
     goto done;
   }
-  if ((rc = list_devices(dbpath, &devs, &ndev)) != 0) { kiln_cli__error("%s: cannot read the device list", dbpath); rc = 2; goto done; }
+  if ((rc = list_devices(db, &devs, &ndev, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   for (int i = 0; i < ndev; i++)
     if ((rc = load_device(db, &devs[i], &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   if (mr.path) {

@@ -1,0 +1,127 @@
+/* cmd_predict.c: `kiln predict MODEL.onnx`: the cost model's prediction of
+ * each op's time, algorithm and parameters, on this device (with measured
+ * times beside) or on a device profile that need not be present. */
+#include "kiln_cli.h"
+#include "kiln_db.h"
+#include "kiln_costmodel.h"
+#include <stddef.h>
+#include <stdlib.h>
+
+typedef struct predict_args {
+  kiln_cli_list pos;
+  kiln_cli_shapes shapes;
+  bool json;
+  const char *dbpath, *devsel, *profile;
+} predict_args;
+
+static const kiln_cli_opt OPTS[] = {
+  {.name = "--profile", .kind = KILN_OPT_STRING, .off = offsetof(predict_args, profile), .value = "NAME", .err = "--profile needs a name",
+   .help = "a device that need not be present: rtx3060, h100, rx7900xtx, arc-a770, m2\n"
+           "(spec-sheet figures); without it, this device's probe is used and each\n"
+           "op is also measured, so predicted and measured times print side by side"},
+  KILN_OPT_SHAPES(predict_args, shapes, "bind input shapes (needed with --profile for symbolic dimensions)"),
+  KILN_OPT_DB(predict_args, dbpath, "database with this device's probe and records (default as for tune)"),
+  KILN_OPT_DEVICE(predict_args, devsel, KILN_CLI_DEVICE_HELP),
+  KILN_OPT_JSON(predict_args, json, "print one JSON object"),
+};
+
+static int cmd_predict(int argc, char **argv);
+const kiln_cli_cmd kiln_cli_cmd_predict = {
+  .name = "predict", .fn = cmd_predict, .flags = KILN_CLI_USES_DEVICE,
+  .summary = "predict each op's time, algorithm and parameters on this device or a device profile",
+  .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given",
+  .pos_off = offsetof(predict_args, pos), .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
+};
+
+static int cmd_predict(int argc, char **argv) {
+  predict_args a = {.devsel = getenv("KILN_DEVICE")};
+  int rc = kiln_cli_parse(&kiln_cli_cmd_predict, argc, argv, &a);
+  if (rc) return kiln_cli_parse_exit(rc);
+  const char *path = a.pos.v[0], *devsel = a.devsel, *dbpath = a.dbpath, *profile = a.profile;
+  bool json = a.json;
+  if (rc) return rc;
+  kiln_error err = {0};
+  kiln_model *m = NULL;
+  kiln_device *d = NULL;
+  kiln_session *s = NULL;
+  kiln_db *db = NULL;
+  kiln_cli__inputs b = {0};
+  kiln_node_prediction *p = NULL;
+  int n = 0;
+  char dbbuf[4096];
+  kiln_load_options lo = {.shapes = a.shapes.b, .nshapes = a.shapes.n};
+  if ((rc = kiln_model_load(path, &lo, &m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+  if ((rc = kiln_model_check_supported(m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+  if (!profile) {
+    if (!dbpath) dbpath = kiln_db_default_path(dbbuf, sizeof dbbuf);
+    if ((rc = kiln_cli__bind_inputs(m, NULL, 0, true, 0, NULL, &b)) != 0) goto done;
+    if ((rc = kiln_db_open(dbpath, KILN_DB_CREATE, &db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+    if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+    if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+    if ((rc = kiln_cli__set_inputs(s, &b)) != 0) goto done;
+    if ((rc = kiln_session_set_db(s, db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+    kiln_probe_figure *figs = NULL;
+    int nf = 0;
+    /* predicting this device needs its probe: measure it when the database has none */
+    kiln_node_prediction *tmp = NULL;
+    int ntmp = 0;
+    rc = kiln_predict(m, NULL, s, db, &tmp, &ntmp, &err);
+    if (rc == KILN_ENOTFOUND) {
+      if (!json) { printf("probing the device first (kiln probe)...\n"); fflush(stdout); }
+      if ((rc = kiln_probe(d, db, &figs, &nf, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+      free(figs);
+      rc = kiln_predict(m, NULL, s, db, &tmp, &ntmp, &err);
+    }
+    if (rc) { rc = kiln_cli__fail(&err, rc); goto done; }
+    p = tmp;
+    n = ntmp;
+  } else if ((rc = kiln_predict(m, profile, NULL, NULL, &p, &n, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+  double tp = 0, tm = 0;
+  int have_meas = 0;
+  for (int i = 0; i < n; i++) { tp += p[i].predicted_ns; if (p[i].measured_ns >= 0) { tm += p[i].measured_ns; have_meas = 1; } }
+  const char *target = profile ? profile : kiln_device_get_info(d)->name;
+  if (json) {
+    printf("{\"model\":"); kiln_cli__json_str(stdout, path);
+    printf(",\"target\":"); kiln_cli__json_str(stdout, target);
+    printf(",\"profile\":%s", profile ? "true" : "false");
+    printf(",\"total_predicted_ms\":"); kiln_cli__json_num(stdout, tp / 1e6);
+    printf(",\"total_measured_ms\":"); if (have_meas) kiln_cli__json_num(stdout, tm / 1e6); else printf("null");
+    printf(",\"nodes\":[");
+    for (int i = 0; i < n; i++) {
+      printf("%s{\"node\":", i ? "," : ""); kiln_cli__json_str(stdout, p[i].node);
+      printf(",\"op\":"); kiln_cli__json_str(stdout, p[i].op);
+      printf(",\"family\":"); kiln_cli__json_str(stdout, p[i].family);
+      printf(",\"params\":"); kiln_cli__json_str(stdout, p[i].params);
+      printf(",\"predicted_us\":"); kiln_cli__json_num(stdout, p[i].predicted_ns / 1e3);
+      printf(",\"measured_us\":"); if (p[i].measured_ns >= 0) kiln_cli__json_num(stdout, p[i].measured_ns / 1e3); else printf("null");
+      printf("}");
+    }
+    printf("]}\n");
+  } else {
+    kiln_devmodel dm;
+    kiln_cm_basis b = {{0}};
+    if (!profile) printf("%s on %s (this device's probe)\n", path, target);
+    else if (kiln_cm_profile_model(profile, &dm, &b, NULL) == 0 && b.measured_probe)
+      printf("%s on %s (device not present: the probe and records of %s, built into kiln as its GPU prior)\n", path, target, b.prior_device);
+    else if (b.prior_device[0])
+      printf("%s on %s (device not present: spec-sheet figures, with the corrections fitted on %s's records, kiln's GPU prior)\n", path, target, b.prior_device);
+    else printf("%s on %s (spec-sheet profile, device not present)\n", path, target);
+    printf("%-28s %-18s %-11s %12s %12s  %s\n", "node", "op", "family", "predicted us", have_meas ? "measured us" : "", "chosen parameters");
+    for (int i = 0; i < n; i++) {
+      char ms[32] = "";
+      if (p[i].measured_ns >= 0) snprintf(ms, sizeof ms, "%.1f", p[i].measured_ns / 1e3);
+      printf("%-28.28s %-18.18s %-11s %12.1f %12s  %s\n", p[i].node, p[i].op, p[i].family, p[i].predicted_ns / 1e3, ms, p[i].params);
+    }
+    printf("total: predicted %.3f ms", tp / 1e6);
+    if (have_meas) printf(", measured %.3f ms (sum of kernel times; predicted/measured %.2f)", tm / 1e6, tm > 0 ? tp / tm : 0);
+    printf("\n");
+  }
+done:
+  free(p);
+  kiln_cli__inputs_free(&b);
+  kiln_session_free(s);
+  kiln_db_close(db);
+  kiln_device_close(d);
+  kiln_model_free(m);
+  return rc;
+}
