@@ -153,12 +153,10 @@ static const kiln_cli_opt OPTS[] = {
    .help = "untimed runs first (default 2; the first plans the model and compiles kernels)"},
   {.name = "--duration", .kind = KILN_OPT_DOUBLE, .off = offsetof(A, duration), .value = "SECONDS", .open = true,
    .err = "--duration needs a positive number of seconds", .help = "stop timing after this long (at least one timed run; default: no limit)"},
-  {.name = "--input", .kind = KILN_OPT_LIST, .off = offsetof(A, inputs), .value = "[NAME=]FILE", .err = "--input needs a value NAME=FILE or FILE",
-   .help = "bind an input from a .pb or .npy file; other inputs are random\n"
-           "(uniform [-1,1) floats, integers 0..9)"},
+  KILN_OPT_INPUTS(A, inputs, "bind an input from a .pb or .npy file; other inputs are random\n"
+           "(uniform [-1,1) floats, integers 0..9)"),
   KILN_OPT_SHAPES(A, shapes, "bind an input's shape or a symbolic dimension"),
-  {.name = "--seed", .kind = KILN_OPT_INT, .off = offsetof(A, seed), .value = "N", .err = "--seed needs a non-negative integer",
-   .help = "seed for random inputs (default 0)"},
+  KILN_OPT_SEED(A, seed, "seed for random inputs (default 0)"),
   KILN_OPT_DEVICE(A, devsel, KILN_CLI_DEVICE_HELP),
   KILN_OPT_NOFUSION(A, nofusion, "run every node as its own kernel (for comparison)"),
   {.name = "--profile", .kind = KILN_OPT_FLAG, .off = offsetof(A, profile),
@@ -167,14 +165,6 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_JSON(A, json, "print one JSON object on stdout and nothing else"),
 };
 #undef A
-
-static int cmd_bench(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_bench = {
-  .name = "bench", .fn = cmd_bench, .flags = KILN_CLI_NEEDS_DEVICE,
-  .summary = "measure a model's latency distribution (min, median, p90) and throughput on this device",
-  .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given", .extra_hint = " (inputs are given with --input)",
-  .pos_off = offsetof(bench_args, pos), .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-};
 
 static int cmd_bench(int argc, char **argv) {
   bench_args a = {.repeat = 20, .warmup = 2, .devsel = getenv("KILN_DEVICE")};
@@ -185,30 +175,22 @@ static int cmd_bench(int argc, char **argv) {
   uint64_t repeat = a.repeat, warmup = a.warmup;
   double duration = a.duration;
   kiln_error err = {0};
-  kiln_model *m = NULL;
-  kiln_device *d = NULL;
-  kiln_session *s = NULL;
-  kiln_db *db = NULL;
-  kiln_cli__inputs b = {0};
+  kiln_cli__ctx x = {0};
   kiln_model_stats mst = {0};
   kiln_param_stats ps = {0};
   kiln_run_stats rs = {0};
   double *ms = calloc((size_t)repeat, sizeof *ms), first_ms = NAN, load_s = 0, plan_s = 0;
   prof pf = {0};
-  kiln_load_options lo = {.shapes = a.shapes.b, .nshapes = a.shapes.n};
   if (!ms) { kiln_cli__error("out of memory"); rc = 1; goto done; }
   double t0 = now_s();
-  if ((rc = kiln_model_load(path, &lo, &m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_model_check_supported(m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+  kiln_cli__load lo = {.path = path, .shapes = &a.shapes, .inputs = &a.inputs, .random = true, .seed = a.seed};
+  if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
   load_s = now_s() - t0;
-  if ((rc = kiln_cli__bind_inputs(m, a.inputs.v, a.inputs.n, true, a.seed, NULL, &b)) != 0) goto done;
-  if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  kiln_cli__note_cpu_fallback(d, devsel);
-  if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_cli__open_db(dbpath, 0, false, &db)) != 0) goto done;
-  if (db && (rc = kiln_session_set_db(s, db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_cli__set_inputs(s, &b)) != 0) goto done;
-  if (nofusion) kiln_session_set_fusion(s, 0);
+  if ((rc = kiln_cli__open_db(dbpath, 0, false, &x.db)) != 0) goto done;
+  if ((rc = kiln_cli__ctx_session(&x, devsel, KILN_CLI_NOTE_CPU | (nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) goto done;
+  kiln_session *s = x.s;
+  const kiln_db *db = x.db;
+  const kiln_cli__inputs b = x.b;
   if (profile) kiln_session_set_profiling(s, 1);
 
   /* warm-up: the first run plans the model and compiles its kernels */
@@ -230,7 +212,7 @@ static int cmd_bench(int argc, char **argv) {
     if (duration > 0 && wall >= duration) break;
   }
   if (warmup == 0) first_ms = ms[0];
-  kiln_model_get_stats(m, &mst);
+  kiln_model_get_stats(x.m, &mst);
   kiln_session_param_stats(s, &ps);
 
   double *sorted = malloc(sizeof(double) * (size_t)n), sum = 0, sq = 0;
@@ -245,7 +227,7 @@ static int cmd_bench(int argc, char **argv) {
   double ips = sum > 0 ? 1e3 * n / sum : 0;
   double gflops = mst.flops > 0 && med > 0 ? mst.flops / (med * 1e6) : NAN;
   free(sorted);
-  const kiln_device_info *di = kiln_device_get_info(d);
+  const kiln_device_info *di = kiln_device_get_info(x.d);
 
   if (json) {
     FILE *o = stdout;
@@ -289,11 +271,10 @@ static int cmd_bench(int argc, char **argv) {
   if (profile && !json) prof_print(&pf, n);
 done:
   prof_free(&pf);
-  kiln_cli__inputs_free(&b);
-  kiln_session_free(s);
-  kiln_db_close(db);
-  kiln_device_close(d);
-  kiln_model_free(m);
+  kiln_cli__ctx_free(&x);
   free(ms);
   return rc;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_bench = {.name = "bench", .fn = cmd_bench, .flags = KILN_CLI_NEEDS_DEVICE, KILN_CLI_MODEL_ARG(bench_args), .extra_hint = " (inputs are given with --input)", KILN_CLI_OPTS(OPTS),
+  .summary = "measure a model's latency distribution (min, median, p90) and throughput on this device"};

@@ -54,6 +54,9 @@ typedef struct dbargs {
   kiln_cli_shapes shapes;
   bool json, all, stale, binaries, no_binaries;
   const char *db, *out, *device, *family;
+  kiln_db *h;           /* the subcommand's database, for those cmd_db opens read-only */
+  const char *path;     /* its path */
+  char pathbuf[4096];
 } dbargs;
 
 /* The database a subcommand works on: FILE, --db, $KILN_DB, default. */
@@ -96,19 +99,14 @@ static void list_one(const kiln_db_device_row *d, void *ctx) {
 }
 
 static int cmd_list(dbargs *a) {
-  int rc = 0;
-  char buf[4096];
-  const char *path = db_path(a, buf, sizeof buf);
-  kiln_db *db = NULL;
-  if ((rc = open_ro(path, &db)) != 0) return rc;
+  int rc = 0; /* a->h: opened read-only by cmd_db */
   kiln_error err = {0};
   list_ctx c = {.json = a->json};
-  if (a->json) { printf("{\"db\":"); jstr(path); printf(",\"devices\":["); }
-  else printf("%s\n%4s  %-40s %8s %8s %7s %8s %8s %7s  %s\n", path, "id", "device", "records", "ok", "tuned", "imported", "disagree", "demoted", "probe");
-  rc = kiln_db_each_device(db, list_one, &c, &err);
+  if (a->json) { printf("{\"db\":"); jstr(a->path); printf(",\"devices\":["); }
+  else printf("%s\n%4s  %-40s %8s %8s %7s %8s %8s %7s  %s\n", a->path, "id", "device", "records", "ok", "tuned", "imported", "disagree", "demoted", "probe");
+  rc = kiln_db_each_device(a->h, list_one, &c, &err);
   if (a->json) printf("]}\n");
   else if (!c.n) printf("(no devices)\n");
-  kiln_db_close(db);
   return rc ? fail_err(&err, rc) : 0;
 }
 
@@ -153,41 +151,31 @@ static void show_one(int64_t device, const kiln_record *r, void *ctx) {
 }
 
 static int cmd_show(dbargs *a) {
-  int rc = 0;
-  char buf[4096];
-  const char *path = db_path(a, buf, sizeof buf);
-  kiln_db *db = NULL;
-  if ((rc = open_ro(path, &db)) != 0) return rc;
+  int rc = 0; /* a->h: opened read-only by cmd_db */
   kiln_error err = {0};
   int64_t dev = -1;
-  if (a->device && (rc = kiln_db_find_device(db, a->device, &dev, &err)) != 0) { kiln_db_close(db); return fail_err(&err, rc); }
+  if (a->device && (rc = kiln_db_find_device(a->h, a->device, &dev, &err)) != 0) return fail_err(&err, rc);
   show_ctx c = {.json = a->json, .all = a->all, .family = a->family, .last_dev = -1};
-  if (a->json) { printf("{\"db\":"); jstr(path); printf(",\"all\":%s,\"records\":[", a->all ? "true" : "false"); }
-  else if (!a->all) printf("%s: best record per kernel instance (--all: every record)\n%4s  %-7s %-6s %-44s %-34s %10s %s\n", path, "dev", "family", "dtype",
+  if (a->json) { printf("{\"db\":"); jstr(a->path); printf(",\"all\":%s,\"records\":[", a->all ? "true" : "false"); }
+  else if (!a->all) printf("%s: best record per kernel instance (--all: every record)\n%4s  %-7s %-6s %-44s %-34s %10s %s\n", a->path, "dev", "family", "dtype",
                            "instance", "parameters", "median us", "origin");
-  rc = kiln_db_each_record(db, dev, show_one, &c, &err);
+  rc = kiln_db_each_record(a->h, dev, show_one, &c, &err);
   if (a->json) printf("]}\n");
   else if (!c.n) printf("(no records)\n");
-  kiln_db_close(db);
   return rc ? fail_err(&err, rc) : 0;
 }
 
 /* ---- stats ------------------------------------------------------------------ */
 
 static int cmd_stats(dbargs *a) {
-  int rc = 0;
-  char buf[4096];
-  const char *path = db_path(a, buf, sizeof buf);
-  kiln_db *db = NULL;
-  if ((rc = open_ro(path, &db)) != 0) return rc;
+  int rc = 0; /* a->h: opened read-only by cmd_db */
   kiln_error err = {0}, ierr = {0};
   kiln_db_stats s;
-  rc = kiln_db_stats_get(db, &s, &err);
-  int integ = rc ? 0 : kiln_db_integrity(db, &ierr);
-  kiln_db_close(db);
+  rc = kiln_db_stats_get(a->h, &s, &err);
+  int integ = rc ? 0 : kiln_db_integrity(a->h, &ierr);
   if (rc) return fail_err(&err, rc);
   if (a->json) {
-    printf("{\"db\":"); jstr(path);
+    printf("{\"db\":"); jstr(a->path);
     printf(",\"schema\":%d,\"schema_on_disk\":%d,\"devices\":%lld,\"records\":%lld,\"ok_records\":%lld,\"failed\":%lld,\"demoted\":%lld", s.schema,
            s.schema_on_disk, (long long)s.c.devices, (long long)s.c.records, (long long)s.c.ok_records, (long long)s.failed, (long long)s.demoted);
     printf(",\"measured\":%lld,\"imported\":%lld,\"predicted\":%lld,\"disagree\":%lld,\"verified\":%lld,\"other_version\":%lld", (long long)s.measured,
@@ -197,7 +185,7 @@ static int cmd_stats(dbargs *a) {
     jstr(integ ? ierr.msg : "ok");
     printf("}\n");
   } else {
-    printf("database:   %s\n", path);
+    printf("database:   %s\n", a->path);
     printf("schema:     v%d%s\n", s.schema_on_disk, s.schema_on_disk < s.schema ? " (older; read through an in-memory migration)" : "");
     printf("devices:    %lld\n", (long long)s.c.devices);
     printf("records:    %lld (%lld ok, %lld failed, %lld demoted)\n", (long long)s.c.records, (long long)s.c.ok_records, (long long)s.failed, (long long)s.demoted);
@@ -531,11 +519,12 @@ static const kiln_cli_opt PRUNE_OPTS[] = {
 static const struct db_sub {
   kiln_cli_cmd cmd;
   int (*run)(dbargs *a);
+  bool open_ro; /* cmd_db opens the database (FILE, --db, $KILN_DB, default) read-only first */
 } SUBS[] = {
-  {{SUB("list", LIST_OPTS), FILE_ARG, .summary = "devices in the database with their record counts", .footer = FILE_NOTE}, cmd_list},
-  {{SUB("show", SHOW_OPTS), FILE_ARG, .summary = "per kernel instance the best record (--all: every record)", .footer = FILE_NOTE}, cmd_show},
+  {{SUB("list", LIST_OPTS), FILE_ARG, .summary = "devices in the database with their record counts", .footer = FILE_NOTE}, cmd_list, true},
+  {{SUB("show", SHOW_OPTS), FILE_ARG, .summary = "per kernel instance the best record (--all: every record)", .footer = FILE_NOTE}, cmd_show, true},
   {{SUB("stats", LIST_OPTS), FILE_ARG, .summary = "schema, counts by origin and status, disagreements, size, integrity", .footer = FILE_NOTE},
-   cmd_stats},
+   cmd_stats, true},
   {{SUB("coverage", COVERAGE_OPTS), .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given",
     .flags = KILN_CLI_NEEDS_DEVICE, .summary = "which of the model's kernel instances have records for this device, and from where",
     .footer = "Shared read-only databases: KILN_DB_PATH=file1:file2 (consulted after the user database).\n"}, cmd_coverage},
@@ -590,12 +579,15 @@ static int cmd_db(int argc, char **argv) {
   if (!a) { db_error("out of memory"); return 1; }
   a->sub = &sub->cmd;
   int rc = kiln_cli_parse(&sub->cmd, argc - 1, argv + 1, a);
-  rc = rc ? kiln_cli_parse_exit(rc) : sub->run(a);
+  if (rc) rc = kiln_cli_parse_exit(rc);
+  else if (sub->open_ro && (rc = open_ro(a->path = db_path(a, a->pathbuf, sizeof a->pathbuf), &a->h)) != 0) {}
+  else rc = sub->run(a);
+  kiln_db_close(a->h);
   free(a);
   return rc;
 }
 
-const kiln_cli_cmd kiln_cli_cmd_db = {
-  .name = "db", .fn = cmd_db, .summary = "inspect, share, merge and check tuning databases",
-  .args = "<list|show|stats|coverage|export|import|merge|verify|prune> [options]  (kiln db <subcommand> --help)", .print_help = print_db_help,
-};
+const kiln_cli_cmd kiln_cli_cmd_db = {.name = "db", .fn = cmd_db,
+  .args = "<list|show|stats|coverage|export|import|merge|verify|prune> [options]  (kiln db <subcommand> --help)",
+  .print_help = print_db_help,
+  .summary = "inspect, share, merge and check tuning databases"};

@@ -16,12 +16,6 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_DEVICE(demo_args, devsel, "device (see `kiln devices`)"),
 };
 
-static int cmd_demo(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_demo = {
-  .name = "demo", .fn = cmd_demo, .flags = KILN_CLI_NEEDS_DEVICE,
-  .summary = "write the built-in demo models, run them and check them against the CPU reference", .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-};
-
 /* Like kiln_cli__fail(), with the model's path in front unless the message names it. */
 static int fail_in(const char *path, const kiln_error *err, int status) {
   if (strstr(err->msg, path)) return kiln_cli__fail(err, status);
@@ -106,3 +100,6 @@ static int cmd_demo(int argc, char **argv) {
   if (!worst) printf("try: kiln info %s/cnn.onnx; kiln run %s/transformer.onnx --random --check --repeat 10\n", dir, dir);
   return worst;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_demo = {.name = "demo", .fn = cmd_demo, .flags = KILN_CLI_NEEDS_DEVICE, KILN_CLI_OPTS(OPTS),
+  .summary = "write the built-in demo models, run them and check them against the CPU reference"};

@@ -10,11 +10,6 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_JSON(devices_args, json, "print one JSON object on stdout"),
 };
 
-static int cmd_devices(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_devices = {
-  .name = "devices", .fn = cmd_devices, .summary = "list OpenCL platforms and devices", .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-};
-
 static int cmd_devices(int argc, char **argv) {
   devices_args a = {0};
   int prc = kiln_cli_parse(&kiln_cli_cmd_devices, argc, argv, &a);
@@ -61,3 +56,6 @@ static int cmd_devices(int argc, char **argv) {
            lib, lib);
   return 0;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_devices = {.name = "devices", .fn = cmd_devices, KILN_CLI_OPTS(OPTS),
+  .summary = "list OpenCL platforms and devices"};

@@ -18,13 +18,6 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_JSON(info_args, json, "print one JSON object on stdout"),
 };
 
-static int cmd_info(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_info = {
-  .name = "info", .fn = cmd_info, .flags = KILN_CLI_USES_DEVICE, .summary = "show a model's inputs, outputs, ops, parameters and FLOPs",
-  .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given", .extra_hint = " (one model at a time)",
-  .pos_off = offsetof(info_args, pos), .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-};
-
 static const char *human_count(char *buf, size_t n, double v) {
   if (v >= 1e12) snprintf(buf, n, "%.2f T", v / 1e12);
   else if (v >= 1e9) snprintf(buf, n, "%.2f G", v / 1e9);
@@ -168,3 +161,6 @@ static int cmd_info(int argc, char **argv) {
   kiln_model_free(m);
   return 0;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_info = {.name = "info", .fn = cmd_info, .flags = KILN_CLI_USES_DEVICE, KILN_CLI_MODEL_ARG(info_args), .extra_hint = " (one model at a time)", KILN_CLI_OPTS(OPTS),
+  .summary = "show a model's inputs, outputs, ops, parameters and FLOPs"};

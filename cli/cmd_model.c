@@ -27,22 +27,6 @@ static const kiln_cli_opt OPTS[] = {
 
 #define MODEL_ACTIONS "expected `kiln model eval` or `kiln model export-prior`"
 
-static int cmd_model(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_model = {
-  .name = "model", .fn = cmd_model, .flags = KILN_CLI_NEEDS_DEVICE,
-  .summary = "cost-model accuracy on this device's records: kiln model eval; its built-in prior: export-prior",
-  .args = "eval|export-prior", .min_pos = 1, .max_pos = 1, .missing = MODEL_ACTIONS,
-  .pos_off = offsetof(model_args, pos), .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-  .notes = "actions:\n"
-           "  eval                  per kernel family, each tuned instance held out in turn: Kendall tau between\n"
-           "                        predicted and measured times, top-1/top-5 recall of the measured best, regret\n"
-           "                        (measured time of the predicted best / measured best)\n"
-           "  export-prior          print costmodel/prior_cpu.inc (a CPU device) or prior_gpu.inc (a GPU): the\n"
-           "                        per-family corrections fitted on this device's records and its probe,\n"
-           "                        used on devices of its kind without their own probe or records, and by\n"
-           "                        `kiln predict --profile` for GPUs (rebuild to take effect)\n",
-};
-
 static int cmd_model(int argc, char **argv) {
   model_args a = {.devsel = getenv("KILN_DEVICE")};
   int prc = kiln_cli_parse(&kiln_cli_cmd_model, argc, argv, &a);
@@ -102,3 +86,15 @@ static int cmd_model(int argc, char **argv) {
   kiln_db_close(db);
   return rc;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_model = {.name = "model", .fn = cmd_model, .flags = KILN_CLI_NEEDS_DEVICE, 
+  .args = "eval|export-prior", .min_pos = 1, .max_pos = 1, .missing = MODEL_ACTIONS, .pos_off = offsetof(model_args, pos), KILN_CLI_OPTS(OPTS),
+  .summary = "cost-model accuracy on this device's records: kiln model eval; its built-in prior: export-prior",
+  .notes = "actions:\n"
+           "  eval                  per kernel family, each tuned instance held out in turn: Kendall tau between\n"
+           "                        predicted and measured times, top-1/top-5 recall of the measured best, regret\n"
+           "                        (measured time of the predicted best / measured best)\n"
+           "  export-prior          print costmodel/prior_cpu.inc (a CPU device) or prior_gpu.inc (a GPU): the\n"
+           "                        per-family corrections fitted on this device's records and its probe,\n"
+           "                        used on devices of its kind without their own probe or records, and by\n"
+           "                        `kiln predict --profile` for GPUs (rebuild to take effect)\n"};

@@ -23,14 +23,6 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_JSON(plan_args, json, "print one JSON object"),
 };
 
-static int cmd_plan(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_plan = {
-  .name = "plan", .fn = cmd_plan, .flags = KILN_CLI_NEEDS_DEVICE,
-  .summary = "show the kernels kiln will launch: nodes covered, parameters and their origin, times, fusion groupings",
-  .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given",
-  .pos_off = offsetof(plan_args, pos), .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-};
-
 static int cmd_plan(int argc, char **argv) {
   plan_args a = {.devsel = getenv("KILN_DEVICE")};
   int rc = kiln_cli_parse(&kiln_cli_cmd_plan, argc, argv, &a);
@@ -38,24 +30,16 @@ static int cmd_plan(int argc, char **argv) {
   const char *path = a.pos.v[0], *devsel = a.devsel, *dbpath = a.dbpath;
   bool json = a.json, nofusion = a.nofusion, measure = !a.no_measure;
   kiln_error err = {0};
-  kiln_model *m = NULL;
-  kiln_device *d = NULL;
-  kiln_session *s = NULL;
-  kiln_db *db = NULL;
-  kiln_cli__inputs b = {0};
+  kiln_cli__ctx x = {0};
   kiln_plan_kernel *k = NULL;
   kiln_fusion_info *f = NULL;
   int nk = 0, nf = 0;
-  kiln_load_options lo = {.shapes = a.shapes.b, .nshapes = a.shapes.n};
-  if ((rc = kiln_model_load(path, &lo, &m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_model_check_supported(m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_cli__bind_inputs(m, NULL, 0, true, 0, NULL, &b)) != 0) goto done;
-  if ((rc = kiln_cli__open_db(dbpath, 0, true, &db)) != 0) goto done;
-  if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if (db && (rc = kiln_session_set_db(s, db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if (nofusion) kiln_session_set_fusion(s, 0);
-  if ((rc = kiln_cli__set_inputs(s, &b)) != 0) goto done;
+  kiln_cli__load lo = {.path = path, .shapes = &a.shapes, .random = true};
+  if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
+  if ((rc = kiln_cli__open_db(dbpath, 0, true, &x.db)) != 0) goto done;
+  if ((rc = kiln_cli__ctx_session(&x, devsel, nofusion ? KILN_CLI_NO_FUSION : 0)) != 0) goto done;
+  kiln_session *s = x.s;
+  const kiln_device *d = x.d;
   if ((rc = kiln_session_plan_info(s, measure, &k, &nk, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   if ((rc = kiln_session_fusion(s, &f, &nf)) != 0) { kiln_cli__error("out of memory"); rc = 1; goto done; }
   kiln_run_stats rs;
@@ -112,10 +96,9 @@ static int cmd_plan(int argc, char **argv) {
 done:
   free(k);
   free(f);
-  kiln_cli__inputs_free(&b);
-  kiln_session_free(s);
-  kiln_db_close(db);
-  kiln_device_close(d);
-  kiln_model_free(m);
+  kiln_cli__ctx_free(&x);
   return rc;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_plan = {.name = "plan", .fn = cmd_plan, .flags = KILN_CLI_NEEDS_DEVICE, KILN_CLI_MODEL_ARG(plan_args), KILN_CLI_OPTS(OPTS),
+  .summary = "show the kernels kiln will launch: nodes covered, parameters and their origin, times, fusion groupings"};

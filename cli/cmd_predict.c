@@ -25,13 +25,26 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_JSON(predict_args, json, "print one JSON object"),
 };
 
-static int cmd_predict(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_predict = {
-  .name = "predict", .fn = cmd_predict, .flags = KILN_CLI_USES_DEVICE,
-  .summary = "predict each op's time, algorithm and parameters on this device or a device profile",
-  .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given",
-  .pos_off = offsetof(predict_args, pos), .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-};
+/* The prediction for this device (probing it first when the database has no
+ * probe of it), with each op measured too. 0 or an exit status. */
+static int predict_here(kiln_cli__ctx *x, const char *dbpath, const char *devsel, bool json, kiln_node_prediction **p, int *n) {
+  kiln_error err = {0};
+  char dbbuf[4096];
+  int rc;
+  if (!dbpath) dbpath = kiln_db_default_path(dbbuf, sizeof dbbuf);
+  if ((rc = kiln_cli__open_db(dbpath, KILN_DB_CREATE, false, &x->db)) != 0) return rc;
+  if ((rc = kiln_cli__ctx_session(x, devsel, 0)) != 0) return rc;
+  rc = kiln_predict(x->m, NULL, x->s, x->db, p, n, &err);
+  if (rc == KILN_ENOTFOUND) {
+    kiln_probe_figure *figs = NULL;
+    int nf = 0;
+    if (!json) { printf("probing the device first (kiln probe)...\n"); fflush(stdout); }
+    if ((rc = kiln_probe(x->d, x->db, &figs, &nf, &err)) != 0) return kiln_cli__fail(&err, rc);
+    free(figs);
+    rc = kiln_predict(x->m, NULL, x->s, x->db, p, n, &err);
+  }
+  return rc ? kiln_cli__fail(&err, rc) : 0;
+}
 
 static int cmd_predict(int argc, char **argv) {
   predict_args a = {.devsel = getenv("KILN_DEVICE")};
@@ -39,47 +52,19 @@ static int cmd_predict(int argc, char **argv) {
   if (rc) return kiln_cli_parse_exit(rc);
   const char *path = a.pos.v[0], *devsel = a.devsel, *dbpath = a.dbpath, *profile = a.profile;
   bool json = a.json;
-  if (rc) return rc;
   kiln_error err = {0};
-  kiln_model *m = NULL;
-  kiln_device *d = NULL;
-  kiln_session *s = NULL;
-  kiln_db *db = NULL;
-  kiln_cli__inputs b = {0};
+  kiln_cli__ctx x = {0};
   kiln_node_prediction *p = NULL;
   int n = 0;
-  char dbbuf[4096];
-  kiln_load_options lo = {.shapes = a.shapes.b, .nshapes = a.shapes.n};
-  if ((rc = kiln_model_load(path, &lo, &m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_model_check_supported(m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if (!profile) {
-    if (!dbpath) dbpath = kiln_db_default_path(dbbuf, sizeof dbbuf);
-    if ((rc = kiln_cli__bind_inputs(m, NULL, 0, true, 0, NULL, &b)) != 0) goto done;
-    if ((rc = kiln_db_open(dbpath, KILN_DB_CREATE, &db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-    if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-    if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-    if ((rc = kiln_cli__set_inputs(s, &b)) != 0) goto done;
-    if ((rc = kiln_session_set_db(s, db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-    kiln_probe_figure *figs = NULL;
-    int nf = 0;
-    /* predicting this device needs its probe: measure it when the database has none */
-    kiln_node_prediction *tmp = NULL;
-    int ntmp = 0;
-    rc = kiln_predict(m, NULL, s, db, &tmp, &ntmp, &err);
-    if (rc == KILN_ENOTFOUND) {
-      if (!json) { printf("probing the device first (kiln probe)...\n"); fflush(stdout); }
-      if ((rc = kiln_probe(d, db, &figs, &nf, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-      free(figs);
-      rc = kiln_predict(m, NULL, s, db, &tmp, &ntmp, &err);
-    }
-    if (rc) { rc = kiln_cli__fail(&err, rc); goto done; }
-    p = tmp;
-    n = ntmp;
-  } else if ((rc = kiln_predict(m, profile, NULL, NULL, &p, &n, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+  kiln_cli__load lo = {.path = path, .shapes = &a.shapes, .random = !profile};
+  if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
+  if (!profile) rc = predict_here(&x, dbpath, devsel, json, &p, &n);
+  else if ((rc = kiln_predict(x.m, profile, NULL, NULL, &p, &n, &err)) != 0) rc = kiln_cli__fail(&err, rc);
+  if (rc) goto done;
   double tp = 0, tm = 0;
   int have_meas = 0;
   for (int i = 0; i < n; i++) { tp += p[i].predicted_ns; if (p[i].measured_ns >= 0) { tm += p[i].measured_ns; have_meas = 1; } }
-  const char *target = profile ? profile : kiln_device_get_info(d)->name;
+  const char *target = profile ? profile : kiln_device_get_info(x.d)->name;
   if (json) {
     printf("{\"model\":"); kiln_cli__json_str(stdout, path);
     printf(",\"target\":"); kiln_cli__json_str(stdout, target);
@@ -118,10 +103,9 @@ static int cmd_predict(int argc, char **argv) {
   }
 done:
   free(p);
-  kiln_cli__inputs_free(&b);
-  kiln_session_free(s);
-  kiln_db_close(db);
-  kiln_device_close(d);
-  kiln_model_free(m);
+  kiln_cli__ctx_free(&x);
   return rc;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_predict = {.name = "predict", .fn = cmd_predict, .flags = KILN_CLI_USES_DEVICE, KILN_CLI_MODEL_ARG(predict_args), KILN_CLI_OPTS(OPTS),
+  .summary = "predict each op's time, algorithm and parameters on this device or a device profile"};

@@ -15,13 +15,6 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_JSON(probe_args, json, "print one JSON object"),
 };
 
-static int cmd_probe(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_probe = {
-  .name = "probe", .fn = cmd_probe, .flags = KILN_CLI_NEEDS_DEVICE,
-  .summary = "measure the device (bandwidth, arithmetic peak, layout-change rate, launch overhead) for the cost model",
-  .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-};
-
 static int cmd_probe(int argc, char **argv) {
   probe_args a = {.devsel = getenv("KILN_DEVICE")};
   int prc = kiln_cli_parse(&kiln_cli_cmd_probe, argc, argv, &a);
@@ -64,3 +57,6 @@ static int cmd_probe(int argc, char **argv) {
   kiln_db_close(db);
   return rc;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_probe = {.name = "probe", .fn = cmd_probe, .flags = KILN_CLI_NEEDS_DEVICE, KILN_CLI_OPTS(OPTS),
+  .summary = "measure the device (bandwidth, arithmetic peak, layout-change rate, launch overhead) for the cost model"};

@@ -809,13 +809,6 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_JSON(report_args, json, "also print a JSON summary of what the page shows on stdout"),
 };
 
-static int cmd_report(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_report = {
-  .name = "report", .fn = cmd_report, .flags = KILN_CLI_USES_DEVICE,
-  .summary = "write a self-contained HTML report of a tuning database (plots of the cost model, search, speedups)",
-  .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-};
-
 static int cmd_report(int argc, char **argv) {
   report_args a = {.out = "report.html", .devsel = getenv("KILN_DEVICE")};
   int rc = kiln_cli_parse(&kiln_cli_cmd_report, argc, argv, &a);
@@ -922,3 +915,6 @@ done:
   kiln_db_close(db);
   return rc;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_report = {.name = "report", .fn = cmd_report, .flags = KILN_CLI_USES_DEVICE, KILN_CLI_OPTS(OPTS),
+  .summary = "write a self-contained HTML report of a tuning database (plots of the cost model, search, speedups)"};

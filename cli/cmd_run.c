@@ -20,14 +20,12 @@ typedef struct run_args {
 
 #define A run_args
 static const kiln_cli_opt OPTS[] = {
-  {.name = "--input", .kind = KILN_OPT_LIST, .off = offsetof(A, inputs), .value = "[NAME=]FILE", .err = "--input needs a value NAME=FILE or FILE",
-   .help = "bind an input from a TensorProto (.pb) or NumPy (.npy) file; without\n"
-           "NAME= it binds to the first input not bound yet"},
+  KILN_OPT_INPUTS(A, inputs, "bind an input from a TensorProto (.pb) or NumPy (.npy) file; without\n"
+           "NAME= it binds to the first input not bound yet"),
   {.name = "--random", .kind = KILN_OPT_FLAG, .off = offsetof(A, random),
    .help = "fill unbound inputs with seeded uniform [-1,1) floats (integers: 0..9);\n"
            "their shape must be declared by the model or bound with --shape"},
-  {.name = "--seed", .kind = KILN_OPT_INT, .off = offsetof(A, seed), .value = "N", .err = "--seed needs a non-negative integer",
-   .help = "seed for --random (default 0)"},
+  KILN_OPT_SEED(A, seed, "seed for --random (default 0)"),
   KILN_OPT_SHAPES(A, shapes, "bind an input's shape, or a symbolic dimension (--shape N=1)"),
   {.name = "--output-dir", .kind = KILN_OPT_STRING, .off = offsetof(A, outdir), .value = "DIR", .err = "--output-dir needs a directory", .nonempty = true,
    .help = "write each output as DIR/<name>.npy (or .pb); only after a fully\n"
@@ -59,20 +57,9 @@ static const kiln_cli_opt OPTS[] = {
 };
 #undef A
 
-static int cmd_run(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_run = {
-  .name = "run", .fn = cmd_run, .flags = KILN_CLI_NEEDS_DEVICE, .summary = "run a model on an OpenCL device",
-  .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given", .extra_hint = " (inputs are given with --input)",
-  .pos_off = offsetof(run_args, pos), .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-};
-
 /* What a run produced, for the report. */
 typedef struct run_state {
-  kiln_model *m;
-  kiln_device *d;
-  kiln_session *s;
-  kiln_db *db;
-  kiln_cli__inputs b;
+  kiln_cli__ctx x;
   kiln_cli__check res;
   kiln_param_stats ps;
   kiln_run_stats rs;
@@ -85,10 +72,10 @@ typedef struct run_state {
 /* --verify-imported: re-times imported records for this device. */
 static int verify_imported(const run_args *a, run_state *r) {
   kiln_error err = {0};
-  if (!r->db) { kiln_cli__error("--verify-imported needs a tuning database (--db, $KILN_DB or $KILN_DB_PATH)"); return 2; }
+  if (!r->x.db) { kiln_cli__error("--verify-imported needs a tuning database (--db, $KILN_DB or $KILN_DB_PATH)"); return 2; }
   kiln_verify_result *vr = NULL;
   int nv = 0, rc;
-  if ((rc = kiln_verify_imported(r->s, r->db, NULL, &vr, &nv, &err)) != 0) return kiln_cli__fail(&err, rc);
+  if ((rc = kiln_verify_imported(r->x.s, r->x.db, NULL, &vr, &nv, &err)) != 0) return kiln_cli__fail(&err, rc);
   for (int i = 0; i < nv && !a->json; i++)
     printf("verify:  %s %s %s: recorded %.1f us, measured %.1f us (tolerance %.0f%%): %s\n", vr[i].family, vr[i].shape_key, vr[i].params,
            vr[i].recorded_ns / 1e3, vr[i].measured_ns / 1e3, vr[i].tolerance * 100, vr[i].passed ? "kept" : "DEMOTED");
@@ -101,26 +88,20 @@ static int verify_imported(const run_args *a, run_state *r) {
 static int run_model(const run_args *a, run_state *r) {
   kiln_error err = {0};
   int rc;
-  kiln_load_options lo = {.shapes = a->shapes.b, .nshapes = a->shapes.n, .max_model_bytes = a->max_model};
+  kiln_cli__load lo = {.path = a->pos.v[0], .shapes = &a->shapes, .max_model_bytes = a->max_model, .inputs = &a->inputs,
+                       .random = a->random, .seed = a->seed, .random_why = "--random"};
   r->ms = calloc((size_t)a->repeat, sizeof *r->ms);
   r->sorted = calloc((size_t)a->repeat, sizeof *r->sorted);
   if (!r->ms || !r->sorted) { kiln_cli__error("out of memory"); return 1; }
   /* everything that can be checked without a device comes first */
-  if ((rc = kiln_model_load(a->pos.v[0], &lo, &r->m, &err)) != 0) return kiln_cli__fail(&err, rc);
-  if ((rc = kiln_model_check_supported(r->m, &err)) != 0) return kiln_cli__fail(&err, rc);
-  if ((rc = kiln_cli__bind_inputs(r->m, a->inputs.v, a->inputs.n, a->random, a->seed, "--random", &r->b)) != 0) return rc;
-  if ((rc = kiln_device_open(a->devsel, &r->d, &err)) != 0) return kiln_cli__fail(&err, rc);
-  kiln_cli__note_cpu_fallback(r->d, a->devsel);
-  if ((rc = kiln_session_create(r->m, r->d, &r->s, &err)) != 0) return kiln_cli__fail(&err, rc);
-  if ((rc = kiln_cli__open_db(a->dbpath, 0, true, &r->db)) != 0) return rc;
-  if (r->db && (rc = kiln_session_set_db(r->s, r->db, &err)) != 0) return kiln_cli__fail(&err, rc);
-  if (a->nofusion) kiln_session_set_fusion(r->s, 0);
-  if ((rc = kiln_cli__set_inputs(r->s, &r->b)) != 0) return rc;
+  if ((rc = kiln_cli__ctx_load(&r->x, &lo)) != 0) return rc;
+  if ((rc = kiln_cli__open_db(a->dbpath, 0, true, &r->x.db)) != 0) return rc;
+  if ((rc = kiln_cli__ctx_session(&r->x, a->devsel, KILN_CLI_NOTE_CPU | (a->nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) return rc;
   if (a->verify_imported && (rc = verify_imported(a, r)) != 0) return rc;
   if (a->max_memory) {
     /* plan first: refuse before anything runs when the plan does not fit */
     uint64_t need = 0;
-    if ((rc = kiln_session_plan_memory(r->s, &need, &err)) != 0) return kiln_cli__fail(&err, rc);
+    if ((rc = kiln_session_plan_memory(r->x.s, &need, &err)) != 0) return kiln_cli__fail(&err, rc);
     if (need > a->max_memory) {
       kiln_cli__error("the plan needs %llu bytes of device memory (%.1f MiB), more than --max-memory %llu", (unsigned long long)need,
                       need / 1048576.0, (unsigned long long)a->max_memory);
@@ -128,8 +109,8 @@ static int run_model(const run_args *a, run_state *r) {
     }
   }
   for (uint64_t k = 0; k < a->repeat; k++) {
-    if ((rc = kiln_session_run(r->s, &err)) != 0) return kiln_cli__fail(&err, rc);
-    kiln_session_get_stats(r->s, &r->rs);
+    if ((rc = kiln_session_run(r->x.s, &err)) != 0) return kiln_cli__fail(&err, rc);
+    kiln_session_get_stats(r->x.s, &r->rs);
     r->ms[k] = r->sorted[k] = r->rs.last_ms;
   }
   /* with several runs, the first (planning, kernel compilation) is reported apart */
@@ -137,10 +118,10 @@ static int run_model(const run_args *a, run_state *r) {
   uint64_t ntimed = a->repeat > 1 ? a->repeat - 1 : 1;
   qsort(r->timed, (size_t)ntimed, sizeof *r->timed, kiln_cli__cmp_double);
   r->median = ntimed % 2 ? r->timed[ntimed / 2] : 0.5 * (r->timed[ntimed / 2 - 1] + r->timed[ntimed / 2]);
-  r->nout = kiln_model_num_outputs(r->m);
-  kiln_session_param_stats(r->s, &r->ps);
-  if (a->check && (rc = kiln_cli__check_reference(r->s, r->nout, &r->res)) != 0) return rc;
-  r->di = kiln_device_get_info(r->d);
+  r->nout = kiln_model_num_outputs(r->x.m);
+  kiln_session_param_stats(r->x.s, &r->ps);
+  if (a->check && (rc = kiln_cli__check_reference(r->x.s, r->nout, &r->res)) != 0) return rc;
+  r->di = kiln_device_get_info(r->x.d);
   return 0;
 }
 
@@ -150,14 +131,14 @@ static void print_report(const run_args *a, const run_state *r) {
   const kiln_device_info *di = r->di;
   const kiln_run_stats rs = r->rs;
   const kiln_param_stats ps = r->ps;
-  const kiln_cli__inputs b = r->b;
+  const kiln_cli__inputs b = r->x.b;
   const kiln_cli__check res = r->res;
   const double *ms = r->ms, *timed = r->timed, median = r->median;
   uint64_t repeat = a->repeat;
   bool check = a->check;
   int nout = r->nout;
-  kiln_db *db = r->db;
-  kiln_session *s = r->s;
+  kiln_db *db = r->x.db;
+  kiln_session *s = r->x.s;
   if (a->json) {
     printf("{\"model\":"); kiln_cli__json_str(stdout, path);
     printf(",\"device\":"); kiln_cli__json_str(stdout, di->name);
@@ -255,7 +236,7 @@ static int cmd_run(int argc, char **argv) {
   if (a.check && !r.res.ok) {
     for (int i = 0; i < r.nout; i++)
       if (!r.res.cmp[i].ok) {
-        kiln_cli__error("output '%s' differs from the CPU reference: max rel err %.3g > %g (%s)", kiln_session_output(r.s, i)->name,
+        kiln_cli__error("output '%s' differs from the CPU reference: max rel err %.3g > %g (%s)", kiln_session_output(r.x.s, i)->name,
                         r.res.cmp[i].max_rel, KILN_CLI_CHECK_RTOL, r.res.cmp[i].why);
         break;
       }
@@ -265,18 +246,17 @@ static int cmd_run(int argc, char **argv) {
   if (a.outdir) {
     const kiln_tensor **o = calloc((size_t)r.nout + 1, sizeof *o);
     if (!o) { kiln_cli__error("out of memory"); rc = 1; goto done; }
-    for (int i = 0; i < r.nout; i++) o[i] = kiln_session_output(r.s, i);
+    for (int i = 0; i < r.nout; i++) o[i] = kiln_session_output(r.x.s, i);
     rc = kiln_cli__write_outputs(a.outdir, a.format, o, r.nout, a.json);
     free(o);
   }
 done:
   kiln_cli__check_free(&r.res);
-  kiln_cli__inputs_free(&r.b);
-  kiln_session_free(r.s);
-  kiln_db_close(r.db);
-  kiln_device_close(r.d);
-  kiln_model_free(r.m);
+  kiln_cli__ctx_free(&r.x);
   free(r.ms);
   free(r.sorted);
   return rc;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_run = {.name = "run", .fn = cmd_run, .flags = KILN_CLI_NEEDS_DEVICE, KILN_CLI_MODEL_ARG(run_args), .extra_hint = " (inputs are given with --input)", KILN_CLI_OPTS(OPTS),
+  .summary = "run a model on an OpenCL device"};

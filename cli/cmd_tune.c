@@ -65,24 +65,14 @@ static const kiln_cli_opt OPTS[] = {
            "separate times are within a factor X (default 1.5; 0: none) both ways in\n"
            "the whole model and record both per device and subgraph signature;\n"
            "`kiln run` and `kiln plan` then follow the measurement"},
-  {.name = "--input", .kind = KILN_OPT_LIST, .off = offsetof(A, inputs), .value = "[NAME=]FILE", .err = "--input needs a value NAME=FILE or FILE",
-   .help = "as for `kiln run`; unbound inputs are random"},
+  KILN_OPT_INPUTS(A, inputs, "as for `kiln run`; unbound inputs are random"),
   KILN_OPT_SHAPES(A, shapes, "bind an input's shape, or a symbolic dimension"),
-  {.name = "--seed", .kind = KILN_OPT_INT, .off = offsetof(A, seed), .value = "N", .err = "--seed needs a non-negative integer",
-   .help = "seed for the random inputs and the random strategy (default 0)"},
+  KILN_OPT_SEED(A, seed, "seed for the random inputs and the random strategy (default 0)"),
   KILN_OPT_DEVICE(A, devsel, KILN_CLI_DEVICE_HELP),
   KILN_OPT_NOFUSION(A, nofusion, "tune the kernels of the unfused plan"),
   KILN_OPT_JSON(A, json, "print one JSON object with the per-instance table"),
 };
 #undef A
-
-static int cmd_tune(int argc, char **argv);
-const kiln_cli_cmd kiln_cli_cmd_tune = {
-  .name = "tune", .fn = cmd_tune, .flags = KILN_CLI_NEEDS_DEVICE,
-  .summary = "measure kernel parameters for a model on this device and store them in the tuning database",
-  .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given",
-  .pos_off = offsetof(tune_args, pos), .opts = OPTS, .nopts = KILN_CLI_NOPTS(OPTS),
-};
 
 typedef struct { bool tty, json; int last_instance; } tune_ui;
 
@@ -175,32 +165,24 @@ static int cmd_tune(int argc, char **argv) {
   const char *path = a.pos.v[0], *devsel = a.devsel, *dbpath = a.dbpath, *strategy = a.strategy;
   bool json = a.json, compare = a.compare;
   kiln_error err = {0};
-  kiln_model *m = NULL;
-  kiln_device *d = NULL;
-  kiln_session *s = NULL;
-  kiln_db *db = NULL;
-  kiln_cli__inputs b = {0};
+  kiln_cli__ctx x = {0};
   kiln_tune_result *res = NULL;
   int nres = 0;
   char dbbuf[4096];
   if (!dbpath) dbpath = kiln_db_default_path(dbbuf, sizeof dbbuf);
-  kiln_load_options lo = {.shapes = a.shapes.b, .nshapes = a.shapes.n};
-  if ((rc = kiln_model_load(path, &lo, &m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_model_check_supported(m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_cli__bind_inputs(m, a.inputs.v, a.inputs.n, true, a.seed, NULL, &b)) != 0) goto done;
-  if ((rc = kiln_db_open(dbpath, KILN_DB_CREATE, &db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if (getenv("KILN_DB_PATH") && (rc = kiln_db_attach_path_list(db, getenv("KILN_DB_PATH"), &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  kiln_cli__note_cpu_fallback(d, devsel);
-  if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_cli__set_inputs(s, &b)) != 0) goto done;
-  if (a.nofusion) kiln_session_set_fusion(s, 0);
+  kiln_cli__load lo = {.path = path, .shapes = &a.shapes, .inputs = &a.inputs, .random = true, .seed = a.seed};
+  if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
+  /* the tuner reads and writes the database; the session plans with descriptor defaults */
+  if ((rc = kiln_cli__open_db(dbpath, KILN_DB_CREATE, true, &x.db)) != 0) goto done;
+  if ((rc = kiln_cli__ctx_session(&x, devsel, KILN_CLI_NOTE_CPU | KILN_CLI_SESSION_NO_DB | (a.nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) goto done;
+  kiln_session *s = x.s;
+  kiln_db *db = x.db;
   tune_ui ui = {.tty = isatty(2) != 0, .json = json};
   kiln_tune_options o = {.budget_s = a.budget, .max_trials = (int)a.max_trials, .strategy = strategy, .seed = a.seed,
                          .families = a.families, .max_gflop = a.max_gflop, .compare = compare, .progress = tune_progress, .ctx = &ui,
                          .fusion_close = a.fusion_close};
   if (compare) strategy = "exhaustive, then the model strategy replayed on its times";
-  const kiln_device_info *di = kiln_device_get_info(d);
+  const kiln_device_info *di = kiln_device_get_info(x.d);
   if (!json) { printf("tuning %s on %s (%s)\ndatabase: %s, strategy %s\n", path, di->name, di->platform, dbpath, strategy); fflush(stdout); }
   if ((rc = kiln_tune(s, db, &o, &res, &nres, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   if (compare) rc = print_compare(path, di->name, dbpath, res, nres, json);
@@ -243,10 +225,9 @@ static int cmd_tune(int argc, char **argv) {
   }
 done:
   free(res);
-  kiln_cli__inputs_free(&b);
-  kiln_session_free(s);
-  kiln_db_close(db);
-  kiln_device_close(d);
-  kiln_model_free(m);
+  kiln_cli__ctx_free(&x);
   return rc;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_tune = {.name = "tune", .fn = cmd_tune, .flags = KILN_CLI_NEEDS_DEVICE, KILN_CLI_MODEL_ARG(tune_args), KILN_CLI_OPTS(OPTS),
+  .summary = "measure kernel parameters for a model on this device and store them in the tuning database"};

@@ -72,6 +72,39 @@ void kiln_cli__inputs_free(kiln_cli__inputs *b);
 /* Gives every bound tensor to the session; 0 or an exit status. */
 int kiln_cli__set_inputs(kiln_session *s, const kiln_cli__inputs *b);
 
+/* ---- a model on a device (cli_model.c) ------------------------------------ */
+
+/* What a model command sets up; kiln_cli__ctx_free releases all of it. */
+typedef struct kiln_cli__ctx {
+  kiln_model *m;
+  kiln_device *d;
+  kiln_session *s;
+  kiln_db *db;          /* set by the command between load and session, or NULL */
+  kiln_cli__inputs b;
+} kiln_cli__ctx;
+/* What kiln_cli__ctx_load reads and binds. */
+typedef struct kiln_cli__load {
+  const char *path;
+  const kiln_cli_shapes *shapes;  /* --shape bindings, or NULL */
+  uint64_t max_model_bytes;       /* 0: the default limit */
+  const kiln_cli_list *inputs;    /* --input values, or NULL */
+  bool random;                    /* fill the unbound inputs (kiln_cli__bind_inputs) */
+  uint64_t seed;
+  const char *random_why;         /* the option named in random-input errors, or NULL */
+} kiln_cli__load;
+/* Loads the model, checks every op is supported and binds the inputs (all
+ * before any device is opened). 0 or an exit status (error printed). */
+int kiln_cli__ctx_load(kiln_cli__ctx *x, const kiln_cli__load *o);
+enum {
+  KILN_CLI_NOTE_CPU = 1 << 0,       /* note on stderr when the default device is a CPU (kiln_cli__note_cpu_fallback) */
+  KILN_CLI_NO_FUSION = 1 << 1,      /* --no-fusion */
+  KILN_CLI_SESSION_NO_DB = 1 << 2,  /* the session does not read x->db (kiln tune hands it to the tuner) */
+};
+/* Opens the device devsel, makes the session, gives it x->db (when set)
+ * and the bound inputs. 0 or an exit status (error printed). */
+int kiln_cli__ctx_session(kiln_cli__ctx *x, const char *devsel, unsigned flags);
+void kiln_cli__ctx_free(kiln_cli__ctx *x);
+
 /* Element k of t as a double (any dtype). */
 double kiln_cli__getf(const kiln_tensor *t, int64_t k);
 /* "[d0,d1,...]" into buf; a symbolic dimension shows as its name, or

@@ -85,6 +85,10 @@ typedef struct kiln_cli_cmd {
 } kiln_cli_cmd;
 
 #define KILN_CLI_NOPTS(t) ((int)(sizeof(t) / sizeof((t)[0])))
+/* Designated initializers of a kiln_cli_cmd: its option table t; one model
+ * file as the positional argument, kept in the kiln_cli_list pos of T. */
+#define KILN_CLI_OPTS(t) .opts = t, .nopts = KILN_CLI_NOPTS(t)
+#define KILN_CLI_MODEL_ARG(T) .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given", .pos_off = offsetof(T, pos)
 
 /* kiln_cli_parse's result after printing the help: the command exits 0. */
 #define KILN_CLI_HELP (-1)
@@ -118,6 +122,12 @@ void kiln_cli_list_options(const kiln_cli_cmd *c, FILE *f);
 #define KILN_OPT_SHAPES(T, field, text)                                                                                  \
   {.name = "--shape", .kind = KILN_OPT_SHAPE, .off = offsetof(T, field), .value = "NAME=D0,...", .help = text,            \
    .err = "--shape needs a value NAME=D0,D1,..."}
+#define KILN_OPT_INPUTS(T, field, text)                                                                                  \
+  {.name = "--input", .kind = KILN_OPT_LIST, .off = offsetof(T, field), .value = "[NAME=]FILE", .help = text,            \
+   .err = "--input needs a value NAME=FILE or FILE"}
+#define KILN_OPT_SEED(T, field, text)                                                                                    \
+  {.name = "--seed", .kind = KILN_OPT_INT, .off = offsetof(T, field), .value = "N", .help = text,                        \
+   .err = "--seed needs a non-negative integer"}
 #define KILN_OPT_NOFUSION(T, field, text) {.name = "--no-fusion", .kind = KILN_OPT_FLAG, .off = offsetof(T, field), .help = text}
 
 /* The help text of --device for commands that open an OpenCL device. */
