@@ -56,11 +56,11 @@ static void print_main_help(void) {
  * (tests/cli_options.sh runs each one). */
 static void list_options(void) {
   for (size_t i = 0; i < NCOMMANDS; i++) {
-    printf("%s\t\t\t\n", COMMANDS[i]->name); /* a command with no options still has a line */
+    printf("%s\t\t\t\t\n", COMMANDS[i]->name); /* a command with no options still has a line */
     kiln_cli_list_options(COMMANDS[i], stdout);
   }
   for (int i = 0; i < kiln_cli_db_nsubcommands; i++) {
-    printf("%s\t\t\t\n", kiln_cli_db_subcommands[i]->name);
+    printf("%s\t\t\t\t\n", kiln_cli_db_subcommands[i]->name);
     kiln_cli_list_options(kiln_cli_db_subcommands[i], stdout);
   }
 }

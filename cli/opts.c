@@ -97,8 +97,9 @@ void kiln_cli_list_options(const kiln_cli_cmd *c, FILE *f) {
   for (int i = 0; i < c->nopts; i++) {
     const kiln_cli_opt *o = &c->opts[i];
     char buf[64];
-    fprintf(f, "%s\t%s\t%s\t%s\n", c->name, o->name, KIND_NAMES[o->kind], sample_value(o, buf, sizeof buf));
-    if (o->alias) fprintf(f, "%s\t%s\t%s\t%s\n", c->name, o->alias, KIND_NAMES[o->kind], sample_value(o, buf, sizeof buf));
+    const char *v = sample_value(o, buf, sizeof buf);
+    fprintf(f, "%s\t%s\t%s\t%s\t%s\n", c->name, o->name, KIND_NAMES[o->kind], v, o->alias ? o->alias : "");
+    if (o->alias) fprintf(f, "%s\t%s\t%s\t%s\t%s\n", c->name, o->alias, KIND_NAMES[o->kind], v, o->name);
   }
 }
 

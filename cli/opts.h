@@ -107,8 +107,9 @@ void kiln_cli_print_usage(const kiln_cli_cmd *c, FILE *f);
 /* Prints a usage error for c: "kiln: error: <msg>", the usage line and a
  * pointer to --help, on stderr. Returns 2. */
 int kiln_cli_usage_error(const kiln_cli_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* One line per option of c ("<cmd>\t<name>\t<kind>\t<value>\t<choices>"),
- * for `kiln --list-options` (tests run every option this prints). */
+/* One line per option name of c, tab-separated: command, option, kind, a
+ * value the option accepts, its other name (the alias, or for the alias the
+ * long name); for `kiln --list-options` (tests/cli_options.sh runs each). */
 void kiln_cli_list_options(const kiln_cli_cmd *c, FILE *f);
 
 /* Rows shared by several commands; field is a member of the command's
