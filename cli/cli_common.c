@@ -3,6 +3,7 @@
  * opening the tuning database. Only the public API in kiln.h is used. */
 #include "kiln_cli.h"
 #include "kiln_db.h" /* kiln_db_attach_path_list */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -93,6 +94,31 @@ void kiln_cli__json_str(FILE *f, const char *s) {
 
 void kiln_cli__json_num(FILE *f, double v) {
   if (isfinite(v)) fprintf(f, "%.9g", v);
+  else fputs("null", f);
+}
+
+void kiln_cli__jprintf(FILE *f, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  for (const char *p = fmt; *p; p++) {
+    if (*p != '%') { fputc(*p, f); continue; }
+    switch (*++p) {
+    case 's': kiln_cli__json_str(f, va_arg(ap, const char *)); break;
+    case 'z': kiln_cli__json_str_or_null(f, va_arg(ap, const char *)); break;
+    case 'g': kiln_cli__json_num(f, va_arg(ap, double)); break;
+    case 'd': fprintf(f, "%d", va_arg(ap, int)); break;
+    case 'L': fprintf(f, "%lld", va_arg(ap, long long)); break;
+    case 'b': fputs(va_arg(ap, int) ? "true" : "false", f); break;
+    case 'r': fputs(va_arg(ap, const char *), f); break;
+    case '%': fputc('%', f); break;
+    default: assert(!"kiln_cli__jprintf: unknown conversion"); p--; break;
+    }
+  }
+  va_end(ap);
+}
+
+void kiln_cli__json_str_or_null(FILE *f, const char *s) {
+  if (s) kiln_cli__json_str(f, s);
   else fputs("null", f);
 }
 

@@ -167,7 +167,7 @@ static const kiln_cli_opt OPTS[] = {
 #undef A
 
 static int cmd_bench(int argc, char **argv) {
-  bench_args a = {.repeat = 20, .warmup = 2, .devsel = getenv("KILN_DEVICE")};
+  bench_args a = {.repeat = 20, .warmup = 2};
   int rc = kiln_cli_parse(&kiln_cli_cmd_bench, argc, argv, &a);
   if (rc) return kiln_cli_parse_exit(rc);
   const char *path = a.pos.v[0], *devsel = a.devsel, *dbpath = a.dbpath;

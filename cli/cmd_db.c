@@ -6,6 +6,7 @@
  * finds problems, OpenCL errors). Every subcommand takes --json. */
 #include "kiln_cli.h"
 #include "kiln_db.h"
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,27 +23,15 @@ static void jnum(double v) { kiln_cli__json_num(stdout, v); }
 static void jkey(const char *k, bool first) { printf("%s\"%s\":", first ? "" : ",", k); }
 
 static void json_record(int64_t device, const kiln_record *r) {
-  printf("{\"device\":%lld", (long long)device);
-  jkey("family", 0); jstr(r->family);
-  jkey("dtype", 0); jstr(kiln_dtype_name(r->dtype));
-  jkey("shape_key", 0); jstr(r->shape_key);
-  jkey("epilogue", 0); jstr(r->epilogue);
-  jkey("params", 0); jstr(r->params);
-  jkey("median_ns", 0); jnum(r->median_ns);
-  jkey("min_ns", 0); if (r->min_ns > 0) jnum(r->min_ns); else printf("null");
-  jkey("spread", 0); jnum(r->spread);
-  printf(",\"samples\":%d", r->samples);
-  jkey("max_err", 0); jnum(r->max_err);
-  jkey("status", 0); jstr(r->status);
-  jkey("origin", 0); jstr(r->origin);
-  jkey("source_hash", 0); jstr(r->source_hash);
-  jkey("kiln_version", 0); jstr(r->kiln_version);
-  jkey("source_db", 0); jstr(r->source_db);
-  printf(",\"alt\":%d,\"disagree\":%s,\"verified\":%s,\"retimed\":%s,\"looks\":%d,\"verified_ns\":", r->alt,
-         r->flags & KILN_REC_DISAGREE ? "true" : "false", r->flags & KILN_REC_VERIFIED ? "true" : "false",
-         r->flags & KILN_REC_RETIMED ? "true" : "false", 1 + !!(r->flags & KILN_REC_SECOND) + !!(r->flags & KILN_REC_THIRD));
-  if (r->verified_ns > 0) jnum(r->verified_ns); else printf("null");
-  printf(",\"created\":%lld}", (long long)r->created);
+  kiln_cli__jprintf(stdout, "{\"device\":%L,\"family\":%s,\"dtype\":%s,\"shape_key\":%s,\"epilogue\":%s,\"params\":%s,", (long long)device,
+                    r->family, kiln_dtype_name(r->dtype), r->shape_key, r->epilogue, r->params);
+  kiln_cli__jprintf(stdout, "\"median_ns\":%g,\"min_ns\":%g,\"spread\":%g,\"samples\":%d,\"max_err\":%g,\"status\":%s,\"origin\":%s,",
+                    r->median_ns, r->min_ns > 0 ? r->min_ns : NAN, r->spread, r->samples, r->max_err, r->status, r->origin);
+  kiln_cli__jprintf(stdout, "\"source_hash\":%s,\"kiln_version\":%s,\"source_db\":%s,\"alt\":%d,\"disagree\":%b,\"verified\":%b,\"retimed\":%b,",
+                    r->source_hash, r->kiln_version, r->source_db, r->alt, (r->flags & KILN_REC_DISAGREE) != 0, (r->flags & KILN_REC_VERIFIED) != 0,
+                    (r->flags & KILN_REC_RETIMED) != 0);
+  kiln_cli__jprintf(stdout, "\"looks\":%d,\"verified_ns\":%g,\"created\":%L}", 1 + !!(r->flags & KILN_REC_SECOND) + !!(r->flags & KILN_REC_THIRD),
+                    r->verified_ns > 0 ? r->verified_ns : NAN, (long long)r->created);
 }
 
 /* ---- arguments ---------------------------------------------------------------- */
@@ -80,13 +69,8 @@ typedef struct { bool json; int n; } list_ctx;
 static void list_one(const kiln_db_device_row *d, void *ctx) {
   list_ctx *c = ctx;
   if (c->json) {
-    printf("%s{\"id\":%lld", c->n ? "," : "", (long long)d->id);
-    jkey("name", 0); jstr(d->name);
-    jkey("vendor", 0); jstr(d->vendor);
-    jkey("platform", 0); jstr(d->platform);
-    jkey("driver", 0); jstr(d->driver);
-    jkey("fingerprint", 0); jstr(d->fingerprint);
-    jkey("family", 0); jstr(d->family);
+    kiln_cli__jprintf(stdout, "%r{\"id\":%L,\"name\":%s,\"vendor\":%s,\"platform\":%s,\"driver\":%s,\"fingerprint\":%s,\"family\":%s", c->n ? "," : "",
+                      (long long)d->id, d->name, d->vendor, d->platform, d->driver, d->fingerprint, d->family);
     printf(",\"records\":%lld,\"ok_records\":%lld,\"tuned_instances\":%lld,\"imported\":%lld,\"disagree\":%lld,\"demoted\":%lld,\"probe\":%s}",
            (long long)d->records, (long long)d->ok_records, (long long)d->tuned, (long long)d->imported, (long long)d->disagree,
            (long long)d->demoted, d->has_probe ? "true" : "false");
@@ -240,7 +224,7 @@ static int cmd_coverage(dbargs *a) {
   int n = 0;
   if ((rc = open_ro(path, &db)) != 0) return rc;
   if ((rc = kiln_db_attach_path_list(db, getenv("KILN_DB_PATH"), &err)) != 0) { rc = fail_err(&err, rc); goto done; }
-  const char *devsel = a->device ? a->device : getenv("KILN_DEVICE");
+  const char *devsel = a->device; /* --device, else $KILN_DEVICE (the option table) */
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
   if ((rc = model_session(model, a, d, &m, &s)) != 0) goto done;
   if ((rc = kiln_db_coverage(s, db, &cv, &n, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
@@ -400,7 +384,7 @@ static int cmd_verify(dbargs *a) {
   if (a->json) printf("],\"retimed\":[");
   kiln_device *d = NULL;
   if (a->retime.n && !integ) {
-    const char *devsel = a->device ? a->device : getenv("KILN_DEVICE");
+    const char *devsel = a->device; /* --device, else $KILN_DEVICE (the option table) */
     if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { if (a->json) printf("]}\n"); kiln_db_close(db); return fail_err(&err, rc); }
     for (int k = 0; k < a->retime.n && !rc; k++) {
       kiln_model *m = NULL;

@@ -24,7 +24,7 @@ static int fail_in(const char *path, const kiln_error *err, int status) {
 }
 
 static int cmd_demo(int argc, char **argv) {
-  demo_args a = {.devsel = getenv("KILN_DEVICE")};
+  demo_args a = {0};
   int prc = kiln_cli_parse(&kiln_cli_cmd_demo, argc, argv, &a);
   if (prc) return kiln_cli_parse_exit(prc);
   const char *dir = a.dir, *devsel = a.devsel;

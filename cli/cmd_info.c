@@ -80,7 +80,7 @@ static int plan_for_info(kiln_model *m, const char *devsel, char *why, size_t wl
 }
 
 static int cmd_info(int argc, char **argv) {
-  info_args a = {.devsel = getenv("KILN_DEVICE")};
+  info_args a = {0};
   int prc = kiln_cli_parse(&kiln_cli_cmd_info, argc, argv, &a);
   if (prc) return kiln_cli_parse_exit(prc);
   const char *path = a.pos.v[0], *devsel = a.devsel;

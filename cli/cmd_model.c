@@ -28,7 +28,7 @@ static const kiln_cli_opt OPTS[] = {
 #define MODEL_ACTIONS "expected `kiln model eval` or `kiln model export-prior`"
 
 static int cmd_model(int argc, char **argv) {
-  model_args a = {.devsel = getenv("KILN_DEVICE")};
+  model_args a = {0};
   int prc = kiln_cli_parse(&kiln_cli_cmd_model, argc, argv, &a);
   if (prc) return kiln_cli_parse_exit(prc);
   if (strcmp(a.pos.v[0], "eval") && strcmp(a.pos.v[0], "export-prior")) return kiln_cli_usage_error(&kiln_cli_cmd_model, MODEL_ACTIONS);
@@ -62,17 +62,10 @@ static int cmd_model(int argc, char **argv) {
   rc = kiln_cm_eval_device(db, dev, di, &e, &n, &err);
   if (rc) rc = kiln_cli__fail(&err, rc);
   else if (json) {
-    printf("{\"device\":"); kiln_cli__json_str(stdout, di->name);
-    printf(",\"db\":"); kiln_cli__json_str(stdout, dbpath);
-    printf(",\"families\":[");
-    for (int i = 0; i < n; i++) {
-      printf("%s{\"family\":", i ? "," : ""); kiln_cli__json_str(stdout, e[i].family);
-      printf(",\"instances\":%d,\"records\":%d,\"kendall_tau\":", e[i].instances, e[i].records); kiln_cli__json_num(stdout, e[i].kendall_tau);
-      printf(",\"top1\":"); kiln_cli__json_num(stdout, e[i].top1);
-      printf(",\"top5\":"); kiln_cli__json_num(stdout, e[i].top5);
-      printf(",\"regret\":"); kiln_cli__json_num(stdout, e[i].regret);
-      printf("}");
-    }
+    kiln_cli__jprintf(stdout, "{\"device\":%s,\"db\":%s,\"families\":[", di->name, dbpath);
+    for (int i = 0; i < n; i++)
+      kiln_cli__jprintf(stdout, "%r{\"family\":%s,\"instances\":%d,\"records\":%d,\"kendall_tau\":%g,\"top1\":%g,\"top5\":%g,\"regret\":%g}",
+                        i ? "," : "", e[i].family, e[i].instances, e[i].records, e[i].kendall_tau, e[i].top1, e[i].top5, e[i].regret);
     printf("]}\n");
   } else {
     printf("cost model accuracy on %s (%s), each instance held out in turn:\n", di->name, dbpath);

@@ -24,7 +24,7 @@ static const kiln_cli_opt OPTS[] = {
 };
 
 static int cmd_plan(int argc, char **argv) {
-  plan_args a = {.devsel = getenv("KILN_DEVICE")};
+  plan_args a = {0};
   int rc = kiln_cli_parse(&kiln_cli_cmd_plan, argc, argv, &a);
   if (rc) return kiln_cli_parse_exit(rc);
   const char *path = a.pos.v[0], *devsel = a.devsel, *dbpath = a.dbpath;

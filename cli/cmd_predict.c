@@ -4,6 +4,7 @@
 #include "kiln_cli.h"
 #include "kiln_db.h"
 #include "kiln_costmodel.h"
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -47,7 +48,7 @@ static int predict_here(kiln_cli__ctx *x, const char *dbpath, const char *devsel
 }
 
 static int cmd_predict(int argc, char **argv) {
-  predict_args a = {.devsel = getenv("KILN_DEVICE")};
+  predict_args a = {0};
   int rc = kiln_cli_parse(&kiln_cli_cmd_predict, argc, argv, &a);
   if (rc) return kiln_cli_parse_exit(rc);
   const char *path = a.pos.v[0], *devsel = a.devsel, *dbpath = a.dbpath, *profile = a.profile;
@@ -66,21 +67,11 @@ static int cmd_predict(int argc, char **argv) {
   for (int i = 0; i < n; i++) { tp += p[i].predicted_ns; if (p[i].measured_ns >= 0) { tm += p[i].measured_ns; have_meas = 1; } }
   const char *target = profile ? profile : kiln_device_get_info(x.d)->name;
   if (json) {
-    printf("{\"model\":"); kiln_cli__json_str(stdout, path);
-    printf(",\"target\":"); kiln_cli__json_str(stdout, target);
-    printf(",\"profile\":%s", profile ? "true" : "false");
-    printf(",\"total_predicted_ms\":"); kiln_cli__json_num(stdout, tp / 1e6);
-    printf(",\"total_measured_ms\":"); if (have_meas) kiln_cli__json_num(stdout, tm / 1e6); else printf("null");
-    printf(",\"nodes\":[");
-    for (int i = 0; i < n; i++) {
-      printf("%s{\"node\":", i ? "," : ""); kiln_cli__json_str(stdout, p[i].node);
-      printf(",\"op\":"); kiln_cli__json_str(stdout, p[i].op);
-      printf(",\"family\":"); kiln_cli__json_str(stdout, p[i].family);
-      printf(",\"params\":"); kiln_cli__json_str(stdout, p[i].params);
-      printf(",\"predicted_us\":"); kiln_cli__json_num(stdout, p[i].predicted_ns / 1e3);
-      printf(",\"measured_us\":"); if (p[i].measured_ns >= 0) kiln_cli__json_num(stdout, p[i].measured_ns / 1e3); else printf("null");
-      printf("}");
-    }
+    kiln_cli__jprintf(stdout, "{\"model\":%s,\"target\":%s,\"profile\":%b,\"total_predicted_ms\":%g,\"total_measured_ms\":%g,\"nodes\":[", path,
+                      target, profile != NULL, tp / 1e6, have_meas ? tm / 1e6 : NAN);
+    for (int i = 0; i < n; i++)
+      kiln_cli__jprintf(stdout, "%r{\"node\":%s,\"op\":%s,\"family\":%s,\"params\":%s,\"predicted_us\":%g,\"measured_us\":%g}", i ? "," : "",
+                        p[i].node, p[i].op, p[i].family, p[i].params, p[i].predicted_ns / 1e3, p[i].measured_ns >= 0 ? p[i].measured_ns / 1e3 : NAN);
     printf("]}\n");
   } else {
     kiln_devmodel dm;

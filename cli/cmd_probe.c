@@ -16,7 +16,7 @@ static const kiln_cli_opt OPTS[] = {
 };
 
 static int cmd_probe(int argc, char **argv) {
-  probe_args a = {.devsel = getenv("KILN_DEVICE")};
+  probe_args a = {0};
   int prc = kiln_cli_parse(&kiln_cli_cmd_probe, argc, argv, &a);
   if (prc) return kiln_cli_parse_exit(prc);
   const char *devsel = a.devsel, *dbpath = a.dbpath;
@@ -35,17 +35,10 @@ static int cmd_probe(int argc, char **argv) {
   rc = kiln_probe(d, db, &f, &n, &err);
   if (rc) rc = kiln_cli__fail(&err, rc);
   else if (json) {
-    printf("{\"device\":"); kiln_cli__json_str(stdout, di->name);
-    printf(",\"db\":"); if (db) kiln_cli__json_str(stdout, dbpath); else printf("null");
-    printf(",\"figures\":{");
-    for (int i = 0; i < n; i++) {
-      printf("%s", i ? "," : ""); kiln_cli__json_str(stdout, f[i].name);
-      printf(":{\"value\":"); kiln_cli__json_num(stdout, f[i].value);
-      printf(",\"best\":"); kiln_cli__json_num(stdout, f[i].best);
-      printf(",\"spread\":"); kiln_cli__json_num(stdout, f[i].spread);
-      printf(",\"unit\":"); kiln_cli__json_str(stdout, f[i].unit);
-      printf("}");
-    }
+    kiln_cli__jprintf(stdout, "{\"device\":%s,\"db\":%z,\"figures\":{", di->name, db ? dbpath : NULL);
+    for (int i = 0; i < n; i++)
+      kiln_cli__jprintf(stdout, "%r%s:{\"value\":%g,\"best\":%g,\"spread\":%g,\"unit\":%s}", i ? "," : "", f[i].name, f[i].value, f[i].best,
+                        f[i].spread, f[i].unit);
     printf("}}\n");
   } else {
     printf("%-18s %12s  %-8s %8s %12s\n", "figure", "median", "unit", "spread", "best");

@@ -661,7 +661,7 @@ static const kiln_cli_opt OPTS[] = {
 };
 
 static int cmd_report(int argc, char **argv) {
-  report_args a = {.out = "report.html", .devsel = getenv("KILN_DEVICE")};
+  report_args a = {.out = "report.html"};
   int rc = kiln_cli_parse(&kiln_cli_cmd_report, argc, argv, &a);
   if (rc) return kiln_cli_parse_exit(rc);
   const char *dbpath = a.dbpath, *out = a.out;

@@ -30,7 +30,7 @@ static const kiln_cli_opt OPTS[] = {
   {.name = "--output-dir", .kind = KILN_OPT_STRING, .off = offsetof(A, outdir), .value = "DIR", .err = "--output-dir needs a directory", .nonempty = true,
    .help = "write each output as DIR/<name>.npy (or .pb); only after a fully\n"
            "successful run (no files at all on error)"},
-  {.name = "--format", .kind = KILN_OPT_STRING, .off = offsetof(A, format), .value = "FORMAT", .choices = "npy|pb",
+  {.name = "--format", .kind = KILN_OPT_STRING, .off = offsetof(A, format), .value = "npy|pb", .choices = "npy|pb",
    .err = "--format must be npy or pb", .help = "output file format (default npy)"},
   {.name = "--repeat", .kind = KILN_OPT_INT, .off = offsetof(A, repeat), .value = "N", .min = 1, .max = 1000000,
    .err = "--repeat needs an integer from 1 to 1000000",
@@ -221,7 +221,7 @@ static void print_report(const run_args *a, const run_state *r) {
 }
 
 static int cmd_run(int argc, char **argv) {
-  run_args a = {.format = "npy", .repeat = 1, .devsel = getenv("KILN_DEVICE")};
+  run_args a = {.format = "npy", .repeat = 1};
   int rc = kiln_cli_parse(&kiln_cli_cmd_run, argc, argv, &a);
   if (rc) return kiln_cli_parse_exit(rc);
   struct stat st;

@@ -38,13 +38,11 @@ static const kiln_cli_opt OPTS[] = {
    .help = "candidates measured per kernel instance (default: model ~10%, at most 48; else all)"},
   {.name = "--strategy", .kind = KILN_OPT_STRING, .off = offsetof(A, strategy), .value = "NAME", .choices = "model|exhaustive|random",
    .err = "--strategy must be model, exhaustive or random",
-   .help = "model (default: rank the space with the cost model, measure the most\n"
-           "promising, refit, repeat; probes the device first if needed),\n"
-           "exhaustive or random; with each, the instance's contenders (those\n"
-           "within 1.3x of the fastest, at most 16) are then timed again together\n"
-           "(alternating rounds) in the same conditions; candidates are ranked\n"
-           "by their fastest repeat\n"
-           "(interference on a shared machine only adds time)"},
+   .help = "model (default: rank the space with the cost model, measure the most promising,\n"
+           "refit, repeat; probes the device first if needed), exhaustive or random; then\n"
+           "the contenders (within 1.3x of the fastest, at most 16) are timed again together\n"
+           "in alternating rounds and ranked by their fastest repeat (interference on a\n"
+           "shared machine only adds time)"},
   {.name = "--families", .kind = KILN_OPT_STRING, .off = offsetof(A, families), .value = "LIST", .nonempty = true,
    .err = "--families needs a comma list of kernel families",
    .help = "only these kernel families (comma list, e.g. conv,gemm; \"fusion\":\n"
@@ -52,13 +50,11 @@ static const kiln_cli_opt OPTS[] = {
   {.name = "--max-gflop", .kind = KILN_OPT_DOUBLE, .off = offsetof(A, max_gflop), .value = "X", .open = true,
    .err = "--max-gflop needs a positive number", .help = "skip instances whose default candidate does more than X GFLOP"},
   {.name = "--compare-strategies", .kind = KILN_OPT_FLAG, .off = offsetof(A, compare),
-   .help = "measure every candidate (reusing this device's records of the\n"
-           "instance), time each twice more in a second and a third pass, each\n"
-           "in its own shuffled order (the fastest counts: a minute of\n"
-           "contention does not sink a candidate), the contenders for best\n"
-           "once more together, replay the model strategy on those\n"
-           "times and print per instance: candidates, how many the model\n"
-           "measures, and its pick against the exhaustive best"},
+   .help = "measure every candidate (reusing this device's records of the instance) in\n"
+           "three passes, each in its own shuffled order (the fastest counts: a minute of\n"
+           "contention does not sink a candidate), the contenders for best once more together,\n"
+           "replay the model strategy on those times and print per instance: candidates, how\n"
+           "many the model measures, and its pick against the exhaustive best"},
   {.name = "--fusion-close", .kind = KILN_OPT_DOUBLE, .off = offsetof(A, fusion_close), .value = "X", .parse = parse_fusion_close,
    .err = "--fusion-close needs a factor above 1, or 0 for none",
    .help = "after the kernels, time every fusion grouping whose predicted fused and\n"
@@ -159,7 +155,7 @@ static int print_compare(const char *path, const char *dev, const char *dbpath, 
 }
 
 static int cmd_tune(int argc, char **argv) {
-  tune_args a = {.devsel = getenv("KILN_DEVICE"), .strategy = "model"};
+  tune_args a = {.strategy = "model"};
   int rc = kiln_cli_parse(&kiln_cli_cmd_tune, argc, argv, &a);
   if (rc) return kiln_cli_parse_exit(rc);
   const char *path = a.pos.v[0], *devsel = a.devsel, *dbpath = a.dbpath, *strategy = a.strategy;

@@ -40,6 +40,13 @@ bool kiln_cli__parse_shape(const char *arg, kiln_shape_binding *b, char *namebuf
 /* A JSON string literal / number (NaN and infinities as null). */
 void kiln_cli__json_str(FILE *f, const char *s);
 void kiln_cli__json_num(FILE *f, double v);
+/* A JSON string literal, or null for NULL. */
+void kiln_cli__json_str_or_null(FILE *f, const char *s);
+/* printf for JSON text: copies fmt to f, replacing %s with a JSON string
+ * (const char *, NULL: ""), %z likewise but NULL: null, %g with a JSON number (double, null when not
+ * finite), %d with an int, %L with a long long, %b with true/false (int),
+ * %r with raw text (const char *) and %% with '%'. */
+void kiln_cli__jprintf(FILE *f, const char *fmt, ...);
 
 /* Opens the tuning database at explicit_path, else the default path; without
  * an explicit path, without KILN_DB_CREATE and (with shared) without

@@ -22,7 +22,7 @@ static bool repeatable(const kiln_cli_opt *o) { return o->kind == KILN_OPT_LIST 
 static void opt_label(const kiln_cli_opt *o, bool with_alias, char *buf, size_t n) {
   const char *lead = with_alias && o->alias ? o->alias : "";
   snprintf(buf, n, "%s%s%s%s%s", lead, *lead ? ", " : "", o->name, o->kind == KILN_OPT_FLAG ? "" : " ",
-           o->kind == KILN_OPT_FLAG ? "" : o->choices ? o->choices : o->value ? o->value : "VALUE");
+           o->kind == KILN_OPT_FLAG ? "" : o->value ? o->value : o->choices ? o->choices : "VALUE");
 }
 
 void kiln_cli_print_usage(const kiln_cli_cmd *c, FILE *f) {
@@ -178,7 +178,11 @@ static bool is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "
 int kiln_cli_parse(const kiln_cli_cmd *c, int argc, char **argv, void *args) {
   for (int i = 0; i < argc; i++)
     if (is_help(argv[i])) { kiln_cli_print_help(c, stdout); return KILN_CLI_HELP; }
-  kiln_cli_list *pos = c->max_pos > 0 ? (kiln_cli_list *)((char *)args + c->pos_off) : NULL;
+  for (int i = 0; i < c->nopts; i++) {
+    const char *e = c->opts[i].env ? getenv(c->opts[i].env) : NULL;
+    if (e && c->opts[i].kind == KILN_OPT_STRING) *(const char **)((char *)args + c->opts[i].off) = e;
+  }
+    kiln_cli_list *pos = c->max_pos > 0 ? (kiln_cli_list *)((char *)args + c->pos_off) : NULL;
   int npos = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = NULL;

@@ -56,6 +56,7 @@ typedef struct kiln_cli_opt {
   bool open;           /* ... excluded when set */
   bool nonempty;       /* STRING, LIST: "" is a bad value */
   const char *choices; /* STRING: the accepted words, "npy|pb" */
+  const char *env;     /* (optional) STRING: the environment variable whose value, when set, is the default */
   /* (optional) parses v into target instead of the kind's parser; false:
    * a bad value (err is printed). */
   bool (*parse)(const char *v, void *target);
@@ -116,7 +117,7 @@ void kiln_cli_list_options(const kiln_cli_cmd *c, FILE *f);
  * argument struct type T. */
 #define KILN_OPT_JSON(T, field, text) {.name = "--json", .kind = KILN_OPT_FLAG, .off = offsetof(T, field), .help = text}
 #define KILN_OPT_DEVICE(T, field, text)                                                                                  \
-  {.name = "--device", .kind = KILN_OPT_STRING, .off = offsetof(T, field), .value = "SEL", .help = text}
+  {.name = "--device", .kind = KILN_OPT_STRING, .off = offsetof(T, field), .value = "SEL", .help = text, .env = "KILN_DEVICE"}
 #define KILN_OPT_DB(T, field, text)                                                                                      \
   {.name = "--db", .kind = KILN_OPT_STRING, .off = offsetof(T, field), .value = "FILE", .help = text,                    \
    .err = "--db needs a file", .nonempty = true}
