@@ -19,8 +19,6 @@
 /* ---- JSON ----------------------------------------------------------------- */
 
 static void jstr(const char *s) { kiln_cli__json_str(stdout, s); }
-static void jnum(double v) { kiln_cli__json_num(stdout, v); }
-static void jkey(const char *k, bool first) { printf("%s\"%s\":", first ? "" : ",", k); }
 
 static void json_record(int64_t device, const kiln_record *r) {
   kiln_cli__jprintf(stdout, "{\"device\":%L,\"family\":%s,\"dtype\":%s,\"shape_key\":%s,\"epilogue\":%s,\"params\":%s,", (long long)device,
@@ -240,18 +238,12 @@ static int cmd_coverage(dbargs *a) {
     printf("],\"instances\":%d,\"covered\":%d,\"measured_here\":%d,\"kernels\":[", n, found, local);
     for (int i = 0; i < n; i++) {
       kiln_coverage *c = &cv[i];
-      printf("%s{\"family\":", i ? "," : ""); jstr(c->family);
-      jkey("dtype", 0); jstr(c->dtype);
-      jkey("shape_key", 0); jstr(c->shape_key);
-      jkey("epilogue", 0); jstr(c->epilogue);
-      printf(",\"nodes\":%d,\"found\":%s,\"exact\":%s,\"local\":%s,\"layer\":%d,\"needs_verify\":%s,\"tuned_marker\":%s,\"priors\":%d", c->nodes,
-             c->found ? "true" : "false", c->exact ? "true" : "false", c->local ? "true" : "false", c->layer, c->needs_verify ? "true" : "false",
-             c->tuned_marker ? "true" : "false", c->priors);
-      jkey("params", 0); if (c->found) jstr(c->params); else printf("null");
-      jkey("origin", 0); if (c->found) jstr(c->origin); else printf("null");
-      jkey("from", 0); if (c->found) jstr(c->from); else printf("null");
-      jkey("median_ns", 0); if (c->found) jnum(c->median_ns); else printf("null");
-      printf(",\"disagree\":%s}", c->flags & KILN_REC_DISAGREE ? "true" : "false");
+      kiln_cli__jprintf(stdout, "%r{\"family\":%s,\"dtype\":%s,\"shape_key\":%s,\"epilogue\":%s,\"nodes\":%d,\"found\":%b,\"exact\":%b,\"local\":%b,",
+                        i ? "," : "", c->family, c->dtype, c->shape_key, c->epilogue, c->nodes, c->found != 0, c->exact != 0, c->local != 0);
+      kiln_cli__jprintf(stdout, "\"layer\":%d,\"needs_verify\":%b,\"tuned_marker\":%b,\"priors\":%d,\"params\":%z,\"origin\":%z,\"from\":%z,",
+                        c->layer, c->needs_verify != 0, c->tuned_marker != 0, c->priors, c->found ? c->params : NULL, c->found ? c->origin : NULL,
+                        c->found ? c->from : NULL);
+      kiln_cli__jprintf(stdout, "\"median_ns\":%g,\"disagree\":%b}", c->found ? c->median_ns : NAN, (c->flags & KILN_REC_DISAGREE) != 0);
     }
     printf("]}\n");
   } else {
@@ -401,14 +393,9 @@ static int cmd_verify(dbargs *a) {
         missed += !r->passed;
         if (a->json) {
           if (retimed > 1) putchar(',');
-          printf("{\"model\":"); jstr(a->retime.v[k]);
-          jkey("family", 0); jstr(r->family);
-          jkey("shape_key", 0); jstr(r->shape_key);
-          jkey("params", 0); jstr(r->params);
-          jkey("recorded_ns", 0); jnum(r->recorded_ns);
-          jkey("measured_ns", 0); jnum(r->measured_ns);
-          jkey("tolerance", 0); jnum(r->tolerance);
-          printf(",\"passed\":%s}", r->passed ? "true" : "false");
+          kiln_cli__jprintf(stdout, "{\"model\":%s,\"family\":%s,\"shape_key\":%s,\"params\":%s,\"recorded_ns\":%g,\"measured_ns\":%g,",
+                            a->retime.v[k], r->family, r->shape_key, r->params, r->recorded_ns, r->measured_ns);
+          kiln_cli__jprintf(stdout, "\"tolerance\":%g,\"passed\":%b}", r->tolerance, r->passed != 0);
         } else
           printf("retime %-7s %-44.44s %-30.30s recorded %10.1f us, now %10.1f us (tolerance %.0f%%): %s\n", r->family, r->shape_key, r->params,
                  r->recorded_ns / 1e3, r->measured_ns / 1e3, r->tolerance * 100, r->passed ? "ok" : "MISSES its recorded time");
@@ -564,8 +551,10 @@ static int cmd_db(int argc, char **argv) {
   a->sub = &sub->cmd;
   int rc = kiln_cli_parse(&sub->cmd, argc - 1, argv + 1, a);
   if (rc) rc = kiln_cli_parse_exit(rc);
-  else if (sub->open_ro && (rc = open_ro(a->path = db_path(a, a->pathbuf, sizeof a->pathbuf), &a->h)) != 0) {}
-  else rc = sub->run(a);
+  else {
+    if (sub->open_ro) rc = open_ro(a->path = db_path(a, a->pathbuf, sizeof a->pathbuf), &a->h);
+    if (!rc) rc = sub->run(a);
+  }
   kiln_db_close(a->h);
   free(a);
   return rc;

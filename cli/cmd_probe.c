@@ -19,23 +19,20 @@ static int cmd_probe(int argc, char **argv) {
   probe_args a = {0};
   int prc = kiln_cli_parse(&kiln_cli_cmd_probe, argc, argv, &a);
   if (prc) return kiln_cli_parse_exit(prc);
-  const char *devsel = a.devsel, *dbpath = a.dbpath;
-  bool json = a.json, nodb = a.nodb;
-  char dbbuf[4096];
-  if (!dbpath) dbpath = kiln_db_default_path(dbbuf, sizeof dbbuf);
+  bool json = a.json;
   kiln_error err = {0};
   kiln_db *db = NULL;
   kiln_device *d = NULL;
   kiln_probe_figure *f = NULL;
   int n = 0, rc;
-  if (!nodb && (rc = kiln_db_open(dbpath, KILN_DB_CREATE, &db, &err)) != 0) return kiln_cli__fail(&err, rc);
-  if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { kiln_db_close(db); return kiln_cli__fail(&err, rc); }
+  if (!a.nodb && (rc = kiln_cli__open_db(a.dbpath, KILN_DB_CREATE, false, &db)) != 0) return rc;
+  if ((rc = kiln_device_open(a.devsel, &d, &err)) != 0) { kiln_db_close(db); return kiln_cli__fail(&err, rc); }
   const kiln_device_info *di = kiln_device_get_info(d);
   if (!json) { printf("probing %s (%s)...\n", di->name, di->platform); fflush(stdout); }
   rc = kiln_probe(d, db, &f, &n, &err);
   if (rc) rc = kiln_cli__fail(&err, rc);
   else if (json) {
-    kiln_cli__jprintf(stdout, "{\"device\":%s,\"db\":%z,\"figures\":{", di->name, db ? dbpath : NULL);
+    kiln_cli__jprintf(stdout, "{\"device\":%s,\"db\":%z,\"figures\":{", di->name, db ? kiln_db_path(db) : NULL);
     for (int i = 0; i < n; i++)
       kiln_cli__jprintf(stdout, "%r%s:{\"value\":%g,\"best\":%g,\"spread\":%g,\"unit\":%s}", i ? "," : "", f[i].name, f[i].value, f[i].best,
                         f[i].spread, f[i].unit);
@@ -43,7 +40,7 @@ static int cmd_probe(int argc, char **argv) {
   } else {
     printf("%-18s %12s  %-8s %8s %12s\n", "figure", "median", "unit", "spread", "best");
     for (int i = 0; i < n; i++) printf("%-18s %12.3f  %-8s %7.1f%% %12.3f\n", f[i].name, f[i].value, f[i].unit, f[i].spread * 100, f[i].best);
-    if (db) printf("stored in %s\n", dbpath);
+    if (db) printf("stored in %s\n", kiln_db_path(db));
   }
   free(f);
   kiln_device_close(d);

@@ -1,8 +1,8 @@
-/* kiln_cli.h: subcommands of the `kiln` command that live in their own files
- * (cli/cmd_*.c). Each takes the arguments after its name, parses its own
- * options, prints errors as one line "kiln: error: <message>" on stderr and
- * returns the process exit status: 0 success, 2 bad input or environment,
- * 1 any other failure. */
+/* kiln_cli.h: the commands of `kiln` (one file each, cli/cmd_<name>.c) and
+ * the helpers they share. Each command takes the arguments after its name,
+ * parses them against its option table (opts.h), prints errors as one line
+ * "kiln: error: <message>" on stderr and returns the process exit status:
+ * 0 success, 2 bad input or environment, 1 any other failure. */
 #ifndef KILN_CLI_H
 #define KILN_CLI_H
 
@@ -43,9 +43,10 @@ void kiln_cli__json_num(FILE *f, double v);
 /* A JSON string literal, or null for NULL. */
 void kiln_cli__json_str_or_null(FILE *f, const char *s);
 /* printf for JSON text: copies fmt to f, replacing %s with a JSON string
- * (const char *, NULL: ""), %z likewise but NULL: null, %g with a JSON number (double, null when not
- * finite), %d with an int, %L with a long long, %b with true/false (int),
- * %r with raw text (const char *) and %% with '%'. */
+ * (const char *, NULL: ""), %z likewise but NULL: null, %g with a JSON
+ * number (double, null when not finite), %d with an int, %L with a long
+ * long, %b with true/false (int), %r with raw text (const char *) and %%
+ * with '%'. The compiler cannot check these: pass exactly those types. */
 void kiln_cli__jprintf(FILE *f, const char *fmt, ...);
 
 /* Opens the tuning database at explicit_path, else the default path; without

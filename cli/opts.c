@@ -19,8 +19,8 @@ _Static_assert(sizeof KIND_NAMES / sizeof KIND_NAMES[0] == KILN_OPT_KIND_COUNT, 
 static bool repeatable(const kiln_cli_opt *o) { return o->kind == KILN_OPT_LIST || o->kind == KILN_OPT_SHAPE; }
 
 /* "--name VALUE" (or "-o, --name VALUE" with an alias) into buf. */
-static void opt_label(const kiln_cli_opt *o, bool with_alias, char *buf, size_t n) {
-  const char *lead = with_alias && o->alias ? o->alias : "";
+static void opt_label(const kiln_cli_opt *o, char *buf, size_t n) {
+  const char *lead = o->alias ? o->alias : "";
   snprintf(buf, n, "%s%s%s%s%s", lead, *lead ? ", " : "", o->name, o->kind == KILN_OPT_FLAG ? "" : " ",
            o->kind == KILN_OPT_FLAG ? "" : o->value ? o->value : o->choices ? o->choices : "VALUE");
 }
@@ -58,10 +58,12 @@ void kiln_cli_print_help(const kiln_cli_cmd *c, FILE *f) {
   fprintf(f, "\noptions:\n");
   for (int i = 0; i < c->nopts; i++) {
     char label[256];
-    opt_label(&c->opts[i], true, label, sizeof label);
+    const kiln_cli_opt *o = &c->opts[i];
+    opt_label(o, label, sizeof label);
     int w = fprintf(f, "  %s", label);
     fprintf(f, "%*s", w < HELP_COL - 1 ? HELP_COL - w : 2, "");
-    print_indented(f, c->opts[i].help ? c->opts[i].help : "");
+    print_indented(f, o->help ? o->help : "");
+    if (o->env && !(o->help && strstr(o->help, o->env))) fprintf(f, "%*s(default $%s)\n", HELP_COL, "", o->env);
   }
   fprintf(f, "  %-*s%s\n", HELP_COL - 2, "-h, --help", "show this help");
   if (c->footer) fprintf(f, "\n%s", c->footer);
