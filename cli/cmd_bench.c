@@ -151,7 +151,7 @@ static const kiln_cli_opt OPTS[] = {
    .err = "--repeat needs an integer from 1 to 1000000", .help = "timed runs (default 20; fewer when --duration runs out first)"},
   {.name = "--warmup", .kind = KILN_OPT_INT, .off = offsetof(A, warmup), .value = "N", .max = 1000, .err = "--warmup needs an integer from 0 to 1000",
    .help = "untimed runs first (default 2; the first plans the model and compiles kernels)"},
-  {.name = "--duration", .kind = KILN_OPT_DOUBLE, .off = offsetof(A, duration), .value = "SECONDS", .open = true,
+  {.name = "--duration", .kind = KILN_OPT_DOUBLE, .off = offsetof(A, duration), .value = "SECONDS", .open = true, .finite = true,
    .err = "--duration needs a positive number of seconds", .help = "stop timing after this long (at least one timed run; default: no limit)"},
   KILN_OPT_INPUTS(A, inputs, "bind an input from a .pb or .npy file; other inputs are random\n"
            "(uniform [-1,1) floats, integers 0..9)"),

@@ -23,7 +23,7 @@ typedef struct tune_args {
 static bool parse_fusion_close(const char *v, void *target) {
   char *end = NULL;
   double x = strtod(v, &end);
-  if (!*v || *end || !isfinite(x) || !(x == 0 || x > 1)) return false;
+  if (!*v || *end || !(x == 0 || x > 1)) return false; /* inf: every grouping with a prediction is close */
   *(double *)target = x == 0 ? -1 : x;
   return true;
 }

@@ -148,7 +148,7 @@ static int store(const kiln_cli_cmd *c, const kiln_cli_opt *o, const char *v, vo
   case KILN_OPT_DOUBLE: {
     char *end = NULL;
     double x = strtod(v, &end);
-    if (!*v || *end || !isfinite(x) || x < o->dmin || (o->open && x == o->dmin)) return kiln_cli_usage_error(c, "%s", err);
+    if (!*v || *end || isnan(x) || (o->finite && !isfinite(x)) || x < o->dmin || (o->open && x == o->dmin)) return kiln_cli_usage_error(c, "%s", err);
     *(double *)t = x;
     return 0;
   }

@@ -25,7 +25,7 @@
 typedef enum kiln_cli_kind {
   KILN_OPT_FLAG,   /* no value; bool, set true */
   KILN_OPT_INT,    /* uint64_t, decimal, within [min, max] (max 0: no upper bound) */
-  KILN_OPT_DOUBLE, /* double, finite, >= dmin (> dmin with open) */
+  KILN_OPT_DOUBLE, /* double, not NaN, >= dmin (> dmin with open); infinity unless finite */
   KILN_OPT_STRING, /* const char *, pointing into argv; one of choices when set */
   KILN_OPT_LIST,   /* kiln_cli_list: repeatable string */
   KILN_OPT_SHAPE,  /* kiln_cli_shapes: repeatable NAME=D0,D1,... */
@@ -54,6 +54,7 @@ typedef struct kiln_cli_opt {
   uint64_t min, max;   /* INT: accepted range (max 0: none) */
   double dmin;         /* DOUBLE: smallest accepted value ... */
   bool open;           /* ... excluded when set */
+  bool finite;         /* DOUBLE: infinity is a bad value */
   bool nonempty;       /* STRING, LIST: "" is a bad value */
   const char *choices; /* STRING: the accepted words, "npy|pb" */
   const char *env;     /* (optional) STRING: the environment variable whose value, when set, is the default */
