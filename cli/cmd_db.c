@@ -523,7 +523,10 @@ _Static_assert(sizeof kiln_cli_db_subcommands / sizeof kiln_cli_db_subcommands[0
 static void print_db_help(FILE *f) {
   fprintf(f, "usage: kiln db <subcommand> [options]\n       kiln db <subcommand> --help\n\n"
              "Tuning databases: inspect, share, merge and check them.\n\nsubcommands:\n");
-  for (int i = 0; i < NSUBS; i++) fprintf(f, "  %-9s %s\n", SUBS[i].cmd.name + 3, SUBS[i].cmd.summary);
+  for (int i = 0; i < NSUBS; i++) {
+    kiln_cli_print_synopsis(&SUBS[i].cmd, f, fprintf(f, "  %-9s", SUBS[i].cmd.name + 3), 12);
+    fprintf(f, "            %s\n", SUBS[i].cmd.summary);
+  }
   fprintf(f, "\nFILE defaults to --db FILE, $KILN_DB, else ~/.cache/kiln/tuning.db (the user database).\n"
              "Shared read-only databases: KILN_DB_PATH=file1:file2 (consulted by coverage, after the user database).\n"
              "--device SEL: for show/export a device row (id from `kiln db list` or a substring of its fingerprint);\n"

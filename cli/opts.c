@@ -26,14 +26,17 @@ static void opt_label(const kiln_cli_opt *o, char *buf, size_t n) {
 }
 
 void kiln_cli_print_usage(const kiln_cli_cmd *c, FILE *f) {
-  int col = fprintf(f, "usage: kiln %s", c->name);
+  kiln_cli_print_synopsis(c, f, fprintf(f, "usage: kiln %s", c->name), 15);
+}
+
+void kiln_cli_print_synopsis(const kiln_cli_cmd *c, FILE *f, int col, int indent) {
   if (c->args) col += fprintf(f, " %s", c->args);
   for (int i = 0; i < c->nopts; i++) {
     const kiln_cli_opt *o = &c->opts[i];
     char tok[256];
     snprintf(tok, sizeof tok, "[%s%s%s]%s", o->alias ? o->alias : o->name, o->kind == KILN_OPT_FLAG ? "" : " ",
              o->kind == KILN_OPT_FLAG ? "" : o->choices ? o->choices : o->value ? o->value : "VALUE", repeatable(o) ? "..." : "");
-    if (col + 1 + (int)strlen(tok) > USAGE_WRAP) col = fprintf(f, "\n               ");
+    if (col + 1 + (int)strlen(tok) > USAGE_WRAP) col = fprintf(f, "\n%*s", indent, "") - 1;
     col += fprintf(f, " %s", tok);
   }
   fputc('\n', f);

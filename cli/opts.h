@@ -106,6 +106,9 @@ static inline int kiln_cli_parse_exit(int rc) { return rc == KILN_CLI_HELP ? 0 :
 void kiln_cli_print_help(const kiln_cli_cmd *c, FILE *f);
 /* Prints "usage: kiln <cmd> <synopsis>" built from the table. */
 void kiln_cli_print_usage(const kiln_cli_cmd *c, FILE *f);
+/* Prints the synopsis (positionals, then "[--option VALUE]" per row) and a
+ * newline; col: the column the line is at, indent: where wrapped lines start. */
+void kiln_cli_print_synopsis(const kiln_cli_cmd *c, FILE *f, int col, int indent);
 /* Prints a usage error for c: "kiln: error: <msg>", the usage line and a
  * pointer to --help, on stderr. Returns 2. */
 int kiln_cli_usage_error(const kiln_cli_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
