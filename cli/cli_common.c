@@ -1,8 +1,9 @@
-/* cli_common.c: helpers shared by the subcommands in cli/cmd_*.c: one-line
- * errors, exit codes, option values, --shape parsing, input binding (files
- * and seeded random tensors, as `kiln run --random` draws them) and JSON
- * strings. Only the public API in kiln.h is used. */
+/* cli_common.c: helpers shared by the commands in cli/cmd_*.c: one-line
+ * errors, exit codes, option values, --shape parsing, JSON strings and
+ * opening the tuning database. Only the public API in kiln.h is used. */
 #include "kiln_cli.h"
+#include "kiln_db.h" /* kiln_db_attach_path_list */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -44,28 +45,6 @@ void kiln_cli__note_cpu_fallback(const kiln_device *d, const char *devsel) {
 int kiln_cli__fail(const kiln_error *err, int status) {
   kiln_cli__error("%s", err && err->msg[0] ? err->msg : kiln_strerror(status));
   return kiln_cli__exit_code(status);
-}
-
-int kiln_cli__usage(const char *cmd, const char *synopsis, const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  kiln_cli__error("%s", msg);
-  fprintf(stderr, "usage: kiln %s %s\n(see 'kiln %s --help')\n", cmd, synopsis, cmd);
-  return 2;
-}
-
-int kiln_cli__opt_val(int argc, char **argv, int *i, const char *name, const char **val) {
-  const char *a = argv[*i];
-  size_t n = strlen(name);
-  if (strncmp(a, name, n) != 0) return 0;
-  if (a[n] == '=') { *val = a + n + 1; return 1; }
-  if (a[n] != 0) return 0;
-  if (*i + 1 >= argc) return -1;
-  *val = argv[++*i];
-  return 1;
 }
 
 bool kiln_cli__parse_u64(const char *s, uint64_t *out) {
@@ -118,129 +97,52 @@ void kiln_cli__json_num(FILE *f, double v) {
   else fputs("null", f);
 }
 
-/* splitmix64, as `kiln run --random` uses it. */
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static uint16_t float_to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int e = (int)((x >> 23) & 255) - 127 + 15;
-  uint32_t m = x & 0x7fffff;
-  if (e <= 0) return (uint16_t)sign;
-  if (e >= 31) return (uint16_t)(sign | 0x7c00);
-  return (uint16_t)(sign | (uint32_t)e << 10 | (m + 0x1000) >> 13);
-}
-
-/* Uniform [-1,1) floats, integers 0..9, booleans. */
-static void fill_random(kiln_tensor *t, uint64_t *rng) {
-  int64_t n = kiln_tensor_numel(t);
-  for (int64_t k = 0; k < n; k++) {
-    uint64_t r = rng_next(rng);
-    double u = (double)(r >> 11) * 0x1.0p-53 * 2.0 - 1.0;
-    int64_t iv = (int64_t)(r % 10);
-    switch (t->dtype) {
-    case KILN_DT_FLOAT: ((float *)t->data)[k] = (float)u; break;
-    case KILN_DT_DOUBLE: ((double *)t->data)[k] = u; break;
-    case KILN_DT_FLOAT16: ((uint16_t *)t->data)[k] = float_to_half((float)u); break;
-    case KILN_DT_INT64: ((int64_t *)t->data)[k] = iv; break;
-    case KILN_DT_INT32: ((int32_t *)t->data)[k] = (int32_t)iv; break;
-    case KILN_DT_INT16: ((int16_t *)t->data)[k] = (int16_t)iv; break;
-    case KILN_DT_INT8: ((int8_t *)t->data)[k] = (int8_t)iv; break;
-    case KILN_DT_UINT8: ((uint8_t *)t->data)[k] = (uint8_t)iv; break;
-    case KILN_DT_UINT16: ((uint16_t *)t->data)[k] = (uint16_t)iv; break;
-    case KILN_DT_UINT32: ((uint32_t *)t->data)[k] = (uint32_t)iv; break;
-    case KILN_DT_UINT64: ((uint64_t *)t->data)[k] = (uint64_t)iv; break;
-    case KILN_DT_BOOL: ((uint8_t *)t->data)[k] = (uint8_t)(r & 1); break;
-    default: break;
+void kiln_cli__jprintf(FILE *f, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  for (const char *p = fmt; *p; p++) {
+    if (*p != '%') { fputc(*p, f); continue; }
+    switch (*++p) {
+    case 's': kiln_cli__json_str(f, va_arg(ap, const char *)); break;
+    case 'z': kiln_cli__json_str_or_null(f, va_arg(ap, const char *)); break;
+    case 'g': kiln_cli__json_num(f, va_arg(ap, double)); break;
+    case 'd': fprintf(f, "%d", va_arg(ap, int)); break;
+    case 'L': fprintf(f, "%lld", va_arg(ap, long long)); break;
+    case 'b': fputs(va_arg(ap, int) ? "true" : "false", f); break;
+    case 'r': fputs(va_arg(ap, const char *), f); break;
+    case '%': fputc('%', f); break;
+    default: assert(!"kiln_cli__jprintf: unknown conversion"); p--; break;
     }
   }
+  va_end(ap);
 }
 
-void kiln_cli__inputs_free(kiln_cli__inputs *b) {
-  if (!b) return;
-  for (int i = 0; i < b->n; i++) kiln_tensor_free(b->t ? b->t[i] : NULL);
-  free(b->t);
-  free(b->info);
-  free(b->random);
-  memset(b, 0, sizeof *b);
+void kiln_cli__json_str_or_null(FILE *f, const char *s) {
+  if (s) kiln_cli__json_str(f, s);
+  else fputs("null", f);
 }
 
-int kiln_cli__bind_inputs(kiln_model *m, const char *const *args, int nargs, uint64_t seed, kiln_cli__inputs *b) {
-  kiln_error err = {0};
-  b->n = kiln_model_num_inputs(m);
-  b->info = calloc((size_t)b->n + 1, sizeof *b->info);
-  b->t = calloc((size_t)b->n + 1, sizeof *b->t);
-  b->random = calloc((size_t)b->n + 1, sizeof *b->random);
-  if (!b->info || !b->t || !b->random) { kiln_cli__error("out of memory"); return 1; }
-  for (int i = 0; i < b->n; i++) kiln_model_input_info(m, i, &b->info[i]);
-  /* named bindings first, then bare files in order */
-  for (int pass = 0; pass < 2; pass++) {
-    for (int a = 0; a < nargs; a++) {
-      const char *arg = args[a], *eq = strchr(arg, '='), *file = arg;
-      struct stat st;
-      int idx = -1;
-      bool named = eq && eq != arg && stat(arg, &st) != 0; /* "x=y.npy" is a file name only if it exists */
-      if (named) {
-        if (pass == 1) continue;
-        file = eq + 1;
-        for (int i = 0; i < b->n; i++)
-          if (strlen(b->info[i].name) == (size_t)(eq - arg) && !strncmp(b->info[i].name, arg, (size_t)(eq - arg))) idx = i;
-        if (idx < 0) { kiln_cli__error("--input %s: the model has no input named '%.*s'", arg, (int)(eq - arg), arg); return 2; }
-        if (b->t[idx]) { kiln_cli__error("--input %s: input '%s' is bound twice", arg, b->info[idx].name); return 2; }
-      } else {
-        if (pass == 0) continue;
-        for (int i = 0; i < b->n && idx < 0; i++) if (!b->t[i]) idx = i;
-        if (idx < 0) { kiln_cli__error("--input %s: every input is already bound", arg); return 2; }
-      }
-      int rc = kiln_tensor_read(file, &b->t[idx], &err);
-      if (rc) return kiln_cli__fail(&err, rc);
-    }
-  }
-  uint64_t rng = seed;
-  for (int i = 0; i < b->n; i++) {
-    if (b->t[i]) continue;
-    kiln_value_info *vi = &b->info[i];
-    if (vi->rank < 0) { kiln_cli__error("input '%s' has no declared shape: bind it with --shape %s=D0,D1,... or --input", vi->name, vi->name); return 2; }
-    int64_t dims[KILN_MAX_RANK];
-    for (int k = 0; k < vi->rank; k++) {
-      dims[k] = vi->dims[k];
-      if (dims[k] < 0) {
-        kiln_cli__error("input '%s' dimension %d%s%s%s is not known: bind it with --shape", vi->name, k, vi->dim_names[k] ? " ('" : "",
-                        vi->dim_names[k] ? vi->dim_names[k] : "", vi->dim_names[k] ? "')" : "");
-        return 2;
-      }
-    }
-    if (kiln_dtype_size(vi->dtype) == 0) { kiln_cli__error("input '%s' has dtype %s, which kiln cannot generate", vi->name, kiln_dtype_name(vi->dtype)); return 2; }
-    if (!(b->t[i] = kiln_tensor_new(vi->dtype, vi->rank, dims))) { kiln_cli__error("input '%s': tensor too large", vi->name); return 2; }
-    fill_random(b->t[i], &rng);
-    b->random[i] = true;
-  }
-  return 0;
+int kiln_cli__cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
 }
 
-int kiln_cli__set_inputs(kiln_session *s, const kiln_cli__inputs *b) {
-  kiln_error err = {0};
-  for (int i = 0; i < b->n; i++) {
-    int rc = kiln_session_set_input(s, b->info[i].name, b->t[i], &err);
-    if (rc) return kiln_cli__fail(&err, rc);
-  }
-  return 0;
-}
-
-int kiln_cli__open_db(const char *explicit_path, int flags, kiln_db **db) {
+int kiln_cli__open_db(const char *explicit_path, int flags, bool shared, kiln_db **db) {
   char buf[4096];
   const char *path = explicit_path ? explicit_path : kiln_db_default_path(buf, sizeof buf);
+  const char *list = shared ? getenv("KILN_DB_PATH") : NULL;
+  bool have_shared = list && *list;
   struct stat st;
   kiln_error err = {0};
   *db = NULL;
-  if (!explicit_path && !(flags & KILN_DB_CREATE) && stat(path, &st) != 0) return 0;
+  if (!explicit_path && !have_shared && !(flags & KILN_DB_CREATE) && stat(path, &st) != 0) return 0;
+  if (have_shared && !explicit_path) flags |= KILN_DB_CREATE; /* shared databases layer on a user database */
   int rc = kiln_db_open(path, flags, db, &err);
+  if (!rc && have_shared && (rc = kiln_db_attach_path_list(*db, list, &err)) != 0) {
+    kiln_db_close(*db);
+    *db = NULL;
+    return kiln_cli__fail(&err, rc);
+  }
   if (rc == KILN_ENOTFOUND) { kiln_cli__error("--db %s: no such tuning database (create one with `kiln tune`)", path); return 2; }
   if (rc) return kiln_cli__fail(&err, rc);
   return 0;

@@ -6,21 +6,15 @@
  * download of outputs). */
 #include "kiln_cli.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define CMD "bench"
 
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 /* Quantile q of sorted v[0..n) with linear interpolation. */
@@ -72,7 +66,7 @@ static int prof_add(prof *p, kiln_session *s, int run) {
 
 static double median_of(double *v, int n) {
   if (n <= 0) return NAN;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  qsort(v, (size_t)n, sizeof *v, kiln_cli__cmp_double);
   return quantile(v, n, 0.5);
 }
 
@@ -141,80 +135,62 @@ static void prof_free(prof *p) {
   free(p->total);
 }
 
-#define usage(...) kiln_cli__usage(CMD, KILN_CLI_BENCH_SYNOPSIS, __VA_ARGS__)
+typedef struct bench_args {
+  kiln_cli_list pos, inputs;
+  kiln_cli_shapes shapes;
+  bool json, nofusion, profile;
+  uint64_t seed, repeat, warmup;
+  double duration;
+  const char *dbpath, *devsel;
+} bench_args;
 
-int kiln_cli_bench(int argc, char **argv) {
-  const char *path = NULL, *devsel = getenv("KILN_DEVICE"), *dbpath = NULL, *v;
-  const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
-  int ninputs = 0, nshapes = 0, rc = 0;
-  bool json = false, nofusion = false, profile = false;
-  uint64_t seed = 0, repeat = 20, warmup = 2;
-  double duration = 0;
-  kiln_shape_binding shapes[64];
-  char shape_names[64][256];
-  if (!inputs) { kiln_cli__error("out of memory"); return 1; }
-  for (int i = 0; i < argc && !rc; i++) {
-    int r;
-    char why[512];
-    if (!strcmp(argv[i], "--json")) json = true;
-    else if (!strcmp(argv[i], "--no-fusion")) nofusion = true;
-    else if (!strcmp(argv[i], "--profile")) profile = true;
-    else if ((r = kiln_cli__opt_val(argc, argv, &i, "--input", &v)) != 0) {
-      if (r < 0) rc = usage("--input needs a value NAME=FILE or FILE");
-      else inputs[ninputs++] = v;
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--shape", &v)) != 0) {
-      if (r < 0) rc = usage("--shape needs a value NAME=D0,D1,...");
-      else if (nshapes == 64) rc = usage("too many --shape options");
-      else if (!kiln_cli__parse_shape(v, &shapes[nshapes], shape_names[nshapes], sizeof shape_names[0], why, sizeof why)) rc = usage("%s", why);
-      else nshapes++;
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--seed", &v)) != 0) {
-      if (r < 0 || !kiln_cli__parse_u64(v, &seed)) rc = usage("--seed needs a non-negative integer");
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--repeat", &v)) != 0) {
-      if (r < 0 || !kiln_cli__parse_u64(v, &repeat) || repeat < 1 || repeat > 1000000) rc = usage("--repeat needs an integer from 1 to 1000000");
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--warmup", &v)) != 0) {
-      if (r < 0 || !kiln_cli__parse_u64(v, &warmup) || warmup > 1000) rc = usage("--warmup needs an integer from 0 to 1000");
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--duration", &v)) != 0) {
-      char *end = NULL;
-      duration = r < 0 ? -1 : strtod(v, &end);
-      if (r < 0 || !end || *end || !(duration > 0) || !isfinite(duration)) rc = usage("--duration needs a positive number of seconds");
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--db", &v)) != 0) {
-      if (r < 0 || !*v) rc = usage("--db needs a file");
-      else dbpath = v;
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--device", &v)) != 0) {
-      if (r < 0) rc = usage("--device needs a value");
-      else devsel = v;
-    } else if (argv[i][0] == '-' && argv[i][1]) rc = usage("unknown option '%s'", argv[i]);
-    else if (path) rc = usage("unexpected argument '%s' (inputs are given with --input)", argv[i]);
-    else path = argv[i];
-  }
-  if (!rc && !path) rc = usage("no model given");
-  if (rc) { free(inputs); return rc; }
+#define A bench_args
+static const kiln_cli_opt OPTS[] = {
+  KILN_OPT_DB(A, dbpath, "tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db if it exists)"),
+  {.name = "--repeat", .kind = KILN_OPT_INT, .off = offsetof(A, repeat), .value = "N", .min = 1, .max = 1000000,
+   .err = "--repeat needs an integer from 1 to 1000000", .help = "timed runs (default 20; fewer when --duration runs out first)"},
+  {.name = "--warmup", .kind = KILN_OPT_INT, .off = offsetof(A, warmup), .value = "N", .max = 1000, .err = "--warmup needs an integer from 0 to 1000",
+   .help = "untimed runs first (default 2; the first plans the model and compiles kernels)"},
+  {.name = "--duration", .kind = KILN_OPT_DOUBLE, .off = offsetof(A, duration), .value = "SECONDS", .open = true, .finite = true,
+   .err = "--duration needs a positive number of seconds", .help = "stop timing after this long (at least one timed run; default: no limit)"},
+  KILN_OPT_INPUTS(A, inputs, "bind an input from a .pb or .npy file; other inputs are random\n"
+           "(uniform [-1,1) floats, integers 0..9)"),
+  KILN_OPT_SHAPES(A, shapes, "bind an input's shape or a symbolic dimension"),
+  KILN_OPT_SEED(A, seed, "seed for random inputs (default 0)"),
+  KILN_OPT_DEVICE(A, devsel, KILN_CLI_DEVICE_HELP),
+  KILN_OPT_NOFUSION(A, nofusion, "run every node as its own kernel (for comparison)"),
+  {.name = "--profile", .kind = KILN_OPT_FLAG, .off = offsetof(A, profile),
+   .help = "time every node's kernels in each run (profiling events) and print the\n"
+           "slowest nodes (median), device-busy time and kernel span per run"},
+  KILN_OPT_JSON(A, json, "print one JSON object on stdout and nothing else"),
+};
+#undef A
 
+static int cmd_bench(int argc, char **argv) {
+  bench_args a = {.repeat = 20, .warmup = 2};
+  int rc = kiln_cli_parse(&kiln_cli_cmd_bench, argc, argv, &a);
+  if (rc) return kiln_cli_parse_exit(rc);
+  const char *path = a.pos.v[0], *devsel = a.devsel, *dbpath = a.dbpath;
+  bool json = a.json, nofusion = a.nofusion, profile = a.profile;
+  uint64_t repeat = a.repeat, warmup = a.warmup;
+  double duration = a.duration;
   kiln_error err = {0};
-  kiln_model *m = NULL;
-  kiln_device *d = NULL;
-  kiln_session *s = NULL;
-  kiln_db *db = NULL;
-  kiln_cli__inputs b = {0};
+  kiln_cli__ctx x = {0};
   kiln_model_stats mst = {0};
   kiln_param_stats ps = {0};
   kiln_run_stats rs = {0};
   double *ms = calloc((size_t)repeat, sizeof *ms), first_ms = NAN, load_s = 0, plan_s = 0;
   prof pf = {0};
-  kiln_load_options lo = {.shapes = shapes, .nshapes = nshapes};
   if (!ms) { kiln_cli__error("out of memory"); rc = 1; goto done; }
   double t0 = now_s();
-  if ((rc = kiln_model_load(path, &lo, &m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_model_check_supported(m, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+  kiln_cli__load lo = {.path = path, .shapes = &a.shapes, .inputs = &a.inputs, .random = true, .seed = a.seed};
+  if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
   load_s = now_s() - t0;
-  if ((rc = kiln_cli__bind_inputs(m, inputs, ninputs, seed, &b)) != 0) goto done;
-  if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  kiln_cli__note_cpu_fallback(d, devsel);
-  if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_cli__open_db(dbpath, 0, &db)) != 0) goto done;
-  if (db && (rc = kiln_session_set_db(s, db, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
-  if ((rc = kiln_cli__set_inputs(s, &b)) != 0) goto done;
-  if (nofusion) kiln_session_set_fusion(s, 0);
+  if ((rc = kiln_cli__open_db(dbpath, 0, false, &x.db)) != 0) goto done;
+  if ((rc = kiln_cli__ctx_session(&x, devsel, KILN_CLI_NOTE_CPU | (nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) goto done;
+  kiln_session *s = x.s;
+  const kiln_db *db = x.db;
+  const kiln_cli__inputs b = x.b;
   if (profile) kiln_session_set_profiling(s, 1);
 
   /* warm-up: the first run plans the model and compiles its kernels */
@@ -236,13 +212,13 @@ int kiln_cli_bench(int argc, char **argv) {
     if (duration > 0 && wall >= duration) break;
   }
   if (warmup == 0) first_ms = ms[0];
-  kiln_model_get_stats(m, &mst);
+  kiln_model_get_stats(x.m, &mst);
   kiln_session_param_stats(s, &ps);
 
   double *sorted = malloc(sizeof(double) * (size_t)n), sum = 0, sq = 0;
   if (!sorted) { kiln_cli__error("out of memory"); rc = 1; goto done; }
   memcpy(sorted, ms, sizeof(double) * (size_t)n);
-  qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+  qsort(sorted, (size_t)n, sizeof *sorted, kiln_cli__cmp_double);
   for (int k = 0; k < n; k++) { sum += ms[k]; sq += ms[k] * ms[k]; }
   double mean = sum / n, sd = n > 1 ? sqrt(fmax(0, (sq - n * mean * mean) / (n - 1))) : 0;
   double mn = sorted[0], med = quantile(sorted, n, 0.5), p90 = quantile(sorted, n, 0.9), mx = sorted[n - 1];
@@ -251,7 +227,7 @@ int kiln_cli_bench(int argc, char **argv) {
   double ips = sum > 0 ? 1e3 * n / sum : 0;
   double gflops = mst.flops > 0 && med > 0 ? mst.flops / (med * 1e6) : NAN;
   free(sorted);
-  const kiln_device_info *di = kiln_device_get_info(d);
+  const kiln_device_info *di = kiln_device_get_info(x.d);
 
   if (json) {
     FILE *o = stdout;
@@ -295,12 +271,10 @@ int kiln_cli_bench(int argc, char **argv) {
   if (profile && !json) prof_print(&pf, n);
 done:
   prof_free(&pf);
-  kiln_cli__inputs_free(&b);
-  kiln_session_free(s);
-  kiln_db_close(db);
-  kiln_device_close(d);
-  kiln_model_free(m);
+  kiln_cli__ctx_free(&x);
   free(ms);
-  free(inputs);
   return rc;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_bench = {.name = "bench", .fn = cmd_bench, .flags = KILN_CLI_NEEDS_DEVICE, KILN_CLI_MODEL_ARG(bench_args), .extra_hint = " (inputs are given with --input)", KILN_CLI_OPTS(OPTS),
+  .summary = "measure a model's latency distribution (min, median, p90) and throughput on this device"};

@@ -1,243 +1,54 @@
 /* cmd_db.c: `kiln db ...`, the tuning-database subcommands: list, show,
- * stats, coverage, export, import, merge, verify, prune. Self-contained
- * option parsing; uses kiln.h and db/kiln_db.h only. Errors are one line
+ * stats, coverage, export, import, merge, verify, prune, each with its own
+ * option table (cli/opts.h); uses kiln.h and db/kiln_db.h only. Errors are one line
  * "kiln: error: <message>" on stderr; exit 2 for bad input (arguments,
  * missing, refused or corrupt files), 1 for other failures (a check that
  * finds problems, OpenCL errors). Every subcommand takes --json. */
-#include "kiln.h"
+#include "kiln_cli.h"
 #include "kiln_db.h"
-#include <errno.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define EXIT_USAGE 2
-
-int kiln_cli_db(int argc, char **argv);
-
-static void db_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void db_error(const char *fmt, ...) {
-  char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  for (char *p = msg; *p; p++) if (*p == '\n' || *p == '\r') *p = ' ';
-  fflush(stdout);
-  fprintf(stderr, "kiln: error: %s\n", msg);
-}
-
-static int exit_for(int status) {
-  switch (status) {
-  case KILN_OK: return 0;
-  case KILN_EPARSE: case KILN_EUNSUPPORTED: case KILN_ESHAPE: case KILN_ENOTFOUND:
-  case KILN_ENODEVICE: case KILN_EIO: case KILN_ELIMIT: case KILN_EINVAL: case KILN_EDB:
-    return EXIT_USAGE;
-  default: return 1;
-  }
-}
-
-static int fail_err(const kiln_error *err, int status) {
-  db_error("%s", err->msg[0] ? err->msg : kiln_strerror(status));
-  return exit_for(status);
-}
-
-static int usage(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* ---- help ----------------------------------------------------------------- */
-
-static const struct sub_help { const char *name, *synopsis, *summary; } SUBS[] = {
-  {"list", "[FILE] [--json]", "devices in the database with their record counts"},
-  {"show", "[FILE] [--device SEL] [--family NAME] [--all] [--json]", "per kernel instance the best record (--all: every record)"},
-  {"stats", "[FILE] [--json]", "schema, counts by origin and status, disagreements, size, integrity"},
-  {"coverage", "MODEL.onnx [--db FILE] [--device SEL] [--shape NAME=D0,...]... [--json]",
-   "which of the model's kernel instances have records for this device, and from where"},
-  {"export", "[FILE] [--device SEL] -o OUT [--no-binaries] [--json]", "write a new database with one device's (or all) records"},
-  {"import", "FILE [--db FILE] [--json]", "merge a shared file into the user database (records become origin \"imported\")"},
-  {"merge", "A B [C...] -o OUT [--no-binaries] [--json]", "merge databases by evidence into a new file"},
-  {"verify", "FILE [--retime MODEL.onnx]... [--device SEL] [--shape NAME=D0,...]... [--json]",
-   "integrity and consistency checks; --retime times the file's records for this device on a model"},
-  {"prune", "[FILE] [--stale] [--binaries] [--json]", "drop demoted records, orphaned markers and devices (--stale: other kiln versions)"},
-};
-
-static void print_help(FILE *f) {
-  fprintf(f, "usage: kiln db <subcommand> [options]\n\nTuning databases: inspect, share, merge and check them.\n\nsubcommands:\n");
-  for (size_t i = 0; i < sizeof SUBS / sizeof SUBS[0]; i++) fprintf(f, "  %-9s %s\n            %s\n", SUBS[i].name, SUBS[i].synopsis, SUBS[i].summary);
-  fprintf(f, "\nFILE defaults to --db FILE, $KILN_DB, else ~/.cache/kiln/tuning.db (the user database).\n"
-             "Shared read-only databases: KILN_DB_PATH=file1:file2 (consulted by coverage, after the user database).\n"
-             "--device SEL: for show/export a device row (id from `kiln db list` or a substring of its fingerprint);\n"
-             "for coverage/verify the OpenCL device (index, P:D or name substring, default $KILN_DEVICE).\n"
-             "Merging keeps, per device fingerprint and candidate, the record with the better evidence; measurements\n"
-             "that disagree beyond their noise are both kept and flagged; other kiln/kernel versions are kept as priors.\n"
-             "exit status: 0 ok, 2 bad arguments or a missing, refused or corrupt file, 1 other failures.\n");
-}
-
-static int usage(const char *sub, const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  db_error("%s", msg);
-  for (size_t i = 0; sub && i < sizeof SUBS / sizeof SUBS[0]; i++)
-    if (!strcmp(SUBS[i].name, sub)) fprintf(stderr, "usage: kiln db %s %s\n", sub, SUBS[i].synopsis);
-  if (!sub) fprintf(stderr, "usage: kiln db <list|show|stats|coverage|export|import|merge|verify|prune> [options]   (see 'kiln db --help')\n");
-  return EXIT_USAGE;
-}
+#define db_error kiln_cli__error
+#define fail_err kiln_cli__fail
 
 /* ---- JSON ----------------------------------------------------------------- */
 
-static void jstr(const char *s) {
-  putchar('"');
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') printf("\\%c", *p);
-    else if (*p == '\n') fputs("\\n", stdout);
-    else if (*p == '\t') fputs("\\t", stdout);
-    else if (*p < 0x20) printf("\\u%04x", *p);
-    else putchar(*p);
-  }
-  putchar('"');
-}
-static void jnum(double v) {
-  if (isfinite(v)) printf("%.9g", v);
-  else fputs("null", stdout);
-}
-static void jkey(const char *k, bool first) { printf("%s\"%s\":", first ? "" : ",", k); }
+static void jstr(const char *s) { kiln_cli__json_str(stdout, s); }
 
 static void json_record(int64_t device, const kiln_record *r) {
-  printf("{\"device\":%lld", (long long)device);
-  jkey("family", 0); jstr(r->family);
-  jkey("dtype", 0); jstr(kiln_dtype_name(r->dtype));
-  jkey("shape_key", 0); jstr(r->shape_key);
-  jkey("epilogue", 0); jstr(r->epilogue);
-  jkey("params", 0); jstr(r->params);
-  jkey("median_ns", 0); jnum(r->median_ns);
-  jkey("min_ns", 0); if (r->min_ns > 0) jnum(r->min_ns); else printf("null");
-  jkey("spread", 0); jnum(r->spread);
-  printf(",\"samples\":%d", r->samples);
-  jkey("max_err", 0); jnum(r->max_err);
-  jkey("status", 0); jstr(r->status);
-  jkey("origin", 0); jstr(r->origin);
-  jkey("source_hash", 0); jstr(r->source_hash);
-  jkey("kiln_version", 0); jstr(r->kiln_version);
-  jkey("source_db", 0); jstr(r->source_db);
-  printf(",\"alt\":%d,\"disagree\":%s,\"verified\":%s,\"retimed\":%s,\"looks\":%d,\"verified_ns\":", r->alt,
-         r->flags & KILN_REC_DISAGREE ? "true" : "false", r->flags & KILN_REC_VERIFIED ? "true" : "false",
-         r->flags & KILN_REC_RETIMED ? "true" : "false", 1 + !!(r->flags & KILN_REC_SECOND) + !!(r->flags & KILN_REC_THIRD));
-  if (r->verified_ns > 0) jnum(r->verified_ns); else printf("null");
-  printf(",\"created\":%lld}", (long long)r->created);
+  kiln_cli__jprintf(stdout, "{\"device\":%L,\"family\":%s,\"dtype\":%s,\"shape_key\":%s,\"epilogue\":%s,\"params\":%s,", (long long)device,
+                    r->family, kiln_dtype_name(r->dtype), r->shape_key, r->epilogue, r->params);
+  kiln_cli__jprintf(stdout, "\"median_ns\":%g,\"min_ns\":%g,\"spread\":%g,\"samples\":%d,\"max_err\":%g,\"status\":%s,\"origin\":%s,",
+                    r->median_ns, r->min_ns > 0 ? r->min_ns : NAN, r->spread, r->samples, r->max_err, r->status, r->origin);
+  kiln_cli__jprintf(stdout, "\"source_hash\":%s,\"kiln_version\":%s,\"source_db\":%s,\"alt\":%d,\"disagree\":%b,\"verified\":%b,\"retimed\":%b,",
+                    r->source_hash, r->kiln_version, r->source_db, r->alt, (r->flags & KILN_REC_DISAGREE) != 0, (r->flags & KILN_REC_VERIFIED) != 0,
+                    (r->flags & KILN_REC_RETIMED) != 0);
+  kiln_cli__jprintf(stdout, "\"looks\":%d,\"verified_ns\":%g,\"created\":%L}", 1 + !!(r->flags & KILN_REC_SECOND) + !!(r->flags & KILN_REC_THIRD),
+                    r->verified_ns > 0 ? r->verified_ns : NAN, (long long)r->created);
 }
 
-/* ---- option parsing --------------------------------------------------------- */
+/* ---- arguments ---------------------------------------------------------------- */
 
-/* "--name VALUE" / "--name=VALUE": 1 and *val on a match, 0 if not this
- * option, -1 if the value is missing. */
-static int optv(int argc, char **argv, int *i, const char *name, const char **val) {
-  const char *a = argv[*i];
-  size_t n = strlen(name);
-  if (strncmp(a, name, n) != 0) return 0;
-  if (a[n] == '=') { *val = a + n + 1; return 1; }
-  if (a[n] != 0) return 0;
-  if (*i + 1 >= argc) return -1;
-  *val = argv[++*i];
-  return 1;
-}
-
+/* The arguments of every subcommand; each one's table fills what it takes. */
 typedef struct dbargs {
-  const char *sub;
+  const kiln_cli_cmd *sub;
+  kiln_cli_list pos, retime;
+  kiln_cli_shapes shapes;
   bool json, all, stale, binaries, no_binaries;
-  const char *file, *db, *out, *device, *family;
-  const char *pos[64];
-  int npos;
-  const char *retime[16];
-  int nretime;
-  kiln_shape_binding shapes[32];
-  char shape_names[32][256];
-  int nshapes;
+  const char *db, *out, *device, *family;
+  kiln_db *h;           /* the subcommand's database, for those cmd_db opens read-only */
+  const char *path;     /* its path */
+  char pathbuf[4096];
 } dbargs;
-
-static bool parse_dims(const char *arg, kiln_shape_binding *b, char *nm, size_t nl) {
-  const char *eq = strchr(arg, '=');
-  if (!eq || eq == arg || (size_t)(eq - arg) >= nl) return false;
-  memcpy(nm, arg, (size_t)(eq - arg));
-  nm[eq - arg] = 0;
-  b->name = nm;
-  b->rank = 0;
-  const char *p = eq + 1;
-  while (*p) {
-    char *end;
-    if (*p < '0' || *p > '9' || b->rank == KILN_MAX_RANK) return false;
-    errno = 0;
-    long long d = strtoll(p, &end, 10);
-    if (errno || (*end && *end != ',')) return false;
-    b->dims[b->rank++] = d;
-    p = *end ? end + 1 : end;
-  }
-  return true;
-}
-
-/* Parses the options every subcommand knows (each then rejects what it does not use). */
-static int parse_args(const char *sub, int argc, char **argv, dbargs *a) {
-  memset(a, 0, sizeof *a);
-  a->sub = sub;
-  for (int i = 0; i < argc; i++) {
-    const char *v;
-    int r;
-    if (!strcmp(argv[i], "--json")) a->json = true;
-    else if (!strcmp(argv[i], "--all")) a->all = true;
-    else if (!strcmp(argv[i], "--stale")) a->stale = true;
-    else if (!strcmp(argv[i], "--binaries")) a->binaries = true;
-    else if (!strcmp(argv[i], "--no-binaries")) a->no_binaries = true;
-    else if ((r = optv(argc, argv, &i, "--db", &v)) != 0) { if (r < 0 || !*v) return usage(sub, "--db needs a file"); a->db = v; }
-    else if ((r = optv(argc, argv, &i, "-o", &v)) != 0 || (r = optv(argc, argv, &i, "--output", &v)) != 0) {
-      if (r < 0 || !*v) return usage(sub, "-o needs a file");
-      a->out = v;
-    } else if ((r = optv(argc, argv, &i, "--device", &v)) != 0) { if (r < 0) return usage(sub, "--device needs a value"); a->device = v; }
-    else if ((r = optv(argc, argv, &i, "--family", &v)) != 0) { if (r < 0 || !*v) return usage(sub, "--family needs a name"); a->family = v; }
-    else if ((r = optv(argc, argv, &i, "--retime", &v)) != 0) {
-      if (r < 0 || !*v) return usage(sub, "--retime needs a model file");
-      if (a->nretime == 16) return usage(sub, "too many --retime models");
-      a->retime[a->nretime++] = v;
-    } else if ((r = optv(argc, argv, &i, "--shape", &v)) != 0) {
-      if (r < 0 || a->nshapes == 32 || !parse_dims(v, &a->shapes[a->nshapes], a->shape_names[a->nshapes], sizeof a->shape_names[0]))
-        return usage(sub, "--shape needs NAME=D0,D1,... with non-negative integers");
-      a->nshapes++;
-    } else if (argv[i][0] == '-' && argv[i][1]) return usage(sub, "unknown option '%s'", argv[i]);
-    else {
-      if (a->npos == 64) return usage(sub, "too many arguments");
-      a->pos[a->npos++] = argv[i];
-    }
-  }
-  return 0;
-}
-
-/* Rejects options a subcommand does not take; `allowed` lists them ("json,db,..."). */
-static int only(const dbargs *a, const char *allowed, int maxpos) {
-  struct { bool set; const char *name, *opt; } o[] = {
-    {a->all, "all", "--all"}, {a->stale, "stale", "--stale"}, {a->binaries, "binaries", "--binaries"},
-    {a->no_binaries, "no-binaries", "--no-binaries"}, {a->db != NULL, "db", "--db"}, {a->out != NULL, "o", "-o"},
-    {a->device != NULL, "device", "--device"}, {a->family != NULL, "family", "--family"}, {a->nretime > 0, "retime", "--retime"},
-    {a->nshapes > 0, "shape", "--shape"},
-  };
-  for (size_t i = 0; i < sizeof o / sizeof o[0]; i++) {
-    if (!o[i].set) continue;
-    char key[32];
-    snprintf(key, sizeof key, ",%s,", o[i].name);
-    char list[256];
-    snprintf(list, sizeof list, ",%s,", allowed);
-    if (!strstr(list, key)) return usage(a->sub, "option %s does not apply to `kiln db %s`", o[i].opt, a->sub);
-  }
-  if (a->npos > maxpos) return usage(a->sub, "unexpected argument '%s'", a->pos[maxpos]);
-  return 0;
-}
 
 /* The database a subcommand works on: FILE, --db, $KILN_DB, default. */
 static const char *db_path(const dbargs *a, char *buf, size_t len) {
-  if (a->npos > 0) return a->pos[0];
+  if (a->pos.n > 0) return a->pos.v[0];
   if (a->db) return a->db;
   return kiln_db_default_path(buf, len);
 }
@@ -256,13 +67,8 @@ typedef struct { bool json; int n; } list_ctx;
 static void list_one(const kiln_db_device_row *d, void *ctx) {
   list_ctx *c = ctx;
   if (c->json) {
-    printf("%s{\"id\":%lld", c->n ? "," : "", (long long)d->id);
-    jkey("name", 0); jstr(d->name);
-    jkey("vendor", 0); jstr(d->vendor);
-    jkey("platform", 0); jstr(d->platform);
-    jkey("driver", 0); jstr(d->driver);
-    jkey("fingerprint", 0); jstr(d->fingerprint);
-    jkey("family", 0); jstr(d->family);
+    kiln_cli__jprintf(stdout, "%r{\"id\":%L,\"name\":%s,\"vendor\":%s,\"platform\":%s,\"driver\":%s,\"fingerprint\":%s,\"family\":%s", c->n ? "," : "",
+                      (long long)d->id, d->name, d->vendor, d->platform, d->driver, d->fingerprint, d->family);
     printf(",\"records\":%lld,\"ok_records\":%lld,\"tuned_instances\":%lld,\"imported\":%lld,\"disagree\":%lld,\"demoted\":%lld,\"probe\":%s}",
            (long long)d->records, (long long)d->ok_records, (long long)d->tuned, (long long)d->imported, (long long)d->disagree,
            (long long)d->demoted, d->has_probe ? "true" : "false");
@@ -275,20 +81,14 @@ static void list_one(const kiln_db_device_row *d, void *ctx) {
 }
 
 static int cmd_list(dbargs *a) {
-  int rc = only(a, "db", 1);
-  if (rc) return rc;
-  char buf[4096];
-  const char *path = db_path(a, buf, sizeof buf);
-  kiln_db *db = NULL;
-  if ((rc = open_ro(path, &db)) != 0) return rc;
+  int rc = 0; /* a->h: opened read-only by cmd_db */
   kiln_error err = {0};
   list_ctx c = {.json = a->json};
-  if (a->json) { printf("{\"db\":"); jstr(path); printf(",\"devices\":["); }
-  else printf("%s\n%4s  %-40s %8s %8s %7s %8s %8s %7s  %s\n", path, "id", "device", "records", "ok", "tuned", "imported", "disagree", "demoted", "probe");
-  rc = kiln_db_each_device(db, list_one, &c, &err);
+  if (a->json) { printf("{\"db\":"); jstr(a->path); printf(",\"devices\":["); }
+  else printf("%s\n%4s  %-40s %8s %8s %7s %8s %8s %7s  %s\n", a->path, "id", "device", "records", "ok", "tuned", "imported", "disagree", "demoted", "probe");
+  rc = kiln_db_each_device(a->h, list_one, &c, &err);
   if (a->json) printf("]}\n");
   else if (!c.n) printf("(no devices)\n");
-  kiln_db_close(db);
   return rc ? fail_err(&err, rc) : 0;
 }
 
@@ -333,43 +133,31 @@ static void show_one(int64_t device, const kiln_record *r, void *ctx) {
 }
 
 static int cmd_show(dbargs *a) {
-  int rc = only(a, "db,device,family,all", 1);
-  if (rc) return rc;
-  char buf[4096];
-  const char *path = db_path(a, buf, sizeof buf);
-  kiln_db *db = NULL;
-  if ((rc = open_ro(path, &db)) != 0) return rc;
+  int rc = 0; /* a->h: opened read-only by cmd_db */
   kiln_error err = {0};
   int64_t dev = -1;
-  if (a->device && (rc = kiln_db_find_device(db, a->device, &dev, &err)) != 0) { kiln_db_close(db); return fail_err(&err, rc); }
+  if (a->device && (rc = kiln_db_find_device(a->h, a->device, &dev, &err)) != 0) return fail_err(&err, rc);
   show_ctx c = {.json = a->json, .all = a->all, .family = a->family, .last_dev = -1};
-  if (a->json) { printf("{\"db\":"); jstr(path); printf(",\"all\":%s,\"records\":[", a->all ? "true" : "false"); }
-  else if (!a->all) printf("%s: best record per kernel instance (--all: every record)\n%4s  %-7s %-6s %-44s %-34s %10s %s\n", path, "dev", "family", "dtype",
+  if (a->json) { printf("{\"db\":"); jstr(a->path); printf(",\"all\":%s,\"records\":[", a->all ? "true" : "false"); }
+  else if (!a->all) printf("%s: best record per kernel instance (--all: every record)\n%4s  %-7s %-6s %-44s %-34s %10s %s\n", a->path, "dev", "family", "dtype",
                            "instance", "parameters", "median us", "origin");
-  rc = kiln_db_each_record(db, dev, show_one, &c, &err);
+  rc = kiln_db_each_record(a->h, dev, show_one, &c, &err);
   if (a->json) printf("]}\n");
   else if (!c.n) printf("(no records)\n");
-  kiln_db_close(db);
   return rc ? fail_err(&err, rc) : 0;
 }
 
 /* ---- stats ------------------------------------------------------------------ */
 
 static int cmd_stats(dbargs *a) {
-  int rc = only(a, "db", 1);
-  if (rc) return rc;
-  char buf[4096];
-  const char *path = db_path(a, buf, sizeof buf);
-  kiln_db *db = NULL;
-  if ((rc = open_ro(path, &db)) != 0) return rc;
+  int rc = 0; /* a->h: opened read-only by cmd_db */
   kiln_error err = {0}, ierr = {0};
   kiln_db_stats s;
-  rc = kiln_db_stats_get(db, &s, &err);
-  int integ = rc ? 0 : kiln_db_integrity(db, &ierr);
-  kiln_db_close(db);
+  rc = kiln_db_stats_get(a->h, &s, &err);
+  int integ = rc ? 0 : kiln_db_integrity(a->h, &ierr);
   if (rc) return fail_err(&err, rc);
   if (a->json) {
-    printf("{\"db\":"); jstr(path);
+    printf("{\"db\":"); jstr(a->path);
     printf(",\"schema\":%d,\"schema_on_disk\":%d,\"devices\":%lld,\"records\":%lld,\"ok_records\":%lld,\"failed\":%lld,\"demoted\":%lld", s.schema,
            s.schema_on_disk, (long long)s.c.devices, (long long)s.c.records, (long long)s.c.ok_records, (long long)s.failed, (long long)s.demoted);
     printf(",\"measured\":%lld,\"imported\":%lld,\"predicted\":%lld,\"disagree\":%lld,\"verified\":%lld,\"other_version\":%lld", (long long)s.measured,
@@ -379,7 +167,7 @@ static int cmd_stats(dbargs *a) {
     jstr(integ ? ierr.msg : "ok");
     printf("}\n");
   } else {
-    printf("database:   %s\n", path);
+    printf("database:   %s\n", a->path);
     printf("schema:     v%d%s\n", s.schema_on_disk, s.schema_on_disk < s.schema ? " (older; read through an in-memory migration)" : "");
     printf("devices:    %lld\n", (long long)s.c.devices);
     printf("records:    %lld (%lld ok, %lld failed, %lld demoted)\n", (long long)s.c.records, (long long)s.c.ok_records, (long long)s.failed, (long long)s.demoted);
@@ -395,48 +183,18 @@ static int cmd_stats(dbargs *a) {
 
 /* ---- models on this device (coverage, verify --retime) ------------------------ */
 
-static uint64_t rng(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Loads a model and makes a session on d with seeded random inputs. */
 static int model_session(const char *path, const dbargs *a, kiln_device *d, kiln_model **m, kiln_session **s) {
   kiln_error err = {0};
-  kiln_load_options lo = {.shapes = a->shapes, .nshapes = a->nshapes};
+  kiln_load_options lo = {.shapes = a->shapes.b, .nshapes = a->shapes.n};
+  kiln_cli__inputs b = {0};
   int rc;
   if ((rc = kiln_model_load(path, &lo, m, &err)) != 0) return fail_err(&err, rc);
   if ((rc = kiln_model_check_supported(*m, &err)) != 0) return fail_err(&err, rc);
   if ((rc = kiln_session_create(*m, d, s, &err)) != 0) return fail_err(&err, rc);
-  uint64_t seed = 0;
-  for (int i = 0; i < kiln_model_num_inputs(*m); i++) {
-    kiln_value_info vi;
-    kiln_model_input_info(*m, i, &vi);
-    for (int k = 0; k < vi.rank; k++)
-      if (vi.dims[k] < 0) { db_error("%s: input '%s' has an unbound dimension; bind it with --shape", path, vi.name); return EXIT_USAGE; }
-    if (vi.rank < 0) { db_error("%s: input '%s' has an unknown rank; bind it with --shape", path, vi.name); return EXIT_USAGE; }
-    kiln_tensor *t = kiln_tensor_new(vi.dtype, vi.rank, vi.dims);
-    if (!t) { db_error("%s: input '%s': unsupported type or shape", path, vi.name); return EXIT_USAGE; }
-    int64_t n = kiln_tensor_numel(t);
-    for (int64_t k = 0; k < n; k++) {
-      uint64_t r = rng(&seed);
-      double u = (double)(r >> 11) * 0x1.0p-53 * 2.0 - 1.0;
-      switch (t->dtype) {
-      case KILN_DT_FLOAT: ((float *)t->data)[k] = (float)u; break;
-      case KILN_DT_DOUBLE: ((double *)t->data)[k] = u; break;
-      case KILN_DT_INT64: ((int64_t *)t->data)[k] = (int64_t)(r % 10); break;
-      case KILN_DT_INT32: ((int32_t *)t->data)[k] = (int32_t)(r % 10); break;
-      case KILN_DT_BOOL: case KILN_DT_UINT8: ((uint8_t *)t->data)[k] = (uint8_t)(r & 1); break;
-      default: break; /* zeros */
-      }
-    }
-    rc = kiln_session_set_input(*s, vi.name, t, &err);
-    kiln_tensor_free(t);
-    if (rc) return fail_err(&err, rc);
-  }
-  return 0;
+  if ((rc = kiln_cli__bind_inputs(*m, NULL, 0, true, 0, NULL, &b)) == 0) rc = kiln_cli__set_inputs(*s, &b);
+  kiln_cli__inputs_free(&b);
+  return rc;
 }
 
 /* ---- coverage --------------------------------------------------------------- */
@@ -451,10 +209,8 @@ static const char *cov_source(const kiln_coverage *c, char *buf, size_t n) {
 }
 
 static int cmd_coverage(dbargs *a) {
-  int rc = only(a, "db,device,shape", 1);
-  if (rc) return rc;
-  if (a->npos < 1) return usage(a->sub, "no model given");
-  const char *model = a->pos[0];
+  int rc = 0;
+  const char *model = a->pos.v[0];
   char buf[4096];
   const char *path = a->db ? a->db : kiln_db_default_path(buf, sizeof buf);
   kiln_error err = {0};
@@ -466,7 +222,7 @@ static int cmd_coverage(dbargs *a) {
   int n = 0;
   if ((rc = open_ro(path, &db)) != 0) return rc;
   if ((rc = kiln_db_attach_path_list(db, getenv("KILN_DB_PATH"), &err)) != 0) { rc = fail_err(&err, rc); goto done; }
-  const char *devsel = a->device ? a->device : getenv("KILN_DEVICE");
+  const char *devsel = a->device; /* --device, else $KILN_DEVICE (the option table) */
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
   if ((rc = model_session(model, a, d, &m, &s)) != 0) goto done;
   if ((rc = kiln_db_coverage(s, db, &cv, &n, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
@@ -482,18 +238,12 @@ static int cmd_coverage(dbargs *a) {
     printf("],\"instances\":%d,\"covered\":%d,\"measured_here\":%d,\"kernels\":[", n, found, local);
     for (int i = 0; i < n; i++) {
       kiln_coverage *c = &cv[i];
-      printf("%s{\"family\":", i ? "," : ""); jstr(c->family);
-      jkey("dtype", 0); jstr(c->dtype);
-      jkey("shape_key", 0); jstr(c->shape_key);
-      jkey("epilogue", 0); jstr(c->epilogue);
-      printf(",\"nodes\":%d,\"found\":%s,\"exact\":%s,\"local\":%s,\"layer\":%d,\"needs_verify\":%s,\"tuned_marker\":%s,\"priors\":%d", c->nodes,
-             c->found ? "true" : "false", c->exact ? "true" : "false", c->local ? "true" : "false", c->layer, c->needs_verify ? "true" : "false",
-             c->tuned_marker ? "true" : "false", c->priors);
-      jkey("params", 0); if (c->found) jstr(c->params); else printf("null");
-      jkey("origin", 0); if (c->found) jstr(c->origin); else printf("null");
-      jkey("from", 0); if (c->found) jstr(c->from); else printf("null");
-      jkey("median_ns", 0); if (c->found) jnum(c->median_ns); else printf("null");
-      printf(",\"disagree\":%s}", c->flags & KILN_REC_DISAGREE ? "true" : "false");
+      kiln_cli__jprintf(stdout, "%r{\"family\":%s,\"dtype\":%s,\"shape_key\":%s,\"epilogue\":%s,\"nodes\":%d,\"found\":%b,\"exact\":%b,\"local\":%b,",
+                        i ? "," : "", c->family, c->dtype, c->shape_key, c->epilogue, c->nodes, c->found != 0, c->exact != 0, c->local != 0);
+      kiln_cli__jprintf(stdout, "\"layer\":%d,\"needs_verify\":%b,\"tuned_marker\":%b,\"priors\":%d,\"params\":%z,\"origin\":%z,\"from\":%z,",
+                        c->layer, c->needs_verify != 0, c->tuned_marker != 0, c->priors, c->found ? c->params : NULL, c->found ? c->origin : NULL,
+                        c->found ? c->from : NULL);
+      kiln_cli__jprintf(stdout, "\"median_ns\":%g,\"disagree\":%b}", c->found ? c->median_ns : NAN, (c->flags & KILN_REC_DISAGREE) != 0);
     }
     printf("]}\n");
   } else {
@@ -534,9 +284,8 @@ static void print_merge_stats(const kiln_merge_stats *s, bool json) {
 }
 
 static int cmd_export(dbargs *a) {
-  int rc = only(a, "db,device,o,no-binaries", 1);
-  if (rc) return rc;
-  if (!a->out) return usage(a->sub, "-o OUT is required");
+  int rc = 0;
+  if (!a->out) return kiln_cli_usage_error(a->sub, "-o OUT is required");
   char buf[4096];
   const char *path = db_path(a, buf, sizeof buf);
   kiln_db *db = NULL;
@@ -554,10 +303,8 @@ static int cmd_export(dbargs *a) {
 }
 
 static int cmd_import(dbargs *a) {
-  int rc = only(a, "db,no-binaries", 1);
-  if (rc) return rc;
-  if (a->npos < 1) return usage(a->sub, "no file given");
-  const char *file = a->pos[0];
+  int rc = 0;
+  const char *file = a->pos.v[0];
   char buf[4096];
   const char *path = a->db ? a->db : kiln_db_default_path(buf, sizeof buf);
   kiln_db *src = NULL, *db = NULL;
@@ -580,25 +327,23 @@ static int cmd_import(dbargs *a) {
 }
 
 static int cmd_merge(dbargs *a) {
-  int rc = only(a, "o,no-binaries", 64);
-  if (rc) return rc;
-  if (a->npos < 2) return usage(a->sub, "merge needs at least two files");
-  if (!a->out) return usage(a->sub, "-o OUT is required");
+  int rc = 0;
+  if (!a->out) return kiln_cli_usage_error(a->sub, "-o OUT is required");
   kiln_db *srcs[64] = {0};
-  for (int i = 0; i < a->npos && !rc; i++) rc = open_ro(a->pos[i], &srcs[i]);
+  for (int i = 0; i < a->pos.n && !rc; i++) rc = open_ro(a->pos.v[i], &srcs[i]);
   kiln_error err = {0};
   kiln_merge_stats st;
   kiln_merge_options o = {.device = -1, .no_binaries = a->no_binaries};
-  int lrc = rc ? 0 : kiln_db_write_merged(a->out, srcs, a->npos, &o, &st, &err);
-  for (int i = 0; i < a->npos; i++) kiln_db_close(srcs[i]);
+  int lrc = rc ? 0 : kiln_db_write_merged(a->out, srcs, a->pos.n, &o, &st, &err);
+  for (int i = 0; i < a->pos.n; i++) kiln_db_close(srcs[i]);
   if (rc) return rc;
   if (lrc) return fail_err(&err, lrc);
   if (a->json) {
     printf("{\"inputs\":[");
-    for (int i = 0; i < a->npos; i++) { if (i) putchar(','); jstr(a->pos[i]); }
+    for (int i = 0; i < a->pos.n; i++) { if (i) putchar(','); jstr(a->pos.v[i]); }
     printf("],\"output\":"); jstr(a->out); putchar(','); print_merge_stats(&st, 1); printf("}\n");
   } else {
-    printf("merged %d files into %s\n", a->npos, a->out);
+    printf("merged %d files into %s\n", a->pos.n, a->out);
     print_merge_stats(&st, 0);
   }
   return 0;
@@ -615,10 +360,8 @@ static void print_problem(const char *p, void *ctx) {
 }
 
 static int cmd_verify(dbargs *a) {
-  int rc = only(a, "device,retime,shape", 1);
-  if (rc) return rc;
-  if (a->npos < 1) return usage(a->sub, "no file given");
-  const char *file = a->pos[0];
+  int rc = 0;
+  const char *file = a->pos.v[0];
   kiln_db *db = NULL;
   if ((rc = open_ro(file, &db)) != 0) return rc;
   kiln_error err = {0}, ierr = {0};
@@ -632,15 +375,15 @@ static int cmd_verify(dbargs *a) {
   bad = integ != 0 || np > 0;
   if (a->json) printf("],\"retimed\":[");
   kiln_device *d = NULL;
-  if (a->nretime && !integ) {
-    const char *devsel = a->device ? a->device : getenv("KILN_DEVICE");
+  if (a->retime.n && !integ) {
+    const char *devsel = a->device; /* --device, else $KILN_DEVICE (the option table) */
     if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { if (a->json) printf("]}\n"); kiln_db_close(db); return fail_err(&err, rc); }
-    for (int k = 0; k < a->nretime && !rc; k++) {
+    for (int k = 0; k < a->retime.n && !rc; k++) {
       kiln_model *m = NULL;
       kiln_session *s = NULL;
       kiln_verify_result *vr = NULL;
       int nv = 0;
-      if ((rc = model_session(a->retime[k], a, d, &m, &s)) == 0) {
+      if ((rc = model_session(a->retime.v[k], a, d, &m, &s)) == 0) {
         kiln_verify_options vo = {.dry_run = 1, .all = 1};
         if ((rc = kiln_verify_imported(s, db, &vo, &vr, &nv, &err)) != 0) rc = fail_err(&err, rc);
       }
@@ -650,14 +393,9 @@ static int cmd_verify(dbargs *a) {
         missed += !r->passed;
         if (a->json) {
           if (retimed > 1) putchar(',');
-          printf("{\"model\":"); jstr(a->retime[k]);
-          jkey("family", 0); jstr(r->family);
-          jkey("shape_key", 0); jstr(r->shape_key);
-          jkey("params", 0); jstr(r->params);
-          jkey("recorded_ns", 0); jnum(r->recorded_ns);
-          jkey("measured_ns", 0); jnum(r->measured_ns);
-          jkey("tolerance", 0); jnum(r->tolerance);
-          printf(",\"passed\":%s}", r->passed ? "true" : "false");
+          kiln_cli__jprintf(stdout, "{\"model\":%s,\"family\":%s,\"shape_key\":%s,\"params\":%s,\"recorded_ns\":%g,\"measured_ns\":%g,",
+                            a->retime.v[k], r->family, r->shape_key, r->params, r->recorded_ns, r->measured_ns);
+          kiln_cli__jprintf(stdout, "\"tolerance\":%g,\"passed\":%b}", r->tolerance, r->passed != 0);
         } else
           printf("retime %-7s %-44.44s %-30.30s recorded %10.1f us, now %10.1f us (tolerance %.0f%%): %s\n", r->family, r->shape_key, r->params,
                  r->recorded_ns / 1e3, r->measured_ns / 1e3, r->tolerance * 100, r->passed ? "ok" : "MISSES its recorded time");
@@ -671,7 +409,7 @@ static int cmd_verify(dbargs *a) {
   kiln_db_close(db);
   if (a->json) printf("],\"ok\":%s}\n", !bad && !missed && !rc ? "true" : "false");
   else if (!rc) {
-    if (a->nretime) printf("re-timed %d record%s on this device: %d within tolerance, %d missed\n", retimed, retimed == 1 ? "" : "s", retimed - missed, missed);
+    if (a->retime.n) printf("re-timed %d record%s on this device: %d within tolerance, %d missed\n", retimed, retimed == 1 ? "" : "s", retimed - missed, missed);
     printf("%s\n", bad || missed ? "verify: PROBLEMS FOUND" : "verify: ok");
   }
   if (rc) return rc;
@@ -684,8 +422,7 @@ static int cmd_verify(dbargs *a) {
 /* ---- prune -------------------------------------------------------------------- */
 
 static int cmd_prune(dbargs *a) {
-  int rc = only(a, "db,stale,binaries", 1);
-  if (rc) return rc;
+  int rc = 0;
   char buf[4096];
   const char *path = db_path(a, buf, sizeof buf);
   kiln_db *db = NULL;
@@ -707,25 +444,126 @@ static int cmd_prune(dbargs *a) {
   return 0;
 }
 
-/* ---- dispatch ------------------------------------------------------------------ */
+/* ---- subcommands and their options --------------------------------------------- */
 
-int kiln_cli_db(int argc, char **argv) {
-  if (argc < 1) return usage(NULL, "no subcommand given");
-  const char *sub = argv[0];
-  for (int i = 0; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { print_help(stdout); return 0; }
-  static const struct { const char *name; int (*fn)(dbargs *a); } T[] = {
-    {"list", cmd_list}, {"show", cmd_show}, {"stats", cmd_stats}, {"coverage", cmd_coverage}, {"export", cmd_export},
-    {"import", cmd_import}, {"merge", cmd_merge}, {"verify", cmd_verify}, {"prune", cmd_prune},
-  };
-  for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
-    if (strcmp(T[i].name, sub)) continue;
-    dbargs *a = malloc(sizeof *a);
-    if (!a) { db_error("out of memory"); return 1; }
-    int rc = parse_args(sub, argc - 1, argv + 1, a);
-    if (!rc) rc = T[i].fn(a);
-    free(a);
-    return rc;
+#define O_JSON KILN_OPT_JSON(dbargs, json, "print one JSON object")
+#define O_DB KILN_OPT_DB(dbargs, db, "the user database (default $KILN_DB, else ~/.cache/kiln/tuning.db)")
+#define O_OUT                                                                                                               \
+  {.name = "--output", .alias = "-o", .kind = KILN_OPT_STRING, .off = offsetof(dbargs, out), .value = "OUT", .nonempty = true,  \
+   .err = "-o needs a file", .help = "the database file to write (must not exist)"}
+#define O_DEVROW                                                                                                            \
+  {.name = "--device", .kind = KILN_OPT_STRING, .off = offsetof(dbargs, device), .value = "SEL",                           \
+   .help = "a device row: its id (see `kiln db list`) or a substring of its fingerprint"}
+#define O_DEVICE KILN_OPT_DEVICE(dbargs, device, KILN_CLI_DEVICE_HELP)
+#define O_NOBIN                                                                                                             \
+  {.name = "--no-binaries", .kind = KILN_OPT_FLAG, .off = offsetof(dbargs, no_binaries), .help = "leave cached program binaries out"}
+#define O_SHAPES KILN_OPT_SHAPES(dbargs, shapes, "bind an input's shape or a symbolic dimension of the model")
+
+static const kiln_cli_opt LIST_OPTS[] = {O_DB, O_JSON};
+static const kiln_cli_opt SHOW_OPTS[] = {
+  O_DB, O_DEVROW,
+  {.name = "--family", .kind = KILN_OPT_STRING, .off = offsetof(dbargs, family), .value = "NAME", .nonempty = true, .err = "--family needs a name",
+   .help = "only this kernel family (conv, gemm, ...)"},
+  {.name = "--all", .kind = KILN_OPT_FLAG, .off = offsetof(dbargs, all), .help = "every record of each instance, not only the best"},
+  O_JSON,
+};
+static const kiln_cli_opt COVERAGE_OPTS[] = {O_DB, O_DEVICE, O_SHAPES, O_JSON};
+static const kiln_cli_opt EXPORT_OPTS[] = {O_DB, O_DEVROW, O_OUT, O_NOBIN, O_JSON};
+static const kiln_cli_opt IMPORT_OPTS[] = {O_DB, O_NOBIN, O_JSON};
+static const kiln_cli_opt MERGE_OPTS[] = {O_OUT, O_NOBIN, O_JSON};
+static const kiln_cli_opt VERIFY_OPTS[] = {
+  {.name = "--retime", .kind = KILN_OPT_LIST, .off = offsetof(dbargs, retime), .value = "MODEL.onnx", .nonempty = true,
+   .err = "--retime needs a model file", .help = "time the file's records for this device on the kernels of this model"},
+  O_DEVICE, O_SHAPES, O_JSON,
+};
+static const kiln_cli_opt PRUNE_OPTS[] = {
+  O_DB,
+  {.name = "--stale", .kind = KILN_OPT_FLAG, .off = offsetof(dbargs, stale), .help = "also drop records of other kiln versions"},
+  {.name = "--binaries", .kind = KILN_OPT_FLAG, .off = offsetof(dbargs, binaries), .help = "also drop cached program binaries"},
+  O_JSON,
+};
+
+#define FILE_ARG .args = "[FILE]", .max_pos = 1
+#define SUB(n, opts_) .name = "db " n, .pos_off = offsetof(dbargs, pos), .opts = opts_, .nopts = KILN_CLI_NOPTS(opts_)
+#define FILE_NOTE "FILE defaults to --db FILE, $KILN_DB, else ~/.cache/kiln/tuning.db (the user database).\n"
+
+static const struct db_sub {
+  kiln_cli_cmd cmd;
+  int (*run)(dbargs *a);
+  bool open_ro; /* cmd_db opens the database (FILE, --db, $KILN_DB, default) read-only first */
+} SUBS[] = {
+  {{SUB("list", LIST_OPTS), FILE_ARG, .summary = "devices in the database with their record counts", .footer = FILE_NOTE}, cmd_list, true},
+  {{SUB("show", SHOW_OPTS), FILE_ARG, .summary = "per kernel instance the best record (--all: every record)", .footer = FILE_NOTE}, cmd_show, true},
+  {{SUB("stats", LIST_OPTS), FILE_ARG, .summary = "schema, counts by origin and status, disagreements, size, integrity", .footer = FILE_NOTE},
+   cmd_stats, true},
+  {{SUB("coverage", COVERAGE_OPTS), .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given",
+    .flags = KILN_CLI_NEEDS_DEVICE, .summary = "which of the model's kernel instances have records for this device, and from where",
+    .footer = "Shared read-only databases: KILN_DB_PATH=file1:file2 (consulted after the user database).\n"}, cmd_coverage},
+  {{SUB("export", EXPORT_OPTS), FILE_ARG, .summary = "write a new database with one device's (or all) records", .footer = FILE_NOTE}, cmd_export},
+  {{SUB("import", IMPORT_OPTS), .args = "FILE", .min_pos = 1, .max_pos = 1, .missing = "no file given",
+    .summary = "merge a shared file into the user database (records become origin \"imported\")"}, cmd_import},
+  {{SUB("merge", MERGE_OPTS), .args = "A B [C...]", .min_pos = 2, .max_pos = KILN_CLI_MAX_LIST, .missing = "merge needs at least two files",
+    .summary = "merge databases by evidence into a new file",
+    .footer = "Merging keeps, per device fingerprint and candidate, the record with the better evidence; measurements\n"
+              "that disagree beyond their noise are both kept and flagged; other kiln/kernel versions are kept as priors.\n"},
+   cmd_merge},
+  {{SUB("verify", VERIFY_OPTS), .args = "FILE", .min_pos = 1, .max_pos = 1, .missing = "no file given", .flags = KILN_CLI_USES_DEVICE,
+    .summary = "integrity and consistency checks; --retime times the file's records for this device on a model"}, cmd_verify},
+  {{SUB("prune", PRUNE_OPTS), FILE_ARG, .summary = "drop demoted records, orphaned markers and devices (--stale: other kiln versions)",
+    .footer = FILE_NOTE}, cmd_prune},
+};
+#define NSUBS ((int)(sizeof SUBS / sizeof SUBS[0]))
+
+const kiln_cli_cmd *const kiln_cli_db_subcommands[] = {
+  &SUBS[0].cmd, &SUBS[1].cmd, &SUBS[2].cmd, &SUBS[3].cmd, &SUBS[4].cmd, &SUBS[5].cmd, &SUBS[6].cmd, &SUBS[7].cmd, &SUBS[8].cmd,
+};
+const int kiln_cli_db_nsubcommands = NSUBS;
+_Static_assert(sizeof kiln_cli_db_subcommands / sizeof kiln_cli_db_subcommands[0] == sizeof SUBS / sizeof SUBS[0], "db subcommand list out of sync");
+
+static void print_db_help(FILE *f) {
+  fprintf(f, "usage: kiln db <subcommand> [options]\n       kiln db <subcommand> --help\n\n"
+             "Tuning databases: inspect, share, merge and check them.\n\nsubcommands:\n");
+  for (int i = 0; i < NSUBS; i++) {
+    kiln_cli_print_synopsis(&SUBS[i].cmd, f, fprintf(f, "  %-9s", SUBS[i].cmd.name + 3), 12);
+    fprintf(f, "            %s\n", SUBS[i].cmd.summary);
   }
-  return usage(NULL, "unknown subcommand '%s'", sub);
+  fprintf(f, "\nFILE defaults to --db FILE, $KILN_DB, else ~/.cache/kiln/tuning.db (the user database).\n"
+             "Shared read-only databases: KILN_DB_PATH=file1:file2 (consulted by coverage, after the user database).\n"
+             "--device SEL: for show/export a device row (id from `kiln db list` or a substring of its fingerprint);\n"
+             "for coverage/verify the OpenCL device (index, P:D or name substring, default $KILN_DEVICE).\n"
+             "exit status: 0 ok, 2 bad arguments or a missing, refused or corrupt file, 1 other failures.\n");
 }
+
+static int db_usage(const char *msg, const char *arg) {
+  kiln_cli__error("%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
+  fprintf(stderr, "usage: kiln db <list|show|stats|coverage|export|import|merge|verify|prune> [options]   (see 'kiln db --help')\n");
+  return EXIT_USAGE;
+}
+
+static int cmd_db(int argc, char **argv) {
+  const struct db_sub *sub = NULL;
+  for (int i = 0; argc > 0 && i < NSUBS; i++)
+    if (!strcmp(SUBS[i].cmd.name + 3, argv[0])) sub = &SUBS[i];
+  if (!sub) { /* --help anywhere without a known subcommand: the list of them */
+    for (int i = 0; i < argc; i++)
+      if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { print_db_help(stdout); return 0; }
+    return argc < 1 ? db_usage("no subcommand given", NULL) : db_usage("unknown subcommand '", argv[0]);
+  }
+  dbargs *a = calloc(1, sizeof *a);
+  if (!a) { db_error("out of memory"); return 1; }
+  a->sub = &sub->cmd;
+  int rc = kiln_cli_parse(&sub->cmd, argc - 1, argv + 1, a);
+  if (rc) rc = kiln_cli_parse_exit(rc);
+  else {
+    if (sub->open_ro) rc = open_ro(a->path = db_path(a, a->pathbuf, sizeof a->pathbuf), &a->h);
+    if (!rc) rc = sub->run(a);
+  }
+  kiln_db_close(a->h);
+  free(a);
+  return rc;
+}
+
+const kiln_cli_cmd kiln_cli_cmd_db = {.name = "db", .fn = cmd_db,
+  .args = "<list|show|stats|coverage|export|import|merge|verify|prune> [options]  (kiln db <subcommand> --help)",
+  .print_help = print_db_help,
+  .summary = "inspect, share, merge and check tuning databases"};

@@ -10,23 +10,30 @@
  * per node. Plots are inline SVG written here; the page has no script and
  * fetches nothing.
  *
- * Records are read through db/kiln_db.h; the device list is read from the
- * `devices` table directly (kiln_db.h has no enumeration) with SQLite in
- * read-only mode. An instance's default time is its first measured record:
+ * Everything is read through db/kiln_db.h. An instance's default time is its first measured record:
  * the tuner measures the descriptor's default first. */
 #include "kiln_cli.h"
 #include "kiln_costmodel.h"
 #include "kiln_db.h"
+#include "report_svg.h"
 #include <errno.h>
 #include <math.h>
-#include <sqlite3.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#define CMD "report"
-#define usage(...) kiln_cli__usage(CMD, KILN_CLI_REPORT_SYNOPSIS, __VA_ARGS__)
+#define esc kiln_report_esc
+#define fmt_ns kiln_report_fmt_ns
+#define px kiln_report_px
+#define py kiln_report_py
+#define nice_range kiln_report_nice_range
+#define svg_axes kiln_report_svg_axes
+#define svg_open kiln_report_svg_open
+#define legend kiln_report_legend
+#define plot_bars kiln_report_plot_bars
+#define PALETTE KILN_REPORT_PALETTE
 #define MAX_FAMILIES 32
 
 /* ---- data ------------------------------------------------------------------ */
@@ -160,163 +167,43 @@ static int load_device(kiln_db *db, device_rep *d, kiln_error *err) {
   return 0;
 }
 
-/* Devices with a row in the database (read-only SQLite; the file was already
- * checked by kiln_db_open). */
-static int list_devices(const char *path, device_rep **out, int *n) {
-  sqlite3 *h = NULL;
-  sqlite3_stmt *st = NULL;
-  *out = NULL;
-  *n = 0;
-  if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) { sqlite3_close(h); return KILN_EDB; }
-  sqlite3_busy_timeout(h, 5000);
-  int rc = sqlite3_prepare_v2(h, "SELECT id, fingerprint, platform, vendor, name, driver, version, compute_units, max_clock_mhz,"
-                                 " global_mem, local_mem, max_alloc, max_work_group FROM devices ORDER BY id", -1, &st, NULL);
-  if (rc != SQLITE_OK) { sqlite3_close(h); return KILN_EDB; }
-  int cap = 0;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 4;
-      device_rep *nd = realloc(*out, sizeof *nd * (size_t)cap);
-      if (!nd) { rc = SQLITE_NOMEM; break; }
-      *out = nd;
-    }
-    device_rep *d = &(*out)[(*n)++];
-    memset(d, 0, sizeof *d);
-    d->id = sqlite3_column_int64(st, 0);
-#define COLS(i, dst) snprintf(dst, sizeof dst, "%s", sqlite3_column_text(st, i) ? (const char *)sqlite3_column_text(st, i) : "")
-    COLS(1, d->fingerprint);
-    COLS(2, d->info.platform);
-    COLS(3, d->info.vendor);
-    COLS(4, d->info.name);
-    COLS(5, d->info.driver);
-    COLS(6, d->info.version);
-#undef COLS
-    d->info.compute_units = sqlite3_column_int(st, 7);
-    d->info.max_clock_mhz = sqlite3_column_int(st, 8);
-    d->info.global_mem = (uint64_t)sqlite3_column_int64(st, 9);
-    d->info.local_mem = (uint64_t)sqlite3_column_int64(st, 10);
-    d->info.max_alloc = (uint64_t)sqlite3_column_int64(st, 11);
-    d->info.max_work_group = (size_t)sqlite3_column_int64(st, 12);
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return rc == SQLITE_DONE ? 0 : KILN_EDB;
-}
-
-/* ---- HTML and SVG ------------------------------------------------------------ */
-
-static void esc(FILE *f, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '<': fputs("&lt;", f); break;
-    case '>': fputs("&gt;", f); break;
-    case '&': fputs("&amp;", f); break;
-    case '"': fputs("&quot;", f); break;
-    default: fputc(*s, f);
-    }
-  }
-}
-
-/* Human time from ns. */
-static const char *fmt_ns(char *buf, size_t n, double ns) {
-  if (!(ns > 0)) snprintf(buf, n, "-");
-  else if (ns < 1e3) snprintf(buf, n, "%.0f ns", ns);
-  else if (ns < 1e6) snprintf(buf, n, "%.3g us", ns / 1e3);
-  else if (ns < 1e9) snprintf(buf, n, "%.3g ms", ns / 1e6);
-  else snprintf(buf, n, "%.3g s", ns / 1e9);
-  return buf;
-}
-
-static const char *const PALETTE[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-
-/* A plot area: pixel box and data ranges (log10 when lx/ly). */
+/* Device rows collected by kiln_db_each_device. */
 typedef struct {
-  double W, H, L, R, T, B; /* svg size and margins */
-  double x0, x1, y0, y1;
-  bool lx, ly;
-} plot;
+  device_rep *d;
+  int n, cap;
+  bool oom;
+} dev_list;
 
-static double px(const plot *p, double x) {
-  double v = p->lx ? log10(x) : x, a = p->lx ? log10(p->x0) : p->x0, b = p->lx ? log10(p->x1) : p->x1;
-  return p->L + (b > a ? (v - a) / (b - a) : 0.5) * (p->W - p->L - p->R);
-}
-static double py(const plot *p, double y) {
-  double v = p->ly ? log10(y) : y, a = p->ly ? log10(p->y0) : p->y0, b = p->ly ? log10(p->y1) : p->y1;
-  return p->H - p->B - (b > a ? (v - a) / (b - a) : 0.5) * (p->H - p->T - p->B);
-}
-
-/* Widens a log range to whole decades (at least one) and a linear one by 5%. */
-static void nice_range(double *lo, double *hi, bool lg) {
-  if (!(*hi > *lo)) { *hi = *lo * 2 + (*lo == 0); if (lg) *lo /= 2; }
-  if (lg) {
-    *lo = pow(10, floor(log10(*lo)));
-    *hi = pow(10, ceil(log10(*hi)));
-    if (*hi <= *lo) *hi = *lo * 10;
-  } else {
-    double pad = (*hi - *lo) * 0.05;
-    *lo = *lo >= 0 && *lo - pad < 0 ? 0 : *lo - pad;
-    *hi += pad;
+static void collect_device(const kiln_db_device_row *row, void *ctx) {
+  dev_list *l = ctx;
+  if (l->oom) return;
+  if (l->n == l->cap) {
+    int cap = l->cap ? l->cap * 2 : 4;
+    device_rep *nd = realloc(l->d, sizeof *nd * (size_t)cap);
+    if (!nd) { l->oom = true; return; }
+    l->d = nd;
+    l->cap = cap;
   }
+  device_rep *d = &l->d[l->n++];
+  memset(d, 0, sizeof *d);
+  d->id = row->id;
+  snprintf(d->fingerprint, sizeof d->fingerprint, "%s", row->fingerprint);
 }
 
-static void axis_label(FILE *f, const plot *p, bool xaxis, double v, const char *unit_ns) {
-  char buf[32];
-  if (unit_ns) fmt_ns(buf, sizeof buf, v);
-  else if (fabs(v) >= 1e9) snprintf(buf, sizeof buf, "%gG", v / 1e9);
-  else if (fabs(v) >= 1e6) snprintf(buf, sizeof buf, "%gM", v / 1e6);
-  else if (fabs(v) >= 1e3) snprintf(buf, sizeof buf, "%gk", v / 1e3);
-  else if (fabs(v) < 1e-2 && v != 0) snprintf(buf, sizeof buf, "%.0e", v);
-  else snprintf(buf, sizeof buf, "%g", v);
-  if (xaxis) fprintf(f, "<text x='%.1f' y='%.1f' class='tick' text-anchor='middle'>%s</text>", px(p, v), p->H - p->B + 14, buf);
-  else fprintf(f, "<text x='%.1f' y='%.1f' class='tick' text-anchor='end'>%s</text>", p->L - 4, py(p, v) + 4, buf);
+/* Devices with a row in the database, with their stored descriptions, in
+ * row order. */
+static int list_devices(kiln_db *db, device_rep **out, int *n, kiln_error *err) {
+  dev_list l = {0};
+  int rc = kiln_db_each_device(db, collect_device, &l, err);
+  if (!rc && l.oom) rc = KILN_ENOMEM;
+  for (int i = 0; !rc && i < l.n; i++) rc = kiln_db_device_info(db, l.d[i].id, &l.d[i].info, err);
+  if (rc) { free(l.d); l.d = NULL; l.n = 0; }
+  *out = l.d;
+  *n = l.n;
+  return rc;
 }
 
-/* Frame, grid, ticks and axis titles. unit_x/unit_y non-NULL: values are ns. */
-static void svg_axes(FILE *f, const plot *p, const char *xt, const char *yt, bool x_ns, bool y_ns) {
-  fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' class='frame'/>", p->L, p->T, p->W - p->L - p->R, p->H - p->T - p->B);
-  for (int ax = 0; ax < 2; ax++) {
-    bool lg = ax == 0 ? p->lx : p->ly;
-    double a = ax == 0 ? p->x0 : p->y0, b = ax == 0 ? p->x1 : p->y1;
-    int nt = 0;
-    double ticks[64];
-    if (lg) {
-      double step = log10(b) - log10(a) > 8 ? 2 : 1;
-      for (double e = ceil(log10(a) - 1e-9); e <= log10(b) + 1e-9 && nt < 64; e += step) ticks[nt++] = pow(10, e);
-    } else {
-      double span = b - a, mag = pow(10, floor(log10(span > 0 ? span : 1))), st = mag;
-      if (span / st < 3) st = mag / 2;
-      if (span / st < 3) st = mag / 5;
-      for (double v = ceil(a / st) * st; v <= b + st * 1e-9 && nt < 64; v += st) ticks[nt++] = v;
-    }
-    for (int i = 0; i < nt; i++) {
-      if (ax == 0) {
-        fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' class='grid'/>", px(p, ticks[i]), px(p, ticks[i]), p->T, p->H - p->B);
-        axis_label(f, p, true, ticks[i], x_ns ? "ns" : NULL);
-      } else {
-        fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' class='grid'/>", p->L, p->W - p->R, py(p, ticks[i]), py(p, ticks[i]));
-        axis_label(f, p, false, ticks[i], y_ns ? "ns" : NULL);
-      }
-    }
-  }
-  fprintf(f, "<text x='%.1f' y='%.1f' class='axis' text-anchor='middle'>", (p->L + p->W - p->R) / 2, p->H - 4);
-  esc(f, xt);
-  fprintf(f, "</text><text transform='translate(12,%.1f) rotate(-90)' class='axis' text-anchor='middle'>", (p->T + p->H - p->B) / 2);
-  esc(f, yt);
-  fputs("</text>", f);
-}
-
-static void svg_open(FILE *f, const plot *p, const char *label) {
-  fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' viewBox='0 0 %.0f %.0f' role='img' aria-label='", p->W, p->H, p->W, p->H);
-  esc(f, label);
-  fputs("'>", f);
-}
-
-static void legend(FILE *f, const plot *p, int i, const char *color, const char *text) {
-  double x = p->L + 8, y = p->T + 14 + 14 * i;
-  fprintf(f, "<circle cx='%.1f' cy='%.1f' r='4' fill='%s'/><text x='%.1f' y='%.1f' class='legend'>", x, y - 4, color, x + 8, y);
-  esc(f, text);
-  fputs("</text>", f);
-}
+/* ---- plots (the primitives are in report_svg.c) ------------------------------- */
 
 /* Predicted against measured, one plot per family, two series. */
 static int plot_scatter(FILE *f, const device_rep *d, const family_rep *fr) {
@@ -400,53 +287,6 @@ static void plot_convergence(FILE *f, const device_rep *d, const instance *in) {
       double y = p.T + 6;
       fprintf(f, "<path d='M%.1f %.1fl6 6m0 -6l-6 6' class='fail'><title>trial %d: %s, %s</title></path>", x - 3, y - 3, k + 1, r->status, r->params);
     }
-  }
-  fputs("</svg>", f);
-}
-
-/* Horizontal bars: default and tuned time per row (log scale). */
-typedef struct { char label[160]; double a, b; int count; } bar_row;
-
-static void plot_bars(FILE *f, const bar_row *rows, int n, const char *title, const char *na, const char *nb) {
-  if (n <= 0) return;
-  double lo = INFINITY, hi = 0;
-  for (int i = 0; i < n; i++) {
-    if (rows[i].a > 0) { lo = fmin(lo, rows[i].a); hi = fmax(hi, rows[i].a); }
-    if (rows[i].b > 0) { lo = fmin(lo, rows[i].b); hi = fmax(hi, rows[i].b); }
-  }
-  if (!(hi > 0)) return;
-  nice_range(&lo, &hi, true);
-  double rowh = 22;
-  plot p = {.W = 900, .L = 330, .R = 70, .T = 26, .B = 36, .lx = true, .x0 = lo, .x1 = hi, .y0 = 0, .y1 = 1};
-  p.H = p.T + p.B + rowh * n;
-  svg_open(f, &p, title);
-  fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' class='frame'/>", p.L, p.T, p.W - p.L - p.R, p.H - p.T - p.B);
-  for (double e = log10(lo); e <= log10(hi) + 1e-9; e += 1) {
-    double x = px(&p, pow(10, e));
-    char b[32];
-    fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' class='grid'/>", x, x, p.T, p.H - p.B);
-    fprintf(f, "<text x='%.1f' y='%.1f' class='tick' text-anchor='middle'>%s</text>", x, p.H - p.B + 14, fmt_ns(b, sizeof b, pow(10, e)));
-  }
-  fprintf(f, "<text x='%.1f' y='%.1f' class='axis' text-anchor='middle'>time (log scale)</text>", (p.L + p.W - p.R) / 2, p.H - 4);
-  fprintf(f, "<rect x='%.1f' y='6' width='10' height='10' fill='%s'/><text x='%.1f' y='15' class='legend'>", p.L, "#9aa5b1", p.L + 14);
-  esc(f, na);
-  fprintf(f, "</text><rect x='%.1f' y='6' width='10' height='10' fill='%s'/><text x='%.1f' y='15' class='legend'>", p.L + 170, PALETTE[2], p.L + 184);
-  esc(f, nb);
-  fputs("</text>", f);
-  for (int i = 0; i < n; i++) {
-    double y = p.T + rowh * i;
-    char a[32], b[32];
-    fprintf(f, "<text x='%.1f' y='%.1f' class='rowlabel' text-anchor='end'>", p.L - 6, y + 15);
-    esc(f, rows[i].label);
-    fputs("</text>", f);
-    if (rows[i].a > 0)
-      fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='8' fill='#9aa5b1'><title>%s: %s</title></rect>", p.L, y + 3,
-              fmax(1, px(&p, rows[i].a) - p.L), na, fmt_ns(a, sizeof a, rows[i].a));
-    if (rows[i].b > 0)
-      fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='8' fill='%s'><title>%s: %s</title></rect>", p.L, y + 11,
-              fmax(1, px(&p, rows[i].b) - p.L), PALETTE[2], nb, fmt_ns(b, sizeof b, rows[i].b));
-    if (rows[i].a > 0 && rows[i].b > 0)
-      fprintf(f, "<text x='%.1f' y='%.1f' class='tick'>%.2fx</text>", p.W - p.R + 6, y + 15, rows[i].a / rows[i].b);
   }
   fputs("</svg>", f);
 }
@@ -561,7 +401,7 @@ static void load_model(kiln_db *db, model_rep *mr) {
   int rc;
   mr->device_id = -1;
   if ((rc = kiln_model_load(mr->path, NULL, &m, &err)) != 0 || (rc = kiln_model_check_supported(m, &err)) != 0) goto fail;
-  if ((rc = kiln_cli__bind_inputs(m, NULL, 0, 0, &b)) != 0) { snprintf(mr->error, sizeof mr->error, "the model's inputs cannot be drawn at random"); goto out; }
+  if ((rc = kiln_cli__bind_inputs(m, NULL, 0, true, 0, NULL, &b)) != 0) { snprintf(mr->error, sizeof mr->error, "the model's inputs cannot be drawn at random"); goto out; }
   if ((rc = kiln_device_open(mr->devsel, &d, &err)) != 0) goto fail;
   snprintf(mr->device, sizeof mr->device, "%s", kiln_device_get_info(d)->name);
   if (kiln_db_device(db, kiln_device_get_info(d), &mr->device_id, &err) != 0) {
@@ -801,30 +641,32 @@ static void write_device(FILE *f, const device_rep *d, int di) {
   fputs("</table>", f);
 }
 
-int kiln_cli_report(int argc, char **argv) {
-  const char *dbpath = NULL, *out = "report.html", *v;
-  model_rep mr = {.devsel = getenv("KILN_DEVICE")};
-  bool json = false;
-  int rc = 0;
-  for (int i = 0; i < argc && !rc; i++) {
-    int r;
-    if (!strcmp(argv[i], "--json")) json = true;
-    else if ((r = kiln_cli__opt_val(argc, argv, &i, "--db", &v)) != 0) {
-      if (r < 0 || !*v) rc = usage("--db needs a file");
-      else dbpath = v;
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--model", &v)) != 0) {
-      if (r < 0 || !*v) rc = usage("--model needs an ONNX file");
-      else mr.path = v;
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--device", &v)) != 0) {
-      if (r < 0) rc = usage("--device needs a value");
-      else mr.devsel = v;
-    } else if ((r = kiln_cli__opt_val(argc, argv, &i, "--output", &v)) != 0 || (r = kiln_cli__opt_val(argc, argv, &i, "-o", &v)) != 0) {
-      if (r < 0 || !*v) rc = usage("-o needs a file name");
-      else out = v;
-    } else if (argv[i][0] == '-' && argv[i][1]) rc = usage("unknown option '%s'", argv[i]);
-    else rc = usage("unexpected argument '%s'", argv[i]);
-  }
-  if (rc) return rc;
+typedef struct report_args {
+  bool json;
+  const char *dbpath, *out, *model, *devsel;
+} report_args;
+
+static const kiln_cli_opt OPTS[] = {
+  KILN_OPT_DB(report_args, dbpath, "tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db)"),
+  {.name = "--model", .kind = KILN_OPT_STRING, .off = offsetof(report_args, model), .value = "MODEL.onnx", .nonempty = true,
+   .err = "--model needs an ONNX file",
+   .help = "also show this model's ops on this device: default and tuned kernel\n"
+           "times per op (needs an OpenCL device; inputs are random)"},
+  KILN_OPT_DEVICE(report_args, devsel, "the device for --model (the report covers every device in the database)"),
+  {.name = "--output", .alias = "-o", .kind = KILN_OPT_STRING, .off = offsetof(report_args, out), .value = "FILE", .nonempty = true,
+   .err = "-o needs a file name",
+   .help = "where to write the page (default report.html); one file, inline SVG,\n"
+           "nothing fetched from a network"},
+  KILN_OPT_JSON(report_args, json, "also print a JSON summary of what the page shows on stdout"),
+};
+
+static int cmd_report(int argc, char **argv) {
+  report_args a = {.out = "report.html"};
+  int rc = kiln_cli_parse(&kiln_cli_cmd_report, argc, argv, &a);
+  if (rc) return kiln_cli_parse_exit(rc);
+  const char *dbpath = a.dbpath, *out = a.out;
+  bool json = a.json;
+  model_rep mr = {.devsel = a.devsel, .path = a.model};
   struct stat st;
   if (mr.path && stat(mr.path, &st) != 0) { kiln_cli__error("--model %s: no such file", mr.path); return 2; }
   char buf[4096];
@@ -841,7 +683,7 @@ int kiln_cli_report(int argc, char **argv) {
     else rc = kiln_cli__fail(&err, rc);
     goto done;
   }
-  if ((rc = list_devices(dbpath, &devs, &ndev)) != 0) { kiln_cli__error("%s: cannot read the device list", dbpath); rc = 2; goto done; }
+  if ((rc = list_devices(db, &devs, &ndev, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   for (int i = 0; i < ndev; i++)
     if ((rc = load_device(db, &devs[i], &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   if (mr.path) {
@@ -924,3 +766,6 @@ done:
   kiln_db_close(db);
   return rc;
 }
+
+const kiln_cli_cmd kiln_cli_cmd_report = {.name = "report", .fn = cmd_report, .flags = KILN_CLI_USES_DEVICE, KILN_CLI_OPTS(OPTS),
+  .summary = "write a self-contained HTML report of a tuning database (plots of the cost model, search, speedups)"};

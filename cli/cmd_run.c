@@ -1,0 +1,262 @@
+/* cmd_run.c: `kiln run MODEL.onnx`: binds the inputs (files, --shape,
+ * seeded --random values), runs the model on an OpenCL device --repeat
+ * times, reports latency, compilation, memory and tuning, optionally
+ * compares with the CPU reference (--check) and writes the outputs
+ * (--output-dir). Exit 1 when --check finds a mismatch. */
+#include "kiln_cli.h"
+#include "kiln_db.h" /* kiln_verify_imported */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct run_args {
+  kiln_cli_list pos, inputs;
+  kiln_cli_shapes shapes;
+  bool random, check, json, nofusion, verify_imported;
+  uint64_t seed, repeat, max_memory, max_model;
+  const char *outdir, *format, *dbpath, *devsel;
+} run_args;
+
+#define A run_args
+static const kiln_cli_opt OPTS[] = {
+  KILN_OPT_INPUTS(A, inputs, "bind an input from a TensorProto (.pb) or NumPy (.npy) file; without\n"
+           "NAME= it binds to the first input not bound yet"),
+  {.name = "--random", .kind = KILN_OPT_FLAG, .off = offsetof(A, random),
+   .help = "fill unbound inputs with seeded uniform [-1,1) floats (integers: 0..9);\n"
+           "their shape must be declared by the model or bound with --shape"},
+  KILN_OPT_SEED(A, seed, "seed for --random (default 0)"),
+  KILN_OPT_SHAPES(A, shapes, "bind an input's shape, or a symbolic dimension (--shape N=1)"),
+  {.name = "--output-dir", .kind = KILN_OPT_STRING, .off = offsetof(A, outdir), .value = "DIR", .err = "--output-dir needs a directory", .nonempty = true,
+   .help = "write each output as DIR/<name>.npy (or .pb); only after a fully\n"
+           "successful run (no files at all on error)"},
+  {.name = "--format", .kind = KILN_OPT_STRING, .off = offsetof(A, format), .value = "npy|pb", .choices = "npy|pb",
+   .err = "--format must be npy or pb", .help = "output file format (default npy)"},
+  {.name = "--repeat", .kind = KILN_OPT_INT, .off = offsetof(A, repeat), .value = "N", .min = 1, .max = 1000000,
+   .err = "--repeat needs an integer from 1 to 1000000",
+   .help = "run N times; print median and min latency of runs 2..N (the first\n"
+           "run plans the model and compiles kernels and is reported apart)"},
+  KILN_OPT_DEVICE(A, devsel, KILN_CLI_DEVICE_HELP),
+  {.name = "--check", .kind = KILN_OPT_FLAG, .off = offsetof(A, check),
+   .help = "also run the CPU reference and compare; exit 1 when an element\n"
+           "differs by more than 1e-3 x max(|ref|, 1% of the output's max |ref|)"},
+  KILN_OPT_JSON(A, json, "print one JSON object on stdout and nothing else"),
+  KILN_OPT_DB(A, dbpath, "tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db if it exists;\n"
+                         "$KILN_DB_PATH: shared read-only databases consulted after it)"),
+  KILN_OPT_NOFUSION(A, nofusion, "run every node as its own kernel (for comparison)"),
+  {.name = "--verify-imported", .kind = KILN_OPT_FLAG, .off = offsetof(A, verify_imported),
+   .help = "re-time imported or shared records for this exact device once before\n"
+           "running; a record that misses its recorded time is demoted"},
+  {.name = "--max-memory", .kind = KILN_OPT_INT, .off = offsetof(A, max_memory), .value = "BYTES", .err = "--max-memory needs a number of bytes",
+   .help = "refuse a plan that needs more device memory than this"},
+  {.name = "--max-model-bytes", .kind = KILN_OPT_INT, .off = offsetof(A, max_model), .value = "BYTES", .min = 1,
+   .err = "--max-model-bytes needs a positive number of bytes",
+   .help = "refuse a model whose file and external data together are larger\n"
+           "(default $KILN_MAX_MODEL_BYTES, else 4 GiB; every command honours the\n"
+           "variable)"},
+};
+#undef A
+
+/* What a run produced, for the report. */
+typedef struct run_state {
+  kiln_cli__ctx x;
+  kiln_cli__check res;
+  kiln_param_stats ps;
+  kiln_run_stats rs;
+  const kiln_device_info *di;
+  double *ms, *sorted; /* per run, in order / sorted */
+  double *timed, median; /* runs 2..N (run 1 alone when N is 1), sorted */
+  int nout;
+} run_state;
+
+/* --verify-imported: re-times imported records for this device. */
+static int verify_imported(const run_args *a, run_state *r) {
+  kiln_error err = {0};
+  if (!r->x.db) { kiln_cli__error("--verify-imported needs a tuning database (--db, $KILN_DB or $KILN_DB_PATH)"); return 2; }
+  kiln_verify_result *vr = NULL;
+  int nv = 0, rc;
+  if ((rc = kiln_verify_imported(r->x.s, r->x.db, NULL, &vr, &nv, &err)) != 0) return kiln_cli__fail(&err, rc);
+  for (int i = 0; i < nv && !a->json; i++)
+    printf("verify:  %s %s %s: recorded %.1f us, measured %.1f us (tolerance %.0f%%): %s\n", vr[i].family, vr[i].shape_key, vr[i].params,
+           vr[i].recorded_ns / 1e3, vr[i].measured_ns / 1e3, vr[i].tolerance * 100, vr[i].passed ? "kept" : "DEMOTED");
+  if (!nv && !a->json) printf("verify:  no imported records to re-time for this model\n");
+  free(vr);
+  return 0;
+}
+
+/* Loads, binds, plans and runs: everything up to the report. */
+static int run_model(const run_args *a, run_state *r) {
+  kiln_error err = {0};
+  int rc;
+  kiln_cli__load lo = {.path = a->pos.v[0], .shapes = &a->shapes, .max_model_bytes = a->max_model, .inputs = &a->inputs,
+                       .random = a->random, .seed = a->seed, .random_why = "--random"};
+  r->ms = calloc((size_t)a->repeat, sizeof *r->ms);
+  r->sorted = calloc((size_t)a->repeat, sizeof *r->sorted);
+  if (!r->ms || !r->sorted) { kiln_cli__error("out of memory"); return 1; }
+  /* everything that can be checked without a device comes first */
+  if ((rc = kiln_cli__ctx_load(&r->x, &lo)) != 0) return rc;
+  if ((rc = kiln_cli__open_db(a->dbpath, 0, true, &r->x.db)) != 0) return rc;
+  if ((rc = kiln_cli__ctx_session(&r->x, a->devsel, KILN_CLI_NOTE_CPU | (a->nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) return rc;
+  if (a->verify_imported && (rc = verify_imported(a, r)) != 0) return rc;
+  if (a->max_memory) {
+    /* plan first: refuse before anything runs when the plan does not fit */
+    uint64_t need = 0;
+    if ((rc = kiln_session_plan_memory(r->x.s, &need, &err)) != 0) return kiln_cli__fail(&err, rc);
+    if (need > a->max_memory) {
+      kiln_cli__error("the plan needs %llu bytes of device memory (%.1f MiB), more than --max-memory %llu", (unsigned long long)need,
+                      need / 1048576.0, (unsigned long long)a->max_memory);
+      return 2;
+    }
+  }
+  for (uint64_t k = 0; k < a->repeat; k++) {
+    if ((rc = kiln_session_run(r->x.s, &err)) != 0) return kiln_cli__fail(&err, rc);
+    kiln_session_get_stats(r->x.s, &r->rs);
+    r->ms[k] = r->sorted[k] = r->rs.last_ms;
+  }
+  /* with several runs, the first (planning, kernel compilation) is reported apart */
+  r->timed = a->repeat > 1 ? r->sorted + 1 : r->sorted;
+  uint64_t ntimed = a->repeat > 1 ? a->repeat - 1 : 1;
+  qsort(r->timed, (size_t)ntimed, sizeof *r->timed, kiln_cli__cmp_double);
+  r->median = ntimed % 2 ? r->timed[ntimed / 2] : 0.5 * (r->timed[ntimed / 2 - 1] + r->timed[ntimed / 2]);
+  r->nout = kiln_model_num_outputs(r->x.m);
+  kiln_session_param_stats(r->x.s, &r->ps);
+  if (a->check && (rc = kiln_cli__check_reference(r->x.s, r->nout, &r->res)) != 0) return rc;
+  r->di = kiln_device_get_info(r->x.d);
+  return 0;
+}
+
+/* The report on stdout: one JSON object, or text. */
+static void print_report(const run_args *a, const run_state *r) {
+  const char *path = a->pos.v[0];
+  const kiln_device_info *di = r->di;
+  const kiln_run_stats rs = r->rs;
+  const kiln_param_stats ps = r->ps;
+  const kiln_cli__inputs b = r->x.b;
+  const kiln_cli__check res = r->res;
+  const double *ms = r->ms, *timed = r->timed, median = r->median;
+  uint64_t repeat = a->repeat;
+  bool check = a->check;
+  int nout = r->nout;
+  kiln_db *db = r->x.db;
+  kiln_session *s = r->x.s;
+  if (a->json) {
+    printf("{\"model\":"); kiln_cli__json_str(stdout, path);
+    printf(",\"device\":"); kiln_cli__json_str(stdout, di->name);
+    printf(",\"platform\":"); kiln_cli__json_str(stdout, di->platform);
+    printf(",\"latency_ms\":{\"median\":"); kiln_cli__json_num(stdout, median);
+    printf(",\"min\":"); kiln_cli__json_num(stdout, timed[0]);
+    printf(",\"first\":"); kiln_cli__json_num(stdout, ms[0]);
+    printf(",\"runs\":[");
+    for (uint64_t r = 0; r < repeat; r++) { if (r) printf(","); kiln_cli__json_num(stdout, ms[r]); }
+    printf("]},\"compile\":{\"programs\":%d,\"ms\":", rs.programs_compiled);
+    kiln_cli__json_num(stdout, rs.compile_ms);
+    printf("},\"tuning\":{\"db\":");
+    if (db) kiln_cli__json_str(stdout, kiln_db_path(db)); else printf("null");
+    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"untuned\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.predicted + ps.defaulted);
+    printf(",\"kernels_launched\":%d,\"nodes_folded\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"inputs\":[",
+           rs.kernels_launched, rs.nodes_folded, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
+           (unsigned long long)rs.pool_bytes);
+    for (int i = 0; i < b.n; i++) {
+      printf("%s{\"name\":", i ? "," : ""); kiln_cli__json_str(stdout, b.info[i].name);
+      printf(",\"dtype\":"); kiln_cli__json_str(stdout, kiln_dtype_name(b.t[i]->dtype));
+      printf(",\"shape\":"); if (b.t[i]) kiln_cli__json_shape(stdout, b.t[i]->rank, b.t[i]->dims, NULL); else printf("null");
+      printf(",\"random\":%s}", b.random[i] ? "true" : "false");
+    }
+    printf("],\"outputs\":[");
+    for (int i = 0; i < nout; i++) {
+      const kiln_tensor *t = kiln_session_output(s, i);
+      kiln_cli__tstats ts = kiln_cli__tensor_stats(t);
+      printf("%s{\"name\":", i ? "," : ""); kiln_cli__json_str(stdout, t->name);
+      printf(",\"dtype\":"); kiln_cli__json_str(stdout, kiln_dtype_name(t->dtype));
+      printf(",\"shape\":"); kiln_cli__json_shape(stdout, t->rank, t->dims, NULL);
+      printf(",\"min\":"); kiln_cli__json_num(stdout, ts.min);
+      printf(",\"max\":"); kiln_cli__json_num(stdout, ts.max);
+      printf(",\"mean\":"); kiln_cli__json_num(stdout, ts.mean);
+      printf("}");
+    }
+    printf("],\"check\":");
+    if (!check) printf("null");
+    else {
+      printf("{\"ok\":%s,\"rtol\":%g,\"max_abs_err\":", res.ok ? "true" : "false", KILN_CLI_CHECK_RTOL);
+      kiln_cli__json_num(stdout, res.max_abs);
+      printf(",\"max_rel_err\":"); kiln_cli__json_num(stdout, res.max_rel);
+      printf(",\"outputs\":[");
+      for (int i = 0; i < nout; i++) {
+        printf("%s{\"name\":", i ? "," : ""); kiln_cli__json_str(stdout, kiln_session_output(s, i)->name);
+        printf(",\"max_abs_err\":"); kiln_cli__json_num(stdout, res.cmp[i].max_abs);
+        printf(",\"max_rel_err\":"); kiln_cli__json_num(stdout, res.cmp[i].max_rel);
+        printf(",\"ok\":%s}", res.cmp[i].ok ? "true" : "false");
+      }
+      printf("]}");
+    }
+    printf("}\n");
+  } else {
+    char sh[256];
+    printf("model:   %s\n", path);
+    printf("device:  %s (%s)\n", di->name, di->platform);
+    for (int i = 0; i < b.n; i++)
+      printf("input '%s': %s %s%s\n", b.info[i].name, kiln_dtype_name(b.t[i]->dtype), kiln_cli__fmt_shape(sh, sizeof sh, b.t[i]->rank, b.t[i]->dims, NULL),
+             b.random[i] ? " (random)" : "");
+    if (repeat == 1) printf("latency: %.3f ms (one run, including planning and kernel compilation; use --repeat N)\n", ms[0]);
+    else printf("latency: median %.3f ms, min %.3f ms over runs 2..%llu; first run %.3f ms (planning, kernel compilation)\n", median, timed[0],
+                (unsigned long long)repeat, ms[0]);
+    printf("compile: %d program%s in %.1f ms; %d kernels launched per run; %d nodes folded at plan time; %.2f MiB on the device\n",
+           rs.programs_compiled, rs.programs_compiled == 1 ? "" : "s", rs.compile_ms, rs.kernels_launched, rs.nodes_folded,
+           (double)rs.device_bytes / (1 << 20));
+    printf("memory:  intermediates total %.2f MiB, peak %.2f MiB (%.1f%%) in the planner's shared buffers\n", rs.intermediate_bytes / 1048576.0,
+           rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0);
+    if (db) printf("tuning:  %s: %d tunable kernel%s: %d tuned (measured), %d untuned with parameters predicted by the cost model, %d untuned with descriptor defaults\n",
+                   kiln_db_path(db), ps.tunable, ps.tunable == 1 ? "" : "s", ps.tuned, ps.predicted, ps.defaulted);
+    else printf("tuning:  no tuning database (%d tunable kernel%s use descriptor defaults; run `kiln tune`)\n", ps.tunable, ps.tunable == 1 ? "" : "s");
+    for (int i = 0; i < nout; i++) kiln_cli__print_tensor("output", kiln_session_output(s, i));
+    if (check) {
+      printf("check vs CPU reference: max abs err %.3g, max rel err %.3g (tolerance %g): %s\n", res.max_abs, res.max_rel, KILN_CLI_CHECK_RTOL,
+             res.ok ? "ok" : "MISMATCH");
+      for (int i = 0; i < nout; i++)
+        if (nout > 1 || !res.cmp[i].ok)
+          printf("  '%s': max abs err %.3g, max rel err %.3g%s%s\n", kiln_session_output(s, i)->name, res.cmp[i].max_abs, res.cmp[i].max_rel,
+                 res.cmp[i].ok ? "" : ": ", res.cmp[i].why);
+    }
+  }
+}
+
+static int cmd_run(int argc, char **argv) {
+  run_args a = {.format = "npy", .repeat = 1};
+  int rc = kiln_cli_parse(&kiln_cli_cmd_run, argc, argv, &a);
+  if (rc) return kiln_cli_parse_exit(rc);
+  struct stat st;
+  if (a.outdir && stat(a.outdir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    kiln_cli__error("--output-dir %s: exists and is not a directory", a.outdir);
+    return 2;
+  }
+  run_state r = {0};
+  if ((rc = run_model(&a, &r)) != 0) goto done;
+  print_report(&a, &r);
+  fflush(stdout);
+  if (a.check && !r.res.ok) {
+    for (int i = 0; i < r.nout; i++)
+      if (!r.res.cmp[i].ok) {
+        kiln_cli__error("output '%s' differs from the CPU reference: max rel err %.3g > %g (%s)", kiln_session_output(r.x.s, i)->name,
+                        r.res.cmp[i].max_rel, KILN_CLI_CHECK_RTOL, r.res.cmp[i].why);
+        break;
+      }
+    rc = 1;
+    goto done;
+  }
+  if (a.outdir) {
+    const kiln_tensor **o = calloc((size_t)r.nout + 1, sizeof *o);
+    if (!o) { kiln_cli__error("out of memory"); rc = 1; goto done; }
+    for (int i = 0; i < r.nout; i++) o[i] = kiln_session_output(r.x.s, i);
+    rc = kiln_cli__write_outputs(a.outdir, a.format, o, r.nout, a.json);
+    free(o);
+  }
+done:
+  kiln_cli__check_free(&r.res);
+  kiln_cli__ctx_free(&r.x);
+  free(r.ms);
+  free(r.sorted);
+  return rc;
+}
+
+const kiln_cli_cmd kiln_cli_cmd_run = {.name = "run", .fn = cmd_run, .flags = KILN_CLI_NEEDS_DEVICE, KILN_CLI_MODEL_ARG(run_args), .extra_hint = " (inputs are given with --input)", KILN_CLI_OPTS(OPTS),
+  .summary = "run a model on an OpenCL device"};
