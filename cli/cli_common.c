@@ -239,7 +239,13 @@ int kiln_cli__open_db(const char *explicit_path, int flags, kiln_db **db) {
   struct stat st;
   kiln_error err = {0};
   *db = NULL;
-  if (!explicit_path && !(flags & KILN_DB_CREATE) && stat(path, &st) != 0) return 0;
+  if (!(flags & KILN_DB_CREATE)) {
+    /* reading: the user database (read-only when not this user's to write) with $KILN_DB_PATH's layers */
+    int rc = kiln_db_open_layered(path, explicit_path != NULL, getenv("KILN_DB_PATH"), db, &err);
+    if (rc == KILN_ENOTFOUND && explicit_path && !strstr(err.msg, "shared")) { kiln_cli__error("--db %s", err.msg); return 2; }
+    return rc ? kiln_cli__fail(&err, rc) : 0;
+  }
+  if (!explicit_path && stat(path, &st) != 0) return 0;
   int rc = kiln_db_open(path, flags, db, &err);
   if (rc == KILN_ENOTFOUND) { kiln_cli__error("--db %s: no such tuning database (create one with `kiln tune`)", path); return 2; }
   if (rc) return kiln_cli__fail(&err, rc);

@@ -56,7 +56,7 @@ static const struct sub_help { const char *name, *synopsis, *summary; } SUBS[] =
   {"stats", "[FILE] [--json]", "schema, counts by origin and status, disagreements, size, integrity"},
   {"coverage", "MODEL.onnx [--db FILE] [--device SEL] [--shape NAME=D0,...]... [--json]",
    "which of the model's kernel instances have records for this device, and from where"},
-  {"export", "[FILE] [--device SEL] -o OUT [--no-binaries] [--json]", "write a new database with one device's (or all) records"},
+  {"export", "[FILE] [--device SEL] -o OUT [--with-binaries] [--json]", "write a new database with one device's (or all) records (program binaries only --with-binaries)"},
   {"import", "FILE [--db FILE] [--json]", "merge a shared file into the user database (records become origin \"imported\")"},
   {"merge", "A B [C...] -o OUT [--no-binaries] [--json]", "merge databases by evidence into a new file"},
   {"verify", "FILE [--retime MODEL.onnx]... [--device SEL] [--shape NAME=D0,...]... [--json]",
@@ -149,7 +149,7 @@ static int optv(int argc, char **argv, int *i, const char *name, const char **va
 
 typedef struct dbargs {
   const char *sub;
-  bool json, all, stale, binaries, no_binaries;
+  bool json, all, stale, binaries, no_binaries, with_binaries;
   const char *file, *db, *out, *device, *family;
   const char *pos[64];
   int npos;
@@ -192,6 +192,7 @@ static int parse_args(const char *sub, int argc, char **argv, dbargs *a) {
     else if (!strcmp(argv[i], "--stale")) a->stale = true;
     else if (!strcmp(argv[i], "--binaries")) a->binaries = true;
     else if (!strcmp(argv[i], "--no-binaries")) a->no_binaries = true;
+    else if (!strcmp(argv[i], "--with-binaries")) a->with_binaries = true;
     else if ((r = optv(argc, argv, &i, "--db", &v)) != 0) { if (r < 0 || !*v) return usage(sub, "--db needs a file"); a->db = v; }
     else if ((r = optv(argc, argv, &i, "-o", &v)) != 0 || (r = optv(argc, argv, &i, "--output", &v)) != 0) {
       if (r < 0 || !*v) return usage(sub, "-o needs a file");
@@ -219,7 +220,7 @@ static int parse_args(const char *sub, int argc, char **argv, dbargs *a) {
 static int only(const dbargs *a, const char *allowed, int maxpos) {
   struct { bool set; const char *name, *opt; } o[] = {
     {a->all, "all", "--all"}, {a->stale, "stale", "--stale"}, {a->binaries, "binaries", "--binaries"},
-    {a->no_binaries, "no-binaries", "--no-binaries"}, {a->db != NULL, "db", "--db"}, {a->out != NULL, "o", "-o"},
+    {a->no_binaries, "no-binaries", "--no-binaries"}, {a->with_binaries, "with-binaries", "--with-binaries"}, {a->db != NULL, "db", "--db"}, {a->out != NULL, "o", "-o"},
     {a->device != NULL, "device", "--device"}, {a->family != NULL, "family", "--family"}, {a->nretime > 0, "retime", "--retime"},
     {a->nshapes > 0, "shape", "--shape"},
   };
@@ -464,8 +465,10 @@ static int cmd_coverage(dbargs *a) {
   kiln_session *s = NULL;
   kiln_coverage *cv = NULL;
   int n = 0;
-  if ((rc = open_ro(path, &db)) != 0) return rc;
-  if ((rc = kiln_db_attach_path_list(db, getenv("KILN_DB_PATH"), &err)) != 0) { rc = fail_err(&err, rc); goto done; }
+  if ((rc = kiln_db_open_layered(path, 1, getenv("KILN_DB_PATH"), &db, &err)) != 0) {
+    if (rc == KILN_ENOTFOUND && !strstr(err.msg, "shared")) { db_error("%s: no such tuning database", path); return EXIT_USAGE; }
+    return fail_err(&err, rc);
+  }
   const char *devsel = a->device ? a->device : getenv("KILN_DEVICE");
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
   if ((rc = model_session(model, a, d, &m, &s)) != 0) goto done;
@@ -534,7 +537,7 @@ static void print_merge_stats(const kiln_merge_stats *s, bool json) {
 }
 
 static int cmd_export(dbargs *a) {
-  int rc = only(a, "db,device,o,no-binaries", 1);
+  int rc = only(a, "db,device,o,no-binaries,with-binaries", 1);
   if (rc) return rc;
   if (!a->out) return usage(a->sub, "-o OUT is required");
   char buf[4096];
@@ -542,7 +545,9 @@ static int cmd_export(dbargs *a) {
   kiln_db *db = NULL;
   if ((rc = open_ro(path, &db)) != 0) return rc;
   kiln_error err = {0};
-  kiln_merge_options o = {.device = -1, .no_binaries = a->no_binaries};
+  /* program binaries are the machine's cache, not tuning results: left out
+   * (most of a tuned file's bytes) unless asked for */
+  kiln_merge_options o = {.device = -1, .no_binaries = !a->with_binaries};
   if (a->device && (rc = kiln_db_find_device(db, a->device, &o.device, &err)) != 0) { kiln_db_close(db); return fail_err(&err, rc); }
   kiln_merge_stats st;
   rc = kiln_db_write_merged(a->out, &db, 1, &o, &st, &err);
@@ -563,7 +568,7 @@ static int cmd_import(dbargs *a) {
   kiln_db *src = NULL, *db = NULL;
   kiln_error err = {0};
   if ((rc = open_ro(file, &src)) != 0) return rc;
-  if ((rc = kiln_db_open(path, KILN_DB_CREATE, &db, &err)) != 0) { kiln_db_close(src); return fail_err(&err, rc); }
+  if ((rc = kiln_db_open(path, KILN_DB_CREATE | KILN_DB_WRITE, &db, &err)) != 0) { kiln_db_close(src); return fail_err(&err, rc); }
   kiln_merge_options o = {.device = -1, .import = 1, .no_binaries = a->no_binaries};
   kiln_merge_stats st;
   rc = kiln_db_merge(db, src, &o, &st, &err);
@@ -690,7 +695,7 @@ static int cmd_prune(dbargs *a) {
   const char *path = db_path(a, buf, sizeof buf);
   kiln_db *db = NULL;
   kiln_error err = {0};
-  rc = kiln_db_open(path, 0, &db, &err);
+  rc = kiln_db_open(path, KILN_DB_WRITE, &db, &err);
   if (rc == KILN_ENOTFOUND) { db_error("%s: no such tuning database", path); return EXIT_USAGE; }
   if (rc) return fail_err(&err, rc);
   kiln_prune_stats ps;

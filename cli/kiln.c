@@ -680,23 +680,17 @@ static int check_reference(kiln_session *s, int nout, run_result *r) {
   return 0;
 }
 
-/* Opens the tuning database for `run`: --db (must exist), else $KILN_DB or
- * the default path when that file exists; *db stays NULL otherwise. */
+/* Opens the tuning database for `run` and `plan`: --db (must exist), else
+ * $KILN_DB or the default path when that file exists, with the shared files
+ * of $KILN_DB_PATH layered on it (kiln_db_open_layered: a file this user
+ * cannot write is read-only, nothing is created); *db stays NULL otherwise. */
 static int open_db_for_run(const char *explicit_path, kiln_db **db) {
   char buf[4096];
   const char *path = explicit_path ? explicit_path : kiln_db_default_path(buf, sizeof buf);
-  const char *shared = getenv("KILN_DB_PATH");
-  *db = NULL;
-  struct stat st;
-  bool have_shared = shared && *shared;
-  if (!explicit_path && !have_shared && stat(path, &st) != 0) return 0;
   kiln_error err = {0};
-  /* shared read-only databases ($KILN_DB_PATH) need a user database to layer on */
-  int rc = kiln_db_open(path, have_shared && !explicit_path ? KILN_DB_CREATE : 0, db, &err);
-  if (!rc && have_shared && (rc = kiln_db_attach_path_list(*db, shared, &err)) != 0) { kiln_db_close(*db); *db = NULL; return fail(&err, rc); }
-  if (rc == KILN_ENOTFOUND) { print_error("--db %s: no such tuning database (create one with `kiln tune`)", path); return EXIT_USAGE; }
-  if (rc) return fail(&err, rc);
-  return 0;
+  int rc = kiln_db_open_layered(path, explicit_path != NULL, getenv("KILN_DB_PATH"), db, &err);
+  if (rc == KILN_ENOTFOUND && explicit_path && !strstr(err.msg, "shared")) { print_error("--db %s", err.msg); return EXIT_USAGE; }
+  return rc ? fail(&err, rc) : 0;
 }
 
 static int cmd_run(const cmd *c, int argc, char **argv) {
@@ -830,8 +824,10 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
     printf("]},\"compile\":{\"programs\":%d,\"ms\":", rs.programs_compiled);
     json_num(stdout, rs.compile_ms);
     printf("},\"tuning\":{\"db\":");
-    if (db) json_str(stdout, kiln_db_path(db)); else printf("null");
-    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"untuned\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.predicted + ps.defaulted);
+    char dbdesc[4096];
+    kiln_db_describe(db, dbdesc, sizeof dbdesc);
+    if (db) json_str(stdout, dbdesc); else printf("null");
+    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"default\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
     printf(",\"kernels_launched\":%d,\"nodes_folded\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"inputs\":[",
            rs.kernels_launched, rs.nodes_folded, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
            (unsigned long long)rs.pool_bytes);
@@ -884,8 +880,10 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
            (double)rs.device_bytes / (1 << 20));
     printf("memory:  intermediates total %.2f MiB, peak %.2f MiB (%.1f%%) in the planner's shared buffers\n", rs.intermediate_bytes / 1048576.0,
            rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0);
+    char dbdesc[4096];
+    kiln_db_describe(db, dbdesc, sizeof dbdesc);
     if (db) printf("tuning:  %s: %d tunable kernel%s: %d tuned (measured), %d untuned with parameters predicted by the cost model, %d untuned with descriptor defaults\n",
-                   kiln_db_path(db), ps.tunable, ps.tunable == 1 ? "" : "s", ps.tuned, ps.predicted, ps.defaulted);
+                   dbdesc, ps.tunable, ps.tunable == 1 ? "" : "s", ps.tuned, ps.predicted, ps.defaulted);
     else printf("tuning:  no tuning database (%d tunable kernel%s use descriptor defaults; run `kiln tune`)\n", ps.tunable, ps.tunable == 1 ? "" : "s");
     for (int i = 0; i < nout; i++) print_tensor("output", kiln_session_output(s, i));
     if (check) {
@@ -1078,13 +1076,15 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
   bound_inputs b = {0};
   kiln_tune_result *res = NULL;
   int nres = 0;
-  char dbbuf[4096];
+  char dbbuf[4096] = "";
   if (!dbpath) dbpath = kiln_db_default_path(dbbuf, sizeof dbbuf);
   kiln_load_options lo = {.shapes = shapes, .nshapes = nshapes};
   if ((rc = kiln_model_load(path, &lo, &m, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if ((rc = kiln_model_check_supported(m, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if ((rc = bind_inputs(m, inputs, ninputs, true, seed, &b)) != 0) goto done;
-  if ((rc = kiln_db_open(dbpath, KILN_DB_CREATE, &db, &err)) != 0) { rc = fail(&err, rc); goto done; }
+  /* refused before any work when the file is not this user's to write; an
+   * explicit --db's directory must exist (no directory tree made silently) */
+  if ((rc = kiln_db_open(dbpath, KILN_DB_CREATE | KILN_DB_WRITE | (dbbuf[0] ? 0 : KILN_DB_NO_MKDIR), &db, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if (getenv("KILN_DB_PATH") && (rc = kiln_db_attach_path_list(db, getenv("KILN_DB_PATH"), &err)) != 0) { rc = fail(&err, rc); goto done; }
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail(&err, rc); goto done; }
   kiln_cli__note_cpu_fallback(d, devsel);
@@ -1170,7 +1170,7 @@ static int cmd_probe(const cmd *c, int argc, char **argv) {
   kiln_device *d = NULL;
   kiln_probe_figure *f = NULL;
   int n = 0, rc;
-  if (!nodb && (rc = kiln_db_open(dbpath, KILN_DB_CREATE, &db, &err)) != 0) return fail(&err, rc);
+  if (!nodb && (rc = kiln_db_open(dbpath, KILN_DB_CREATE | KILN_DB_WRITE, &db, &err)) != 0) return fail(&err, rc);
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { kiln_db_close(db); return fail(&err, rc); }
   const kiln_device_info *di = kiln_device_get_info(d);
   if (!json) { printf("probing %s (%s)...\n", di->name, di->platform); fflush(stdout); }

@@ -134,6 +134,7 @@ int kiln_db_attach_shared(kiln_db *db, const char *path, kiln_error *err);
  * database's own path and empty entries are skipped). Stops at the first error. */
 int kiln_db_attach_path_list(kiln_db *db, const char *list, kiln_error *err);
 int kiln_db_nshared(const kiln_db *db);
+/* kiln_db_open_layered and kiln_db_describe are in kiln.h. */
 kiln_db *kiln_db_shared(kiln_db *db, int i);
 
 /* A layered lookup's answer. */
@@ -146,12 +147,25 @@ typedef struct kiln_lookup {
   int needs_verify;      /* 1: imported / shared record for this exact device not yet re-timed here */
 } kiln_lookup;
 
+/* The one rule that picks an instance's best record, used by every lookup
+ * (kiln_db_best_layered: --db, imported records, KILN_DB_PATH layers) and by
+ * `kiln db show`: among the usable records of v (status "ok", not a
+ * prediction, positive time, this kiln version, and no "wrong", "nan" or
+ * "demoted" row of the same candidate (params and source hash) in the same
+ * layer), the lowest kiln_record_ns, where disagreeing measurements of one
+ * candidate count with their slowest (the first row carrying it stands for
+ * it); ties go to the earlier index. layer (NULL: all one layer) tells which
+ * rows came from the same file. Returns the index, or -1 when none is usable. */
+int kiln_db_pick_best(const kiln_record *const *v, const int *layer, int n);
+
 /* Best usable record for an instance on the device `info` (whose row in the
- * user database is `device`, or -1): (1) the user database's fastest "ok"
- * record measured here (disagreeing measurements count with their slowest); else (2) among "ok" records for this exact
- * fingerprint that are imported or in shared files, the best evidence (lowest
- * median x (1 + spread); disagreeing measurements count with their slowest);
- * else (3) the same from devices of the same family. Every level needs the
+ * user database is `device`, or -1): (1) among the user database's "ok"
+ * records measured here, kiln_db_pick_best's choice; else (2) among "ok"
+ * records for this exact fingerprint that are imported or in shared files
+ * (all layers together), kiln_db_pick_best's choice (the same rule, so a
+ * second user reading the first user's file, through --db, KILN_DB_PATH or an
+ * import, picks what the first user picks); else (3) the same from devices of
+ * the same family. Every level needs the
  * current kiln version (and source_hash), and levels 2 and 3 skip candidates demoted or failed on correctness
  * in the user database or in their own file. source_hash NULL: any.
  * Returns 0, KILN_ENOTFOUND, or KILN_EDB. */

@@ -326,7 +326,7 @@ int kiln_session_plan_info(kiln_session *s, int measure, kiln_plan_kernel **out,
 /* ---- Tuning database -------------------------------------------------- */
 
 typedef struct kiln_db kiln_db;
-enum { KILN_DB_READONLY = 1, KILN_DB_CREATE = 2 };
+enum { KILN_DB_READONLY = 1, KILN_DB_CREATE = 2, KILN_DB_WRITE = 4, KILN_DB_NO_MKDIR = 8 };
 
 /* Opens (and with KILN_DB_CREATE creates) a tuning database. Refuses, with
  * KILN_EDB and a message naming the file, a file that is empty, truncated,
@@ -334,11 +334,30 @@ enum { KILN_DB_READONLY = 1, KILN_DB_CREATE = 2 };
  * schema; such files are left untouched. An older schema is migrated in place
  * inside a transaction after a backup copy (<path>.bak-v<N>). Without
  * KILN_DB_CREATE a missing file is KILN_ENOTFOUND; KILN_DB_READONLY never
- * writes. Several processes may share one file (SQLite locking; busy writers
- * are retried). Close with kiln_db_close. */
+ * writes. A file this user cannot write (or whose directory it cannot write)
+ * is opened read-only whatever the flags (SQLite's immutable open: no journal
+ * or -shm file is made beside it, its bytes never change); writes to it then
+ * fail, and with KILN_DB_WRITE the open itself is refused with KILN_EDB and a
+ * message saying why. KILN_DB_NO_MKDIR: with KILN_DB_CREATE, a missing parent
+ * directory is an error (KILN_ENOTFOUND naming it) instead of being created.
+ * Several processes may share one file (SQLite locking; busy writers are
+ * retried). Close with kiln_db_close. */
 int kiln_db_open(const char *path, int flags, kiln_db **out, kiln_error *err);
 /* Closes the database; sessions using it must be freed first. NULL is a no-op. */
 void kiln_db_close(kiln_db *db);
+/* Opens what a reading command (run, plan, bench, predict) consults: the user
+ * database `path` when it exists (read-only when this user cannot write it;
+ * KILN_ENOTFOUND when it is missing and `must_exist`), with the files of the
+ * ':'-separated `layers` (KILN_DB_PATH) attached. When the user database is
+ * missing and layers are given, an empty in-memory database (path
+ * "(none)") carries the layers: nothing is created. *out is NULL (and 0
+ * returned) when there is neither. */
+int kiln_db_open_layered(const char *path, int must_exist, const char *layers, kiln_db **out, kiln_error *err);
+/* "user.db + shared1.db + shared2.db" (paths of the user database and its
+ * layers), for messages saying where parameters came from. */
+void kiln_db_describe(const kiln_db *db, char *buf, size_t len);
+/* 1 when the database was opened read-only (asked for, or not writable). */
+int kiln_db_is_readonly(const kiln_db *db);
 /* The path the database was opened with; owned by db. */
 const char *kiln_db_path(const kiln_db *db);
 /* Default path: $KILN_DB, else ~/.cache/kiln/tuning.db. Writes into buf. */
