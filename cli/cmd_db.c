@@ -108,8 +108,8 @@ static void jnum(double v) {
 }
 static void jkey(const char *k, bool first) { printf("%s\"%s\":", first ? "" : ",", k); }
 
-static void json_record(int64_t device, const kiln_record *r) {
-  printf("{\"device\":%lld", (long long)device);
+static void json_record(int64_t device, const kiln_record *r, int best) {
+  printf("{\"device\":%lld,\"best\":%s", (long long)device, best ? "true" : "false");
   jkey("family", 0); jstr(r->family);
   jkey("dtype", 0); jstr(kiln_dtype_name(r->dtype));
   jkey("shape_key", 0); jstr(r->shape_key);
@@ -299,38 +299,70 @@ typedef struct {
   bool json, all;
   const char *family;
   int n;
-  int64_t last_dev;
-  char last_key[400];
-  int inst_records;
+  int64_t dev;          /* device of the buffered instance */
+  kiln_record *buf;     /* the records of one instance (in listing order) */
+  int nbuf, cap;
+  bool oom;
 } show_ctx;
 
-static void show_one(int64_t device, const kiln_record *r, void *ctx) {
-  show_ctx *c = ctx;
-  if (c->family && strcmp(c->family, r->family)) return;
-  char key[400];
-  snprintf(key, sizeof key, "%s|%d|%s|%s", r->family, r->dtype, r->shape_key, r->epilogue);
-  bool first_of_instance = device != c->last_dev || strcmp(key, c->last_key);
-  if (first_of_instance) { c->last_dev = device; snprintf(c->last_key, sizeof c->last_key, "%s", key); }
-  if (!c->all && !first_of_instance) return; /* records come best first within an instance */
-  if (c->json) {
-    if (c->n) putchar(',');
-    json_record(device, r);
-  } else {
-    if (first_of_instance && c->all) printf("device %lld  %s %s %s%s%s\n", (long long)device, r->family, kiln_dtype_name(r->dtype), r->shape_key,
-                                            r->epilogue[0] ? " +" : "", r->epilogue);
-    char med[32] = "-";
-    if (kiln_record_ns(r) > 0) snprintf(med, sizeof med, "%.1f", kiln_record_ns(r) / 1e3); /* what records are ranked by */
-    char flags[64] = "";
+static void us(char *b, size_t n, double ns) {
+  if (ns > 0) snprintf(b, n, "%.1f", ns / 1e3);
+  else snprintf(b, n, "-");
+}
+
+/* One instance's records: the best is marked by kiln_db_pick_best, the rule
+ * every lookup uses (the record kiln run, plan and tune pick). */
+static void show_flush(show_ctx *c) {
+  if (!c->nbuf) return;
+  const kiln_record **pv = malloc(sizeof *pv * (size_t)c->nbuf);
+  if (!pv) { c->oom = true; c->nbuf = 0; return; }
+  for (int i = 0; i < c->nbuf; i++) pv[i] = &c->buf[i];
+  int best = kiln_db_pick_best(pv, NULL, c->nbuf);
+  free(pv);
+  const kiln_record *h = &c->buf[best >= 0 ? best : 0];
+  if (!c->json) {
+    printf("%4lld  %-7s %-6s %s%s%s\n", (long long)c->dev, h->family, kiln_dtype_name(h->dtype), h->shape_key, h->epilogue[0] ? " + " : "", h->epilogue);
+  }
+  for (int i = 0; i < c->nbuf; i++) {
+    const kiln_record *r = &c->buf[i];
+    if (!c->all && i != (best >= 0 ? best : 0)) continue;
+    if (c->json) {
+      if (c->n) putchar(',');
+      json_record(c->dev, r, i == best);
+      c->n++;
+      continue;
+    }
+    char mn[32], md[32], flags[96] = "";
+    us(mn, sizeof mn, r->min_ns);
+    us(md, sizeof md, r->median_ns);
+    if (i == best) strcat(flags, " best");
+    else if (!c->all) strcat(flags, " (no usable record)");
     if (r->flags & KILN_REC_DISAGREE) strcat(flags, " disagree");
     if (r->flags & KILN_REC_VERIFIED) strcat(flags, " verified");
     if (r->flags & KILN_REC_RETIMED) strcat(flags, " retimed");
     if (strcmp(r->kiln_version, KILN_VERSION)) strcat(flags, " prior");
-    if (c->all) printf("    %-40.40s %10s us %5.1f%% n=%-3d %-13s %-9s %s%s\n", r->params, med, r->spread * 100, r->samples, r->status, r->origin,
-                       r->source_db, flags);
-    else printf("%4lld  %-7s %-6s %-44.44s %-34.34s %10s %-9s%s\n", (long long)device, r->family, kiln_dtype_name(r->dtype), r->shape_key, r->params, med,
-                r->origin, flags);
+    printf("      %10s %10s %5.1f%% n=%-3d %-8s %-9s %s%s%s%s%s%s\n", mn, md, r->spread * 100, r->samples, r->status, r->origin, r->params,
+           flags[0] ? "  [" : "", flags[0] ? flags + 1 : "", flags[0] ? "]" : "", r->source_db[0] ? " from " : "", r->source_db);
+    c->n++;
   }
-  c->n++;
+  c->nbuf = 0;
+}
+
+static void show_one(int64_t device, const kiln_record *r, void *ctx) {
+  show_ctx *c = ctx;
+  if (c->family && strcmp(c->family, r->family)) return;
+  const kiln_record *p = c->nbuf ? &c->buf[0] : NULL;
+  if (p && (device != c->dev || strcmp(p->family, r->family) || p->dtype != r->dtype || strcmp(p->shape_key, r->shape_key) || strcmp(p->epilogue, r->epilogue)))
+    show_flush(c);
+  if (c->nbuf == c->cap) {
+    int cap = c->cap ? c->cap * 2 : 16;
+    kiln_record *nb = realloc(c->buf, sizeof *nb * (size_t)cap);
+    if (!nb) { c->oom = true; return; }
+    c->buf = nb;
+    c->cap = cap;
+  }
+  c->dev = device;
+  c->buf[c->nbuf++] = *r;
 }
 
 static int cmd_show(dbargs *a) {
@@ -343,11 +375,15 @@ static int cmd_show(dbargs *a) {
   kiln_error err = {0};
   int64_t dev = -1;
   if (a->device && (rc = kiln_db_find_device(db, a->device, &dev, &err)) != 0) { kiln_db_close(db); return fail_err(&err, rc); }
-  show_ctx c = {.json = a->json, .all = a->all, .family = a->family, .last_dev = -1};
+  show_ctx c = {.json = a->json, .all = a->all, .family = a->family, .dev = -1};
   if (a->json) { printf("{\"db\":"); jstr(path); printf(",\"all\":%s,\"records\":[", a->all ? "true" : "false"); }
-  else if (!a->all) printf("%s: best record per kernel instance (--all: every record)\n%4s  %-7s %-6s %-44s %-34s %10s %s\n", path, "dev", "family", "dtype",
-                           "instance", "parameters", "median us", "origin");
+  else printf("%s: %s per kernel instance; the best is what kiln run, plan and tune pick\n%4s  %-7s %-6s %s\n      %10s %10s %6s %-5s %-8s %-9s %s\n", path,
+              a->all ? "every record" : "the best record (--all: every record)", "dev", "family", "dtype", "instance [+ fused epilogue]", "min us",
+              "median us", "spread", "n", "status", "origin", "parameters");
   rc = kiln_db_each_record(db, dev, show_one, &c, &err);
+  show_flush(&c);
+  free(c.buf);
+  if (c.oom && !rc) { db_error("out of memory"); kiln_db_close(db); return 1; }
   if (a->json) printf("]}\n");
   else if (!c.n) printf("(no records)\n");
   kiln_db_close(db);

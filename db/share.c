@@ -812,7 +812,7 @@ int kiln_db_check(kiln_db *db, void (*fn)(const char *problem, void *ctx), void 
     {"\"ok\" records without a positive median", "SELECT count(*) FROM records WHERE status='ok' AND NOT (median_ns>0)"},
     {"\"ok\" records without samples", "SELECT count(*) FROM records WHERE status='ok' AND NOT (samples>=1)"},
     {"\"ok\" records with a negative or missing spread", "SELECT count(*) FROM records WHERE status='ok' AND NOT (spread>=0)"},
-    {"records with an unknown status", "SELECT count(*) FROM records WHERE status NOT IN ('ok','wrong','nan','compile_error','launch_error','demoted')"},
+    {"records with an unknown status", "SELECT count(*) FROM records WHERE status NOT IN ('ok','slow','wrong','nan','compile_error','launch_error','demoted')"},
     {"records with an unknown origin", "SELECT count(*) FROM records WHERE origin NOT IN ('measured','imported','predicted')"},
     {"records without a kernel source hash or kiln version", "SELECT count(*) FROM records WHERE coalesce(source_hash,'')='' OR coalesce(kiln_version,'')=''"},
   };

@@ -121,6 +121,28 @@ check_route db_path
 asB "$KILN" db import "$S" >"$T/importB.log" 2>&1 || { cat "$T/importB.log"; fail "user B: kiln db import"; }
 check_route import
 
+# reading commands work on the read-only file
+for c in "db show $S" "db show --all --json $S" "db stats $S" "db list $S" "db verify $S" "db coverage --db $S $T/m/cnn.onnx" \
+         "db export $S -o $T/homeB/copy.db" "info $T/m/cnn.onnx" "predict --db $S $T/m/cnn.onnx" "bench --db $S --repeat 2 $T/m/cnn.onnx"; do
+  # shellcheck disable=SC2086
+  asB "$KILN" $c >"$T/read.log" 2>&1 || { cat "$T/read.log"; fail "user B: kiln $c on the read-only file"; }
+done
+# db show: min and median columns and the full instance key with its epilogue, the best as in the JSON
+asB "$KILN" db show "$S" >"$T/show.txt" 2>&1 && asB "$KILN" db show --json "$S" >"$T/show.json" 2>&1 || fail "kiln db show"
+python3 - "$T/show.txt" "$T/show.json" <<'EOF' || fail "kiln db show's text and JSON disagree"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()[3:]
+recs = json.load(open(sys.argv[2]))["records"]
+if not recs or not all(r["best"] for r in recs) or len(lines) != 2 * len(recs):
+    print("want one best record per instance, two lines each:", len(recs), len(lines)); sys.exit(1)
+for r, (head, row) in zip(recs, zip(lines[0::2], lines[1::2])):
+    key = r["shape_key"] + (" + " + r["epilogue"] if r["epilogue"] else "")
+    f = row.split()
+    if not head.endswith(key) or float(f[0]) != round(r["min_ns"] / 1e3, 1) or float(f[1]) != round(r["median_ns"] / 1e3, 1) or r["params"] not in row:
+        print("mismatch:\n ", head, "\n ", row, "\n ", r); sys.exit(1)
+print("db show: %d instances, min and median columns and full keys as in the JSON" % len(recs))
+EOF
+
 # writing commands on the shared file: exit 2, saying why, before any work
 asB "$KILN" tune "$T/m/cnn.onnx" --db "$S" --max-trials 1 >"$T/tuneB.log" 2>&1
 rc=$?
