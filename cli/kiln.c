@@ -13,7 +13,9 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1008,6 +1010,28 @@ static int print_compare(const char *path, const char *dev, const char *dbpath, 
   return 0;
 }
 
+/* Set by SIGINT during `kiln tune` (kiln_tune_options.stop). */
+static volatile int tune_interrupted;
+static void on_tune_sigint(int sig) { (void)sig; tune_interrupted = 1; }
+static double tune_clock(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* "tuned X of Y instances" after a tune, and what to do about the rest. */
+static void tune_summary(FILE *f, const kiln_tune_result *res, int nres, const char *why) {
+  int tuned = 0, total = 0;
+  for (int i = 0; i < nres; i++) {
+    if (!strcmp(res[i].family, "fusion")) continue;
+    total++;
+    tuned += res[i].tuned;
+  }
+  fprintf(f, "tuned %d of %d instances%s%s", tuned, total, why ? "; " : "", why ? why : "");
+  if (tuned < total) fprintf(f, "; running the same `kiln tune` again resumes where this one stopped");
+  fprintf(f, "\n");
+}
+
 static int cmd_tune(const cmd *c, int argc, char **argv) {
   const char *path = NULL, *devsel = getenv("KILN_DEVICE"), *dbpath = NULL, *strategy = "model", *families = NULL, *v;
   const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
@@ -1084,9 +1108,9 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
   if ((rc = bind_inputs(m, inputs, ninputs, true, seed, &b)) != 0) goto done;
   /* refused before any work when the file is not this user's to write; an
    * explicit --db's directory must exist (no directory tree made silently) */
+  if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if ((rc = kiln_db_open(dbpath, KILN_DB_CREATE | KILN_DB_WRITE | (dbbuf[0] ? 0 : KILN_DB_NO_MKDIR), &db, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if (getenv("KILN_DB_PATH") && (rc = kiln_db_attach_path_list(db, getenv("KILN_DB_PATH"), &err)) != 0) { rc = fail(&err, rc); goto done; }
-  if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail(&err, rc); goto done; }
   kiln_cli__note_cpu_fallback(d, devsel);
   if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if ((rc = set_inputs(s, &b)) != 0) goto done;
@@ -1094,11 +1118,31 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
   tune_ui ui = {.tty = isatty(2) != 0, .json = json};
   kiln_tune_options o = {.budget_s = budget, .max_trials = (int)max_trials, .strategy = strategy, .seed = seed,
                          .families = families, .max_gflop = max_gflop, .compare = compare, .progress = tune_progress, .ctx = &ui,
-                         .fusion_close = fusion_close};
+                         .fusion_close = fusion_close, .stop = &tune_interrupted};
   if (compare) strategy = "exhaustive, then the model strategy replayed on its times";
   const kiln_device_info *di = kiln_device_get_info(d);
   if (!json) { printf("tuning %s on %s (%s)\ndatabase: %s, strategy %s\n", path, di->name, di->platform, dbpath, strategy); fflush(stdout); }
-  if ((rc = kiln_tune(s, db, &o, &res, &nres, &err)) != 0) { rc = fail(&err, rc); goto done; }
+  if (!json && budget > 0 && budget < KILN_TUNE_PROBE_MIN_BUDGET) {
+    int64_t dev_id;
+    char *pj = NULL;
+    if (kiln_db_device(db, di, &dev_id, NULL) != 0 || kiln_db_get_probe(db, dev_id, &pj) != 0)
+      printf("this device was never probed: with a budget under %.0f s the cost model uses its built-in figures (run `kiln probe` once for better ones)\n",
+             KILN_TUNE_PROBE_MIN_BUDGET);
+    free(pj);
+  }
+  /* SIGINT: the record being measured is finished and stored, then the summary and exit 130 */
+  struct sigaction sa = {0}, old_sa;
+  sa.sa_handler = on_tune_sigint;
+  sigemptyset(&sa.sa_mask);
+  tune_interrupted = 0;
+  sigaction(SIGINT, &sa, &old_sa);
+  double tune_t0 = tune_clock();
+  rc = kiln_tune(s, db, &o, &res, &nres, &err);
+  sigaction(SIGINT, &old_sa, NULL);
+  if (rc) { rc = fail(&err, rc); goto done; }
+  char why[128] = "";
+  if (tune_interrupted) snprintf(why, sizeof why, "interrupted after %.0f s", tune_clock() - tune_t0);
+  else if (budget > 0 && tune_clock() - tune_t0 > budget) snprintf(why, sizeof why, "the %.0f s budget is spent (%.0f s)", budget, tune_clock() - tune_t0);
   if (compare) rc = print_compare(path, di->name, dbpath, res, nres, json);
   else if (json) {
     printf("{\"model\":"); json_str(stdout, path);
@@ -1136,7 +1180,10 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
     for (int i = 0; i < nres; i++) refreshed += res[i].refreshed;
     if (refreshed) printf("recomputed the cost-model features of %d stored records (written by a kiln with other feature definitions)\n", refreshed);
     if (!nres) printf("no tunable kernels in this model\n");
+    tune_summary(stdout, res, nres, why[0] ? why : NULL);
   }
+  if (json) tune_summary(stderr, res, nres, why[0] ? why : NULL);
+  if (tune_interrupted) rc = 130;
 done:
   free(res);
   bound_free(&b);

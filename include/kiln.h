@@ -428,6 +428,7 @@ typedef struct kiln_tune_progress {
 typedef struct kiln_tune_result {
   char family[32], shape_key[192], params[256], dtype[16];
   int trials, rejected, skipped;  /* skipped: already tuned (resume) */
+  int tuned;                      /* 1: the instance is marked tuned (now or before): resume skips it */
   int candidates;                 /* size of the valid search space */
   int refreshed;                  /* stored records whose cost-model features were stale
                                      (an older kiln's definitions) and were recomputed */
@@ -442,8 +443,15 @@ typedef struct kiln_tune_result {
   char cmp_params[256];
 } kiln_tune_result;
 
+#define KILN_TUNE_PROBE_MIN_BUDGET 120.0 /* s */
 typedef struct kiln_tune_options {
-  double budget_s;          /* whole run; 0 = unlimited */
+  double budget_s;          /* whole run, from kiln_tune's start (verification and the
+                               device probe included); 0 = unlimited. Below
+                               KILN_TUNE_PROBE_MIN_BUDGET a device never probed is not
+                               probed: the cost model's built-in prior stands in */
+  volatile const int *stop; /* optional: when *stop becomes non-zero (a signal handler), the
+                               candidate being measured is finished and stored, and kiln_tune
+                               returns what it has (the database resumes from there) */
   int max_trials;           /* per instance; 0 = unlimited */
   const char *strategy;     /* "model" (default: rank by the cost model, measure the most
                                promising ~10%, refit, repeat), "exhaustive" or "random" */
