@@ -264,6 +264,7 @@ static void list_one(const kiln_db_device_row *d, void *ctx) {
     jkey("driver", 0); jstr(d->driver);
     jkey("fingerprint", 0); jstr(d->fingerprint);
     jkey("family", 0); jstr(d->family);
+    printf(",\"searched_instances\":%lld", (long long)d->searched);
     printf(",\"records\":%lld,\"ok_records\":%lld,\"tuned_instances\":%lld,\"imported\":%lld,\"disagree\":%lld,\"demoted\":%lld,\"probe\":%s}",
            (long long)d->records, (long long)d->ok_records, (long long)d->tuned, (long long)d->imported, (long long)d->disagree,
            (long long)d->demoted, d->has_probe ? "true" : "false");
@@ -411,7 +412,7 @@ static int cmd_stats(dbargs *a) {
            s.schema_on_disk, (long long)s.c.devices, (long long)s.c.records, (long long)s.c.ok_records, (long long)s.failed, (long long)s.demoted);
     printf(",\"measured\":%lld,\"imported\":%lld,\"predicted\":%lld,\"disagree\":%lld,\"verified\":%lld,\"other_version\":%lld", (long long)s.measured,
            (long long)s.imported, (long long)s.predicted, (long long)s.disagree, (long long)s.verified, (long long)s.other_version);
-    printf(",\"tuned_instances\":%lld,\"binaries\":%lld,\"bytes\":%lld,\"integrity\":", (long long)s.c.tuned_instances, (long long)s.c.binaries,
+    printf(",\"tuned_instances\":%lld,\"searched_instances\":%lld,\"binaries\":%lld,\"bytes\":%lld,\"integrity\":", (long long)s.tuned, (long long)s.searched, (long long)s.c.binaries,
            (long long)s.bytes);
     jstr(integ ? ierr.msg : "ok");
     printf("}\n");
@@ -423,7 +424,8 @@ static int cmd_stats(dbargs *a) {
     printf("origins:    %lld measured, %lld imported, %lld predicted\n", (long long)s.measured, (long long)s.imported, (long long)s.predicted);
     printf("evidence:   %lld disagreeing, %lld verified on this machine, %lld from another kiln version (priors)\n", (long long)s.disagree,
            (long long)s.verified, (long long)s.other_version);
-    printf("tuned:      %lld instances\nbinaries:   %lld\nsize:       %.1f KiB\nintegrity:  %s\n", (long long)s.c.tuned_instances, (long long)s.c.binaries,
+    printf("tuned:      %lld instances with a usable measured record (%lld searched to the end)\nbinaries:   %lld\nsize:       %.1f KiB\nintegrity:  %s\n",
+           (long long)s.tuned, (long long)s.searched, (long long)s.c.binaries,
            (double)s.bytes / 1024, integ ? ierr.msg : "ok");
   }
   if (integ) { db_error("%s", ierr.msg); return 1; }
@@ -509,8 +511,8 @@ static int cmd_coverage(dbargs *a) {
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
   if ((rc = model_session(model, a, d, &m, &s)) != 0) goto done;
   if ((rc = kiln_db_coverage(s, db, &cv, &n, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
-  int found = 0, local = 0;
-  for (int i = 0; i < n; i++) { found += cv[i].found && cv[i].exact; local += cv[i].local; }
+  int found = 0, local = 0, tuned = 0; /* tuned: what kiln run and plan count as tuned (a lookup finds a measured record) */
+  for (int i = 0; i < n; i++) { found += cv[i].found && cv[i].exact; local += cv[i].local; tuned += cv[i].found; }
   const kiln_device_info *di = kiln_device_get_info(d);
   if (a->json) {
     printf("{\"model\":"); jstr(model);
@@ -518,7 +520,7 @@ static int cmd_coverage(dbargs *a) {
     printf(",\"db\":"); jstr(path);
     printf(",\"shared\":[");
     for (int i = 0; i < kiln_db_nshared(db); i++) { if (i) putchar(','); jstr(kiln_db_path(kiln_db_shared(db, i))); }
-    printf("],\"instances\":%d,\"covered\":%d,\"measured_here\":%d,\"kernels\":[", n, found, local);
+    printf("],\"instances\":%d,\"tuned\":%d,\"covered\":%d,\"measured_here\":%d,\"kernels\":[", n, tuned, found, local);
     for (int i = 0; i < n; i++) {
       kiln_coverage *c = &cv[i];
       printf("%s{\"family\":", i ? "," : ""); jstr(c->family);
@@ -536,7 +538,7 @@ static int cmd_coverage(dbargs *a) {
     }
     printf("]}\n");
   } else {
-    printf("%s on %s: %d of %d kernel instances have records for this device (%d measured here)\n", model, di->name, found, n, local);
+    printf("%s on %s: %d of %d kernel instances tuned; %d have records for this exact device (%d measured here)\n", model, di->name, tuned, n, found, local);
     printf("database: %s", path);
     for (int i = 0; i < kiln_db_nshared(db); i++) printf("%s%s", i ? ", " : "; shared: ", kiln_db_path(kiln_db_shared(db, i)));
     printf("\n%-7s %-6s %-44s %5s %-34s %10s  %s\n", "family", "dtype", "instance", "nodes", "parameters", "median us", "from");

@@ -212,7 +212,9 @@ int kiln_db_write_merged(const char *path, kiln_db *const *srcs, int nsrcs, cons
 typedef struct kiln_db_device_row {
   int64_t id;
   char fingerprint[1024], family[512], name[128], vendor[128], platform[128], driver[64];
-  int64_t records, ok_records, tuned, imported, disagree, demoted;
+  int64_t records, ok_records, imported, disagree, demoted;
+  int64_t tuned;     /* instances with a usable measured record (KILN_TUNED_INSTANCES_SQL) */
+  int64_t searched;  /* instances whose search ran to its end (tuned markers) */
   int has_probe;
 } kiln_db_device_row;
 int kiln_db_each_device(kiln_db *db, void (*fn)(const kiln_db_device_row *d, void *ctx), void *ctx, kiln_error *err);
@@ -231,7 +233,18 @@ typedef struct kiln_db_stats {
   kiln_db_counts c;
   int schema, schema_on_disk;
   int64_t measured, imported, predicted, demoted, failed, disagree, verified, other_version, bytes;
+  int64_t tuned;     /* instances (all devices) with a usable measured record */
+  int64_t searched;  /* instances whose search ran to its end (tuned markers; c.tuned_instances counts fusion's too) */
 } kiln_db_stats;
+
+/* What counts as a tuned kernel instance everywhere (kiln run, bench, plan,
+ * db coverage, list, stats): one with a record a lookup can use, an "ok"
+ * measurement (not a prediction) of this kiln version (bound as ?1) with a
+ * positive time; `where` selects the rows of records r. The tuned markers
+ * (kiln_db_mark_tuned) say something else: the search ran to its end. */
+#define KILN_TUNED_INSTANCES_SQL(where) \
+  "SELECT count(*) FROM (SELECT DISTINCT r.device,r.family,r.dtype,r.shape_key,r.epilogue FROM records r WHERE " where \
+  " AND r.status='ok' AND r.origin<>'predicted' AND r.median_ns>0 AND r.kiln_version=?1 AND r.family<>'fusion')"
 int kiln_db_stats_get(kiln_db *db, kiln_db_stats *s, kiln_error *err);
 
 /* Consistency checks beyond SQLite's integrity check: every record's device

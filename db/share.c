@@ -671,11 +671,13 @@ int kiln_db_each_device(kiln_db *db, void (*fn)(const kiln_db_device_row *d, voi
         "SELECT d.id,d.fingerprint,d.family,d.name,d.vendor,d.platform,d.driver,d.probe IS NOT NULL,"
         " (SELECT count(*) FROM records r WHERE r.device=d.id),"
         " (SELECT count(*) FROM records r WHERE r.device=d.id AND r.status='ok'),"
-        " (SELECT count(*) FROM tuned t WHERE t.device=d.id),"
+        " (" KILN_TUNED_INSTANCES_SQL("r.device=d.id") "),"
         " (SELECT count(*) FROM records r WHERE r.device=d.id AND r.origin='imported'),"
         " (SELECT count(*) FROM records r WHERE r.device=d.id AND (r.flags&1)<>0),"
-        " (SELECT count(*) FROM records r WHERE r.device=d.id AND r.status='demoted')"
+        " (SELECT count(*) FROM records r WHERE r.device=d.id AND r.status='demoted'),"
+        " (SELECT count(*) FROM tuned t WHERE t.device=d.id AND t.family<>'fusion')"
         " FROM devices d ORDER BY d.id", -1, &st, NULL) != SQLITE_OK) return kiln__db_sqlerr(db, err, "listing devices");
+  sqlite3_bind_text(st, 1, KILN_VERSION, -1, SQLITE_STATIC);
   int rc;
   while ((rc = kiln__db_step(db, st)) == SQLITE_ROW) {
     kiln_db_device_row d;
@@ -691,6 +693,7 @@ int kiln_db_each_device(kiln_db *db, void (*fn)(const kiln_db_device_row *d, voi
     d.imported = sqlite3_column_int64(st, 11);
     d.disagree = sqlite3_column_int64(st, 12);
     d.demoted = sqlite3_column_int64(st, 13);
+    d.searched = sqlite3_column_int64(st, 14);
     fn(&d, ctx);
   }
   sqlite3_finalize(st);
@@ -784,6 +787,8 @@ int kiln_db_stats_get(kiln_db *db, kiln_db_stats *s, kiln_error *err) {
   s->verified = count_q(db, "SELECT count(*) FROM records WHERE (flags&2)<>0", &bad);
   s->other_version = count_q(db, "SELECT count(*) FROM records WHERE kiln_version IS NOT ?1", &bad);
   s->bytes = count_q(db, "SELECT page_count*page_size FROM pragma_page_count(), pragma_page_size()", &bad);
+  s->tuned = count_q(db, KILN_TUNED_INSTANCES_SQL("1"), &bad);
+  s->searched = count_q(db, "SELECT count(*) FROM tuned WHERE family<>'fusion'", &bad);
   return bad ? kiln__db_sqlerr(db, err, "statistics") : 0;
 }
 

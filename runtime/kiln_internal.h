@@ -315,7 +315,8 @@ struct kiln_db;
 typedef struct kiln_exec {
   kiln_device *d;
   kiln_graph *g;
-  int launches;             /* kernels enqueued in this run */
+  int launches;             /* kernels enqueued in this run, one-time setup launches excluded */
+  int setup_launches;       /* one-time launches (a constant operand packed on the first run) */
   struct kiln_db *db;       /* tuning records (optional) */
   int64_t db_device;        /* device row in db */
   kiln_cm_state *cm;        /* cost model (optional): picks parameters nothing measured */
@@ -345,6 +346,14 @@ cl_mem kiln_exec_param(kiln_exec *x, kiln_node *n, int slot, const void *data, s
 cl_mem kiln_exec_scratch(kiln_exec *x, kiln_node *n, int slot, size_t bytes, kiln_error *err);
 /* Launch through the exec context (counts launches). */
 int kiln_exec_launch(kiln_exec *x, cl_kernel k, int dims, const size_t *gws, const size_t *lws, kiln_error *err);
+/* The same for a launch that later runs of the plan do not repeat (packing a
+ * constant operand): counted in setup_launches, so that the launches per run
+ * are the same for every run of a plan. */
+static inline int kiln_exec_launch_setup(kiln_exec *x, cl_kernel k, int dims, const size_t *gws, const size_t *lws, kiln_error *err) {
+  int rc = kiln_exec_launch(x, k, dims, gws, lws, err);
+  if (!rc) { x->launches--; x->setup_launches++; }
+  return rc;
+}
 /* Device buffer of input/output slot i (NULL if omitted). For a constant input
  * the executor has uploaded its data. */
 static inline cl_mem kiln_in_buf(kiln_exec *x, const kiln_node *n, int i) { return kiln_has_in(n, i) ? x->g->vals[n->in[i]].buf : NULL; }

@@ -107,6 +107,15 @@ check_route() {
     for i in 1 2; do
       kB "$name" run --random "$T/m/$m.onnx" >"$T/runB-$name-$m-$i.log" 2>&1 || { cat "$T/runB-$name-$m-$i.log"; fail "user B ($name): kiln run $m ($i)"; }
     done
+    l1=$(sed -n 's/.* \([0-9]*\) kernels launched per run.*/\1/p' "$T/runB-$name-$m-1.log")
+    l2=$(sed -n 's/.* \([0-9]*\) kernels launched per run.*/\1/p' "$T/runB-$name-$m-2.log")
+    kB "$name" run --random --repeat 3 "$T/m/$m.onnx" >"$T/runB-$name-$m-3.log" 2>&1 || { cat "$T/runB-$name-$m-3.log"; fail "user B ($name): kiln run --repeat 3 $m"; }
+    l3=$(sed -n 's/.* \([0-9]*\) kernels launched per run.*/\1/p' "$T/runB-$name-$m-3.log")
+    [ -n "$l1" ] && [ "$l1" = "$l2" ] && [ "$l1" = "$l3" ] || fail "user B ($name), $m: kernels launched per run differ between runs: $l1, $l2, $l3 (--repeat 3)"
+    # the same count of tuned kernels in run, plan and coverage
+    t_run=$(sed -n 's/^tuning: .*: [0-9]* tunable kernels*: \([0-9]*\) tuned.*/\1/p' "$T/runB-$name-$m-1.log")
+    t_plan=$(python3 -c 'import json,sys; print(sum(k["origin"] == "tuned" for k in json.load(open(sys.argv[1]))["launches"]))' "$T/planB-$name-$m.json")
+    [ -n "$t_run" ] && [ "$t_run" -ge "$t_plan" ] || fail "user B ($name), $m: run says $t_run tuned kernels, plan $t_plan tuned launches"
     n2=$(compiled "$T/runB-$name-$m-2.log")
     [ -n "$n2" ] || { cat "$T/runB-$name-$m-2.log"; fail "no compile line in kiln run's output"; }
     [ "$n2" -eq 0 ] || fail "user B ($name): the second run of $m compiled $n2 programs (want 0)"
