@@ -783,8 +783,9 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
     int nv = 0;
     if ((rc = kiln_verify_imported(s, db, NULL, &vr, &nv, &err)) != 0) { rc = fail(&err, rc); goto done; }
     for (int i = 0; i < nv && !json; i++)
-      printf("verify:  %s %s %s: recorded %.1f us, measured %.1f us (tolerance %.0f%%): %s\n", vr[i].family, vr[i].shape_key, vr[i].params,
-             vr[i].recorded_ns / 1e3, vr[i].measured_ns / 1e3, vr[i].tolerance * 100, vr[i].passed ? "kept" : "DEMOTED");
+      printf("verify:  %s %s %s: fastest %.1f us vs %.1f us for %s in the same rounds (margin %.0f%%): %s\n", vr[i].family, vr[i].shape_key,
+             vr[i].params, vr[i].measured_min_ns / 1e3, vr[i].rival_ns / 1e3, vr[i].rival[0] ? vr[i].rival : "(no rival)", vr[i].tolerance * 100,
+             vr[i].passed ? "kept" : "DEMOTED");
     if (!nv && !json) printf("verify:  no imported records to re-time for this model\n");
     free(vr);
   }

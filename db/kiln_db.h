@@ -265,10 +265,14 @@ int kiln_db_prune(kiln_db *db, int stale, int binaries, kiln_prune_stats *st, ki
 typedef struct kiln_verify_result {
   char family[32], shape_key[192], epilogue[64], params[256], from[512];
   int dtype;
-  double recorded_ns, measured_ns; /* medians */
-  double tolerance;                /* relative: max(KILN_DB_TOLERANCE, 3 x recorded spread) */
+  double recorded_ns, measured_ns; /* medians (measured: in the alternating rounds) */
+  double measured_min_ns;          /* its fastest time in those rounds */
+  char rival[256];                 /* what it was timed against: the runner-up record's
+                                      parameters, else the defaults; "" when neither */
+  double rival_ns;                 /* the rival's fastest time in the same rounds; < 0 if none */
+  double tolerance;                /* noise margin: the larger spread measured in those rounds (>= 5%) */
   double max_err;                  /* vs the CPU reference */
-  int passed;                      /* 1: within tolerance and correct; 0: demoted */
+  int passed;                      /* 0 (demoted): wrong, or slower than the rival beyond the margin */
 } kiln_verify_result;
 typedef struct kiln_verify_options {
   int dry_run;       /* only report; write nothing */
@@ -278,9 +282,13 @@ typedef struct kiln_verify_options {
 /* Re-times, on the session's device, the record that a lookup in db (layers
  * included) picks for each tunable instance of the session's model when it is
  * an imported or shared record for this exact device not verified yet (inputs
- * must be set). A record slower than recorded by more than the tolerance, or
- * wrong against the CPU reference, is demoted (kiln_db_set_verdict) and the
- * next choice is checked in turn; one that holds is flagged verified. The
+ * must be set). Demotion needs evidence: the record's parameters are checked
+ * against the CPU reference and timed against the runner-up (else the
+ * defaults) in alternating rounds; a record that is wrong, or slower than its
+ * rival by more than the spread measured in those rounds, is demoted
+ * (kiln_db_set_verdict) and the next choice is checked in turn; one that holds
+ * is flagged verified. A busy machine makes both slower alike, so a record is
+ * never demoted for missing its recorded time. The
  * session uses db afterwards and chooses parameters again on its next run.
  * *out (caller frees) lists what was re-timed. */
 int kiln_verify_imported(kiln_session *s, kiln_db *db, const kiln_verify_options *o, kiln_verify_result **out, int *nout, kiln_error *err);

@@ -366,6 +366,11 @@ static inline cl_mem kiln_out_buf(kiln_exec *x, const kiln_node *n, int i) { ret
  * NaN/Inf where the reference is finite). */
 double kiln__tune_run_once(kiln_exec *x, kiln_node *n, kiln_error *err);
 double kiln__tune_output_error(kiln_exec *x, kiln_node *n, void **ref, kiln_error *err);
+/* Candidates p[0..k) of node n timed back to back in alternating rounds
+ * (tuner/tuner.c): med, mn, spread ((p90 - p10) / median, or NULL) and cnt
+ * (or NULL) per candidate; < 0 when none of its runs succeeded. */
+void kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
+                              int *cnt);
 
 /* ---- op registry -------------------------------------------------------- */
 

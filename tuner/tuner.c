@@ -407,8 +407,8 @@ static double meas_replay(void *ctx, int k) { const replay_ctx *r = ctx; return 
  * receive the median and the fastest of candidate i's `reps` times (< 0 when
  * none succeeded), spread[i] (if not NULL) (p90 - p10) / median, cnt[i] (if
  * not NULL) how many runs succeeded. */
-static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
-                          int *cnt) {
+void kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
+                              int *cnt) {
   double v[TOGETHER_MAX][TOGETHER_REPS * (TOGETHER_BLOCK - 1)];
   int nv[TOGETHER_MAX] = {0};
   if (k > TOGETHER_MAX) k = TOGETHER_MAX;
@@ -563,7 +563,7 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
   }
   double med[TOGETHER_MAX], mn[TOGETHER_MAX], spread[TOGETHER_MAX];
   int cnt[TOGETHER_MAX];
-  if (!rc && k) time_together(x, n, node, pp, k, FINAL_ROUNDS, med, mn, spread, cnt);
+  if (!rc && k) kiln__tune_time_together(x, n, node, pp, k, FINAL_ROUNDS, med, mn, spread, cnt);
   double best = INFINITY;
   if (k && k < f->n) { /* re-timed slower, a contender can fall behind the first candidate outside */
     best = kiln_record_ns(&f->r[k]);
@@ -980,7 +980,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
             /* the cold pick and the exhaustive best re-timed back to back */
             const int *pair[2] = {cands + (size_t)pick * (size_t)np, cands + (size_t)bk * (size_t)np};
             double t2[2], m2[2];
-            time_together(&x, n, in->node, pair, 2, FINAL_ROUNDS, m2, t2, NULL, NULL);
+            kiln__tune_time_together(&x, n, in->node, pair, 2, FINAL_ROUNDS, m2, t2, NULL, NULL);
             r->cmp_pick_ns = t2[0];
             r->cmp_best_ns = t2[1];
           }
