@@ -1379,6 +1379,12 @@ static int cmd_predict(const cmd *c, int argc, char **argv) {
     int ntmp = 0;
     rc = kiln_predict(m, NULL, s, db, &tmp, &ntmp, &err);
     if (rc == KILN_ENOTFOUND) {
+      if (kiln_db_is_readonly(db)) {
+        print_error("%s: read-only for you and without a probe of this device; predictions need one: run `kiln probe` (it stores the "
+                    "probe in your own database) and read this file through KILN_DB_PATH, or use --profile", dbpath);
+        rc = EXIT_USAGE;
+        goto done;
+      }
       if (!json) { printf("probing the device first (kiln probe)...\n"); fflush(stdout); }
       if ((rc = kiln_probe(d, db, &figs, &nf, &err)) != 0) { rc = fail(&err, rc); goto done; }
       free(figs);
