@@ -795,11 +795,9 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     if (!opt.compare && kiln_db_is_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue) &&
         kiln_db_best_layered(db, s->db_device, &d->info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &usable, NULL) == 0 && usable.exact) {
       r->skipped = r->tuned = 1;
-      kiln_record best;
-      if (kiln_db_best(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, hash, &best, NULL) == 0) {
-        r->best_ns = kiln_record_ns(&best);
-        snprintf(r->params, sizeof r->params, "%s", best.params);
-      }
+      /* what run and plan will use (kiln_db_pick_best's choice) */
+      r->best_ns = kiln_record_ns(&usable.rec);
+      snprintf(r->params, sizeof r->params, "%s", usable.rec.params);
       continue;
     }
     if (out_of_time(&opt, t0)) break;
