@@ -115,7 +115,6 @@ enum { ORIG_ANY, ORIG_MEASURED, ORIG_NOT_MEASURED };
 typedef struct cand {
   kiln_record r;
   int layer;
-  double eff;   /* median; for disagreeing measurements of one candidate, the slowest */
 } cand;
 
 typedef struct cands { cand *v; int n, cap; } cands;
