@@ -1110,12 +1110,13 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
   /* refused before any work when the file is not this user's to write; an
    * explicit --db's directory must exist (no directory tree made silently) */
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail(&err, rc); goto done; }
-  if ((rc = kiln_db_open(dbpath, KILN_DB_CREATE | KILN_DB_WRITE | (dbbuf[0] ? 0 : KILN_DB_NO_MKDIR), &db, &err)) != 0) { rc = fail(&err, rc); goto done; }
-  if (getenv("KILN_DB_PATH") && (rc = kiln_db_attach_path_list(db, getenv("KILN_DB_PATH"), &err)) != 0) { rc = fail(&err, rc); goto done; }
   kiln_cli__note_cpu_fallback(d, devsel);
   if ((rc = kiln_session_create(m, d, &s, &err)) != 0) { rc = fail(&err, rc); goto done; }
   if ((rc = set_inputs(s, &b)) != 0) goto done;
   if (nofusion) kiln_session_set_fusion(s, 0);
+  if ((rc = kiln_tune_check_families(s, families, &err)) != 0) { rc = fail(&err, rc); goto done; }
+  if ((rc = kiln_db_open(dbpath, KILN_DB_CREATE | KILN_DB_WRITE | (dbbuf[0] ? 0 : KILN_DB_NO_MKDIR), &db, &err)) != 0) { rc = fail(&err, rc); goto done; }
+  if (getenv("KILN_DB_PATH") && (rc = kiln_db_attach_path_list(db, getenv("KILN_DB_PATH"), &err)) != 0) { rc = fail(&err, rc); goto done; }
   tune_ui ui = {.tty = isatty(2) != 0, .json = json};
   kiln_tune_options o = {.budget_s = budget, .max_trials = (int)max_trials, .strategy = strategy, .seed = seed,
                          .families = families, .max_gflop = max_gflop, .compare = compare, .progress = tune_progress, .ctx = &ui,

@@ -475,6 +475,11 @@ typedef struct kiln_tune_options {
  * `db` already marks as tuned are skipped (resume). On return *results (owned
  * by the caller, free()) lists the instances. */
 int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err);
+/* KILN_EINVAL naming the valid ones when the comma list `families` (NULL or
+ * "": all) has a name that is none of the model's tunable kernel families or
+ * "fusion" (plans the session; kiln_tune checks the same). For a check before
+ * any database is opened. */
+int kiln_tune_check_families(kiln_session *s, const char *families, kiln_error *err);
 
 /* ---- Demo models ----------------------------------------------------- */
 

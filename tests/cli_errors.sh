@@ -169,6 +169,7 @@ expect_tune() {
   echo "ok   [$case_name] $(grep '^kiln: error:' "$T/$case_name.stderr" | head -n 1)"
 }
 expect_tune tune_unknown_family "unknown kernel family 'nosuch'.*its families:" --db "$T/tf.db" --families nosuch
+[ -e "$T/tf.db" ] && { case_name=tune_unknown_family; fail "a database was made before the families were checked"; }
 expect_tune tune_unknown_strategy "--strategy must be model, exhaustive or random" --db "$T/ts.db" --strategy bogus
 expect_tune tune_unknown_device "no OpenCL device matches 'nosuchdevice'" --db "$T/td.db" --device nosuchdevice
 [ -e "$T/td.db" ] && { case_name=tune_unknown_device; fail "a database was made before the device was checked"; }

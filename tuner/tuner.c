@@ -690,6 +690,28 @@ static int check_families(const char *list, const instance *inst, int ninst, kil
   return 0;
 }
 
+int kiln_tune_check_families(kiln_session *s, const char *families, kiln_error *err) {
+  if (!families || !*families) return 0;
+  int rc = kiln__session_ensure_plan(s, err);
+  if (rc) return rc;
+  kiln_graph *g = s->m->g;
+  instance *all = calloc(64, sizeof *all);
+  if (!all) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  int nall = 0;
+  for (int i = 0; i < g->nnodes && nall < 64; i++) {
+    kiln_node *n = &g->nodes[i];
+    kiln_tunable t;
+    memset(&t, 0, sizeof t);
+    if (n->folded || !n->op || !n->op->tunable || n->op->tunable(g, n, &t) != 0) continue;
+    int k = 0;
+    while (k < nall && strcmp(all[k].t.family, t.family)) k++;
+    if (k == nall) all[nall++].t = t;
+  }
+  rc = check_families(families, all, nall, err);
+  free(all);
+  return rc;
+}
+
 int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
   double t0 = now_s(); /* the budget covers everything from here: verification and the device probe too */
   kiln_tune_options opt = {0};
