@@ -15,7 +15,7 @@ T=$(mktemp -d /tmp/kiln_pvt.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 # an empty database: the device row, no probe, no records
 "$KILN" tune --strategy exhaustive --families none --db "$T/empty.db" "$MODEL" >/dev/null
-med() { python3 -c 'import json,sys; d=json.load(sys.stdin); t=d["tuning"]; print(d["latency_ms"]["median"], t["tuned"], t["predicted"], t["untuned"] - t["predicted"])'; }
+med() { python3 -c 'import json,sys; d=json.load(sys.stdin); t=d["tuning"]; print(d["latency_ms"]["median"], t["tuned"], t["predicted"], t["default"])'; }
 echo "load before: $(uptime)"
 echo "round  tuned-ms (tuned/pred/dflt)  predicted-ms (tuned/pred/dflt)  defaults-ms  predicted/tuned  defaults/tuned"
 i=0

@@ -132,18 +132,22 @@ int kiln_cli__open_db(const char *explicit_path, int flags, bool shared, kiln_db
   const char *path = explicit_path ? explicit_path : kiln_db_default_path(buf, sizeof buf);
   const char *list = shared ? getenv("KILN_DB_PATH") : NULL;
   bool have_shared = list && *list;
-  struct stat st;
   kiln_error err = {0};
   *db = NULL;
-  if (!explicit_path && !have_shared && !(flags & KILN_DB_CREATE) && stat(path, &st) != 0) return 0;
-  if (have_shared && !explicit_path) flags |= KILN_DB_CREATE; /* shared databases layer on a user database */
+  if (!(flags & KILN_DB_CREATE)) {
+    /* reading: the user database (read-only when it is not this user's to
+     * write; nothing is created) with $KILN_DB_PATH's layers */
+    int rc = kiln_db_open_layered(path, explicit_path != NULL, list, db, &err);
+    if (rc == KILN_ENOTFOUND && explicit_path && !strstr(err.msg, "shared")) { kiln_cli__error("--db %s", err.msg); return 2; }
+    return rc ? kiln_cli__fail(&err, rc) : 0;
+  }
   int rc = kiln_db_open(path, flags, db, &err);
   if (!rc && have_shared && (rc = kiln_db_attach_path_list(*db, list, &err)) != 0) {
     kiln_db_close(*db);
     *db = NULL;
     return kiln_cli__fail(&err, rc);
   }
-  if (rc == KILN_ENOTFOUND) { kiln_cli__error("--db %s: no such tuning database (create one with `kiln tune`)", path); return 2; }
+  if (rc == KILN_ENOTFOUND) { kiln_cli__error("%s", err.msg); return 2; } /* KILN_DB_NO_MKDIR: its directory is missing */
   if (rc) return kiln_cli__fail(&err, rc);
   return 0;
 }

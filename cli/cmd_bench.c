@@ -186,7 +186,7 @@ static int cmd_bench(int argc, char **argv) {
   kiln_cli__load lo = {.path = path, .shapes = &a.shapes, .inputs = &a.inputs, .random = true, .seed = a.seed};
   if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
   load_s = now_s() - t0;
-  if ((rc = kiln_cli__open_db(dbpath, 0, false, &x.db)) != 0) goto done;
+  if ((rc = kiln_cli__open_db(dbpath, 0, true, &x.db)) != 0) goto done;
   if ((rc = kiln_cli__ctx_session(&x, devsel, KILN_CLI_NOTE_CPU | (nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) goto done;
   kiln_session *s = x.s;
   const kiln_db *db = x.db;
@@ -234,8 +234,10 @@ static int cmd_bench(int argc, char **argv) {
     printf("{\"model\":"); kiln_cli__json_str(o, path);
     printf(",\"device\":"); kiln_cli__json_str(o, di->name);
     printf(",\"platform\":"); kiln_cli__json_str(o, di->platform);
-    printf(",\"db\":"); if (db) kiln_cli__json_str(o, kiln_db_path(db)); else printf("null");
-    printf(",\"tuning\":{\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"defaulted\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
+    printf(",\"db\":"); char dbdesc[4096];
+    kiln_db_describe(db, dbdesc, sizeof dbdesc);
+    if (db) kiln_cli__json_str(o, dbdesc); else printf("null");
+    printf(",\"tuning\":{\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"default\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
     printf(",\"warmup\":%llu,\"runs\":%d,\"latency_ms\":{\"min\":", (unsigned long long)warmup, n); kiln_cli__json_num(o, mn);
     printf(",\"median\":"); kiln_cli__json_num(o, med);
     printf(",\"p90\":"); kiln_cli__json_num(o, p90);
@@ -256,7 +258,9 @@ static int cmd_bench(int argc, char **argv) {
   } else {
     printf("model:      %s (%d nodes, %.3g GFLOP per inference)\n", path, mst.nodes, mst.flops / 1e9);
     printf("device:     %s (%s)\n", di->name, di->platform);
-    if (db) printf("tuning:     %s: %d of %d tunable kernels tuned, %d predicted, %d default\n", kiln_db_path(db), ps.tuned, ps.tunable, ps.predicted, ps.defaulted);
+    char dbd[4096];
+    kiln_db_describe(db, dbd, sizeof dbd);
+    if (db) printf("tuning:     %s: %d of %d tunable kernels tuned, %d predicted, %d default\n", dbd, ps.tuned, ps.tunable, ps.predicted, ps.defaulted);
     else printf("tuning:     no tuning database (%d tunable kernels use their defaults)\n", ps.tunable);
     printf("warm-up:    %llu run%s in %.2f s (first run %.1f ms: planning and kernel compilation)\n", (unsigned long long)warmup,
            warmup == 1 ? "" : "s", plan_s, first_ms);

@@ -20,8 +20,8 @@
 
 static void jstr(const char *s) { kiln_cli__json_str(stdout, s); }
 
-static void json_record(int64_t device, const kiln_record *r) {
-  kiln_cli__jprintf(stdout, "{\"device\":%L,\"family\":%s,\"dtype\":%s,\"shape_key\":%s,\"epilogue\":%s,\"params\":%s,", (long long)device,
+static void json_record(int64_t device, const kiln_record *r, int best) {
+  kiln_cli__jprintf(stdout, "{\"device\":%L,\"best\":%b,\"family\":%s,\"dtype\":%s,\"shape_key\":%s,\"epilogue\":%s,\"params\":%s,", (long long)device, best != 0,
                     r->family, kiln_dtype_name(r->dtype), r->shape_key, r->epilogue, r->params);
   kiln_cli__jprintf(stdout, "\"median_ns\":%g,\"min_ns\":%g,\"spread\":%g,\"samples\":%d,\"max_err\":%g,\"status\":%s,\"origin\":%s,",
                     r->median_ns, r->min_ns > 0 ? r->min_ns : NAN, r->spread, r->samples, r->max_err, r->status, r->origin);
@@ -39,7 +39,7 @@ typedef struct dbargs {
   const kiln_cli_cmd *sub;
   kiln_cli_list pos, retime;
   kiln_cli_shapes shapes;
-  bool json, all, stale, binaries, no_binaries;
+  bool json, all, stale, binaries, no_binaries, with_binaries;
   const char *db, *out, *device, *family;
   kiln_db *h;           /* the subcommand's database, for those cmd_db opens read-only */
   const char *path;     /* its path */
@@ -69,6 +69,7 @@ static void list_one(const kiln_db_device_row *d, void *ctx) {
   if (c->json) {
     kiln_cli__jprintf(stdout, "%r{\"id\":%L,\"name\":%s,\"vendor\":%s,\"platform\":%s,\"driver\":%s,\"fingerprint\":%s,\"family\":%s", c->n ? "," : "",
                       (long long)d->id, d->name, d->vendor, d->platform, d->driver, d->fingerprint, d->family);
+    printf(",\"searched_instances\":%lld", (long long)d->searched);
     printf(",\"records\":%lld,\"ok_records\":%lld,\"tuned_instances\":%lld,\"imported\":%lld,\"disagree\":%lld,\"demoted\":%lld,\"probe\":%s}",
            (long long)d->records, (long long)d->ok_records, (long long)d->tuned, (long long)d->imported, (long long)d->disagree,
            (long long)d->demoted, d->has_probe ? "true" : "false");
@@ -98,38 +99,70 @@ typedef struct {
   bool json, all;
   const char *family;
   int n;
-  int64_t last_dev;
-  char last_key[400];
-  int inst_records;
+  int64_t dev;          /* device of the buffered instance */
+  kiln_record *buf;     /* the records of one instance (in listing order) */
+  int nbuf, cap;
+  bool oom;
 } show_ctx;
+
+static void us(char *b, size_t n, double ns) {
+  if (ns > 0) snprintf(b, n, "%.1f", ns / 1e3);
+  else snprintf(b, n, "-");
+}
+
+/* One record's line of `db show` (under its instance's line). */
+static void show_record(const kiln_record *r, bool best, bool all) {
+  char mn[32], md[32], flags[96] = "";
+  us(mn, sizeof mn, r->min_ns);
+  us(md, sizeof md, r->median_ns);
+  if (best) strcat(flags, " best");
+  else if (!all) strcat(flags, " (no usable record)");
+  if (r->flags & KILN_REC_DISAGREE) strcat(flags, " disagree");
+  if (r->flags & KILN_REC_VERIFIED) strcat(flags, " verified");
+  if (r->flags & KILN_REC_RETIMED) strcat(flags, " retimed");
+  if (strcmp(r->kiln_version, KILN_VERSION)) strcat(flags, " prior");
+  printf("      %10s %10s %5.1f%% n=%-3d %-8s %-9s %s%s%s%s%s%s\n", mn, md, r->spread * 100, r->samples, r->status, r->origin, r->params,
+         flags[0] ? "  [" : "", flags[0] ? flags + 1 : "", flags[0] ? "]" : "", r->source_db[0] ? " from " : "", r->source_db);
+}
+
+/* One instance's records: the best is marked by kiln_db_pick_best, the rule
+ * every lookup uses (the record kiln run, plan and tune pick). */
+static void show_flush(show_ctx *c) {
+  if (!c->nbuf) return;
+  const kiln_record **pv = malloc(sizeof *pv * (size_t)c->nbuf);
+  if (!pv) { c->oom = true; c->nbuf = 0; return; }
+  for (int i = 0; i < c->nbuf; i++) pv[i] = &c->buf[i];
+  int best = kiln_db_pick_best(pv, NULL, c->nbuf);
+  free(pv);
+  const kiln_record *h = &c->buf[best >= 0 ? best : 0];
+  if (!c->json)
+    printf("%4lld  %-7s %-6s %s%s%s\n", (long long)c->dev, h->family, kiln_dtype_name(h->dtype), h->shape_key, h->epilogue[0] ? " + " : "", h->epilogue);
+  for (int i = 0; i < c->nbuf; i++) {
+    if (!c->all && i != (best >= 0 ? best : 0)) continue;
+    if (c->json) {
+      if (c->n) putchar(',');
+      json_record(c->dev, &c->buf[i], i == best);
+    } else show_record(&c->buf[i], i == best, c->all);
+    c->n++;
+  }
+  c->nbuf = 0;
+}
 
 static void show_one(int64_t device, const kiln_record *r, void *ctx) {
   show_ctx *c = ctx;
   if (c->family && strcmp(c->family, r->family)) return;
-  char key[400];
-  snprintf(key, sizeof key, "%s|%d|%s|%s", r->family, r->dtype, r->shape_key, r->epilogue);
-  bool first_of_instance = device != c->last_dev || strcmp(key, c->last_key);
-  if (first_of_instance) { c->last_dev = device; snprintf(c->last_key, sizeof c->last_key, "%s", key); }
-  if (!c->all && !first_of_instance) return; /* records come best first within an instance */
-  if (c->json) {
-    if (c->n) putchar(',');
-    json_record(device, r);
-  } else {
-    if (first_of_instance && c->all) printf("device %lld  %s %s %s%s%s\n", (long long)device, r->family, kiln_dtype_name(r->dtype), r->shape_key,
-                                            r->epilogue[0] ? " +" : "", r->epilogue);
-    char med[32] = "-";
-    if (kiln_record_ns(r) > 0) snprintf(med, sizeof med, "%.1f", kiln_record_ns(r) / 1e3); /* what records are ranked by */
-    char flags[64] = "";
-    if (r->flags & KILN_REC_DISAGREE) strcat(flags, " disagree");
-    if (r->flags & KILN_REC_VERIFIED) strcat(flags, " verified");
-    if (r->flags & KILN_REC_RETIMED) strcat(flags, " retimed");
-    if (strcmp(r->kiln_version, KILN_VERSION)) strcat(flags, " prior");
-    if (c->all) printf("    %-40.40s %10s us %5.1f%% n=%-3d %-13s %-9s %s%s\n", r->params, med, r->spread * 100, r->samples, r->status, r->origin,
-                       r->source_db, flags);
-    else printf("%4lld  %-7s %-6s %-44.44s %-34.34s %10s %-9s%s\n", (long long)device, r->family, kiln_dtype_name(r->dtype), r->shape_key, r->params, med,
-                r->origin, flags);
+  const kiln_record *p = c->nbuf ? &c->buf[0] : NULL;
+  if (p && (device != c->dev || strcmp(p->family, r->family) || p->dtype != r->dtype || strcmp(p->shape_key, r->shape_key) || strcmp(p->epilogue, r->epilogue)))
+    show_flush(c);
+  if (c->nbuf == c->cap) {
+    int cap = c->cap ? c->cap * 2 : 16;
+    kiln_record *nb = realloc(c->buf, sizeof *nb * (size_t)cap);
+    if (!nb) { c->oom = true; return; }
+    c->buf = nb;
+    c->cap = cap;
   }
-  c->n++;
+  c->dev = device;
+  c->buf[c->nbuf++] = *r;
 }
 
 static int cmd_show(dbargs *a) {
@@ -137,11 +170,15 @@ static int cmd_show(dbargs *a) {
   kiln_error err = {0};
   int64_t dev = -1;
   if (a->device && (rc = kiln_db_find_device(a->h, a->device, &dev, &err)) != 0) return fail_err(&err, rc);
-  show_ctx c = {.json = a->json, .all = a->all, .family = a->family, .last_dev = -1};
+  show_ctx c = {.json = a->json, .all = a->all, .family = a->family, .dev = -1};
   if (a->json) { printf("{\"db\":"); jstr(a->path); printf(",\"all\":%s,\"records\":[", a->all ? "true" : "false"); }
-  else if (!a->all) printf("%s: best record per kernel instance (--all: every record)\n%4s  %-7s %-6s %-44s %-34s %10s %s\n", a->path, "dev", "family", "dtype",
-                           "instance", "parameters", "median us", "origin");
+  else printf("%s: %s per kernel instance; the best is what kiln run, plan and tune pick\n%4s  %-7s %-6s %s\n      %10s %10s %6s %-5s %-8s %-9s %s\n",
+              a->path, a->all ? "every record" : "the best record (--all: every record)", "dev", "family", "dtype", "instance [+ fused epilogue]",
+              "min us", "median us", "spread", "n", "status", "origin", "parameters");
   rc = kiln_db_each_record(a->h, dev, show_one, &c, &err);
+  show_flush(&c);
+  free(c.buf);
+  if (c.oom && !rc) { db_error("out of memory"); return 1; }
   if (a->json) printf("]}\n");
   else if (!c.n) printf("(no records)\n");
   return rc ? fail_err(&err, rc) : 0;
@@ -162,7 +199,8 @@ static int cmd_stats(dbargs *a) {
            s.schema_on_disk, (long long)s.c.devices, (long long)s.c.records, (long long)s.c.ok_records, (long long)s.failed, (long long)s.demoted);
     printf(",\"measured\":%lld,\"imported\":%lld,\"predicted\":%lld,\"disagree\":%lld,\"verified\":%lld,\"other_version\":%lld", (long long)s.measured,
            (long long)s.imported, (long long)s.predicted, (long long)s.disagree, (long long)s.verified, (long long)s.other_version);
-    printf(",\"tuned_instances\":%lld,\"binaries\":%lld,\"bytes\":%lld,\"integrity\":", (long long)s.c.tuned_instances, (long long)s.c.binaries,
+    printf(",\"tuned_instances\":%lld,\"searched_instances\":%lld,\"binaries\":%lld,\"bytes\":%lld,\"integrity\":", (long long)s.tuned,
+           (long long)s.searched, (long long)s.c.binaries,
            (long long)s.bytes);
     jstr(integ ? ierr.msg : "ok");
     printf("}\n");
@@ -174,7 +212,8 @@ static int cmd_stats(dbargs *a) {
     printf("origins:    %lld measured, %lld imported, %lld predicted\n", (long long)s.measured, (long long)s.imported, (long long)s.predicted);
     printf("evidence:   %lld disagreeing, %lld verified on this machine, %lld from another kiln version (priors)\n", (long long)s.disagree,
            (long long)s.verified, (long long)s.other_version);
-    printf("tuned:      %lld instances\nbinaries:   %lld\nsize:       %.1f KiB\nintegrity:  %s\n", (long long)s.c.tuned_instances, (long long)s.c.binaries,
+    printf("tuned:      %lld instances with a usable measured record (%lld searched to the end)\nbinaries:   %lld\nsize:       %.1f KiB\nintegrity:  %s\n",
+           (long long)s.tuned, (long long)s.searched, (long long)s.c.binaries,
            (double)s.bytes / 1024, integ ? ierr.msg : "ok");
   }
   if (integ) { db_error("%s", ierr.msg); return 1; }
@@ -220,14 +259,16 @@ static int cmd_coverage(dbargs *a) {
   kiln_session *s = NULL;
   kiln_coverage *cv = NULL;
   int n = 0;
-  if ((rc = open_ro(path, &db)) != 0) return rc;
-  if ((rc = kiln_db_attach_path_list(db, getenv("KILN_DB_PATH"), &err)) != 0) { rc = fail_err(&err, rc); goto done; }
+  if ((rc = kiln_db_open_layered(path, 1, getenv("KILN_DB_PATH"), &db, &err)) != 0) {
+    if (rc == KILN_ENOTFOUND && !strstr(err.msg, "shared")) { db_error("%s: no such tuning database", path); return EXIT_USAGE; }
+    return fail_err(&err, rc);
+  }
   const char *devsel = a->device; /* --device, else $KILN_DEVICE (the option table) */
   if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
   if ((rc = model_session(model, a, d, &m, &s)) != 0) goto done;
   if ((rc = kiln_db_coverage(s, db, &cv, &n, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
-  int found = 0, local = 0;
-  for (int i = 0; i < n; i++) { found += cv[i].found && cv[i].exact; local += cv[i].local; }
+  int found = 0, local = 0, tuned = 0; /* tuned: what kiln run and plan count as tuned (a lookup finds a measured record) */
+  for (int i = 0; i < n; i++) { found += cv[i].found && cv[i].exact; local += cv[i].local; tuned += cv[i].found; }
   const kiln_device_info *di = kiln_device_get_info(d);
   if (a->json) {
     printf("{\"model\":"); jstr(model);
@@ -235,7 +276,7 @@ static int cmd_coverage(dbargs *a) {
     printf(",\"db\":"); jstr(path);
     printf(",\"shared\":[");
     for (int i = 0; i < kiln_db_nshared(db); i++) { if (i) putchar(','); jstr(kiln_db_path(kiln_db_shared(db, i))); }
-    printf("],\"instances\":%d,\"covered\":%d,\"measured_here\":%d,\"kernels\":[", n, found, local);
+    printf("],\"instances\":%d,\"tuned\":%d,\"covered\":%d,\"measured_here\":%d,\"kernels\":[", n, tuned, found, local);
     for (int i = 0; i < n; i++) {
       kiln_coverage *c = &cv[i];
       kiln_cli__jprintf(stdout, "%r{\"family\":%s,\"dtype\":%s,\"shape_key\":%s,\"epilogue\":%s,\"nodes\":%d,\"found\":%b,\"exact\":%b,\"local\":%b,",
@@ -247,7 +288,7 @@ static int cmd_coverage(dbargs *a) {
     }
     printf("]}\n");
   } else {
-    printf("%s on %s: %d of %d kernel instances have records for this device (%d measured here)\n", model, di->name, found, n, local);
+    printf("%s on %s: %d of %d kernel instances tuned; %d have records for this exact device (%d measured here)\n", model, di->name, tuned, n, found, local);
     printf("database: %s", path);
     for (int i = 0; i < kiln_db_nshared(db); i++) printf("%s%s", i ? ", " : "; shared: ", kiln_db_path(kiln_db_shared(db, i)));
     printf("\n%-7s %-6s %-44s %5s %-34s %10s  %s\n", "family", "dtype", "instance", "nodes", "parameters", "median us", "from");
@@ -291,7 +332,9 @@ static int cmd_export(dbargs *a) {
   kiln_db *db = NULL;
   if ((rc = open_ro(path, &db)) != 0) return rc;
   kiln_error err = {0};
-  kiln_merge_options o = {.device = -1, .no_binaries = a->no_binaries};
+  /* program binaries are the machine's cache, not tuning results: left out
+   * (most of a tuned file's bytes) unless asked for */
+  kiln_merge_options o = {.device = -1, .no_binaries = !a->with_binaries};
   if (a->device && (rc = kiln_db_find_device(db, a->device, &o.device, &err)) != 0) { kiln_db_close(db); return fail_err(&err, rc); }
   kiln_merge_stats st;
   rc = kiln_db_write_merged(a->out, &db, 1, &o, &st, &err);
@@ -310,7 +353,7 @@ static int cmd_import(dbargs *a) {
   kiln_db *src = NULL, *db = NULL;
   kiln_error err = {0};
   if ((rc = open_ro(file, &src)) != 0) return rc;
-  if ((rc = kiln_db_open(path, KILN_DB_CREATE, &db, &err)) != 0) { kiln_db_close(src); return fail_err(&err, rc); }
+  if ((rc = kiln_db_open(path, KILN_DB_CREATE | KILN_DB_WRITE, &db, &err)) != 0) { kiln_db_close(src); return fail_err(&err, rc); }
   kiln_merge_options o = {.device = -1, .import = 1, .no_binaries = a->no_binaries};
   kiln_merge_stats st;
   rc = kiln_db_merge(db, src, &o, &st, &err);
@@ -395,10 +438,13 @@ static int cmd_verify(dbargs *a) {
           if (retimed > 1) putchar(',');
           kiln_cli__jprintf(stdout, "{\"model\":%s,\"family\":%s,\"shape_key\":%s,\"params\":%s,\"recorded_ns\":%g,\"measured_ns\":%g,",
                             a->retime.v[k], r->family, r->shape_key, r->params, r->recorded_ns, r->measured_ns);
-          kiln_cli__jprintf(stdout, "\"tolerance\":%g,\"passed\":%b}", r->tolerance, r->passed != 0);
+          kiln_cli__jprintf(stdout, "\"tolerance\":%g,\"measured_min_ns\":%g,\"rival\":%s,\"rival_ns\":%g,\"passed\":%b}", r->tolerance,
+                            r->measured_min_ns, r->rival, r->rival_ns > 0 ? r->rival_ns : NAN, r->passed != 0);
         } else
-          printf("retime %-7s %-44.44s %-30.30s recorded %10.1f us, now %10.1f us (tolerance %.0f%%): %s\n", r->family, r->shape_key, r->params,
-                 r->recorded_ns / 1e3, r->measured_ns / 1e3, r->tolerance * 100, r->passed ? "ok" : "MISSES its recorded time");
+          printf("retime %-7s %s%s%s: %s\n    fastest %.1f us vs %.1f us for %s in the same rounds (margin %.0f%%; recorded median %.1f us, now %.1f us): %s\n",
+                 r->family, r->shape_key, r->epilogue[0] ? " + " : "", r->epilogue, r->params, r->measured_min_ns / 1e3, r->rival_ns / 1e3,
+                 r->rival[0] ? r->rival : "(no rival)", r->tolerance * 100, r->recorded_ns / 1e3, r->measured_ns / 1e3,
+                 r->passed ? "holds" : r->max_err > 1e-3 ? "WRONG" : "SLOWER than its rival");
       }
       free(vr);
       kiln_session_free(s);
@@ -409,13 +455,13 @@ static int cmd_verify(dbargs *a) {
   kiln_db_close(db);
   if (a->json) printf("],\"ok\":%s}\n", !bad && !missed && !rc ? "true" : "false");
   else if (!rc) {
-    if (a->retime.n) printf("re-timed %d record%s on this device: %d within tolerance, %d missed\n", retimed, retimed == 1 ? "" : "s", retimed - missed, missed);
+    if (a->retime.n) printf("re-timed %d record%s on this device against their runners-up: %d hold, %d do not\n", retimed, retimed == 1 ? "" : "s", retimed - missed, missed);
     printf("%s\n", bad || missed ? "verify: PROBLEMS FOUND" : "verify: ok");
   }
   if (rc) return rc;
   if (integ) { db_error("%s", ierr.msg); return 1; }
   if (bad) { db_error("%s: %d consistency problem%s", file, np, np == 1 ? "" : "s"); return 1; }
-  if (missed) { db_error("%s: %d record%s miss their recorded time on this device", file, missed, missed == 1 ? "" : "s"); return 1; }
+  if (missed) { db_error("%s: %d record%s slower than their runner-up (or wrong) on this device", file, missed, missed == 1 ? "" : "s"); return 1; }
   return 0;
 }
 
@@ -427,7 +473,7 @@ static int cmd_prune(dbargs *a) {
   const char *path = db_path(a, buf, sizeof buf);
   kiln_db *db = NULL;
   kiln_error err = {0};
-  rc = kiln_db_open(path, 0, &db, &err);
+  rc = kiln_db_open(path, KILN_DB_WRITE, &db, &err);
   if (rc == KILN_ENOTFOUND) { db_error("%s: no such tuning database", path); return EXIT_USAGE; }
   if (rc) return fail_err(&err, rc);
   kiln_prune_stats ps;
@@ -457,6 +503,9 @@ static int cmd_prune(dbargs *a) {
 #define O_DEVICE KILN_OPT_DEVICE(dbargs, device, KILN_CLI_DEVICE_HELP)
 #define O_NOBIN                                                                                                             \
   {.name = "--no-binaries", .kind = KILN_OPT_FLAG, .off = offsetof(dbargs, no_binaries), .help = "leave cached program binaries out"}
+#define O_WITHBIN                                                                                                           \
+  {.name = "--with-binaries", .kind = KILN_OPT_FLAG, .off = offsetof(dbargs, with_binaries),                                 \
+   .help = "also copy the cached program binaries (left out by default: they are this machine's cache, not tuning results)"}
 #define O_SHAPES KILN_OPT_SHAPES(dbargs, shapes, "bind an input's shape or a symbolic dimension of the model")
 
 static const kiln_cli_opt LIST_OPTS[] = {O_DB, O_JSON};
@@ -468,7 +517,7 @@ static const kiln_cli_opt SHOW_OPTS[] = {
   O_JSON,
 };
 static const kiln_cli_opt COVERAGE_OPTS[] = {O_DB, O_DEVICE, O_SHAPES, O_JSON};
-static const kiln_cli_opt EXPORT_OPTS[] = {O_DB, O_DEVROW, O_OUT, O_NOBIN, O_JSON};
+static const kiln_cli_opt EXPORT_OPTS[] = {O_DB, O_DEVROW, O_OUT, O_WITHBIN, O_NOBIN, O_JSON};
 static const kiln_cli_opt IMPORT_OPTS[] = {O_DB, O_NOBIN, O_JSON};
 static const kiln_cli_opt MERGE_OPTS[] = {O_OUT, O_NOBIN, O_JSON};
 static const kiln_cli_opt VERIFY_OPTS[] = {
@@ -499,7 +548,7 @@ static const struct db_sub {
   {{SUB("coverage", COVERAGE_OPTS), .args = "MODEL.onnx", .min_pos = 1, .max_pos = 1, .missing = "no model given",
     .flags = KILN_CLI_NEEDS_DEVICE, .summary = "which of the model's kernel instances have records for this device, and from where",
     .footer = "Shared read-only databases: KILN_DB_PATH=file1:file2 (consulted after the user database).\n"}, cmd_coverage},
-  {{SUB("export", EXPORT_OPTS), FILE_ARG, .summary = "write a new database with one device's (or all) records", .footer = FILE_NOTE}, cmd_export},
+  {{SUB("export", EXPORT_OPTS), FILE_ARG, .summary = "write a new database with one device's (or all) records (program binaries only with --with-binaries)", .footer = FILE_NOTE}, cmd_export},
   {{SUB("import", IMPORT_OPTS), .args = "FILE", .min_pos = 1, .max_pos = 1, .missing = "no file given",
     .summary = "merge a shared file into the user database (records become origin \"imported\")"}, cmd_import},
   {{SUB("merge", MERGE_OPTS), .args = "A B [C...]", .min_pos = 2, .max_pos = KILN_CLI_MAX_LIST, .missing = "merge needs at least two files",

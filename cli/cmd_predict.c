@@ -39,6 +39,11 @@ static int predict_here(kiln_cli__ctx *x, const char *dbpath, const char *devsel
   if (rc == KILN_ENOTFOUND) {
     kiln_probe_figure *figs = NULL;
     int nf = 0;
+    if (kiln_db_is_readonly(x->db)) {
+      kiln_cli__error("%s: read-only for you and without a probe of this device; predictions need one: run `kiln probe` (it stores the "
+                      "probe in your own database) and read this file through KILN_DB_PATH, or use --profile", kiln_db_path(x->db));
+      return 2;
+    }
     if (!json) { printf("probing the device first (kiln probe)...\n"); fflush(stdout); }
     if ((rc = kiln_probe(x->d, x->db, &figs, &nf, &err)) != 0) return kiln_cli__fail(&err, rc);
     free(figs);

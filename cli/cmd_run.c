@@ -77,8 +77,9 @@ static int verify_imported(const run_args *a, run_state *r) {
   int nv = 0, rc;
   if ((rc = kiln_verify_imported(r->x.s, r->x.db, NULL, &vr, &nv, &err)) != 0) return kiln_cli__fail(&err, rc);
   for (int i = 0; i < nv && !a->json; i++)
-    printf("verify:  %s %s %s: recorded %.1f us, measured %.1f us (tolerance %.0f%%): %s\n", vr[i].family, vr[i].shape_key, vr[i].params,
-           vr[i].recorded_ns / 1e3, vr[i].measured_ns / 1e3, vr[i].tolerance * 100, vr[i].passed ? "kept" : "DEMOTED");
+    printf("verify:  %s %s %s: fastest %.1f us vs %.1f us for %s in the same rounds (margin %.0f%%): %s\n", vr[i].family, vr[i].shape_key,
+           vr[i].params, vr[i].measured_min_ns / 1e3, vr[i].rival_ns / 1e3, vr[i].rival[0] ? vr[i].rival : "(no rival)", vr[i].tolerance * 100,
+           vr[i].passed ? "kept" : "DEMOTED");
   if (!nv && !a->json) printf("verify:  no imported records to re-time for this model\n");
   free(vr);
   return 0;
@@ -151,8 +152,10 @@ static void print_report(const run_args *a, const run_state *r) {
     printf("]},\"compile\":{\"programs\":%d,\"ms\":", rs.programs_compiled);
     kiln_cli__json_num(stdout, rs.compile_ms);
     printf("},\"tuning\":{\"db\":");
-    if (db) kiln_cli__json_str(stdout, kiln_db_path(db)); else printf("null");
-    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"untuned\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.predicted + ps.defaulted);
+    char dbdesc[4096];
+    kiln_db_describe(db, dbdesc, sizeof dbdesc);
+    if (db) kiln_cli__json_str(stdout, dbdesc); else printf("null");
+    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"default\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
     printf(",\"kernels_launched\":%d,\"nodes_folded\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"inputs\":[",
            rs.kernels_launched, rs.nodes_folded, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
            (unsigned long long)rs.pool_bytes);
@@ -205,8 +208,10 @@ static void print_report(const run_args *a, const run_state *r) {
            (double)rs.device_bytes / (1 << 20));
     printf("memory:  intermediates total %.2f MiB, peak %.2f MiB (%.1f%%) in the planner's shared buffers\n", rs.intermediate_bytes / 1048576.0,
            rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0);
+    char dbdesc[4096];
+    kiln_db_describe(db, dbdesc, sizeof dbdesc);
     if (db) printf("tuning:  %s: %d tunable kernel%s: %d tuned (measured), %d untuned with parameters predicted by the cost model, %d untuned with descriptor defaults\n",
-                   kiln_db_path(db), ps.tunable, ps.tunable == 1 ? "" : "s", ps.tuned, ps.predicted, ps.defaulted);
+                   dbdesc, ps.tunable, ps.tunable == 1 ? "" : "s", ps.tuned, ps.predicted, ps.defaulted);
     else printf("tuning:  no tuning database (%d tunable kernel%s use descriptor defaults; run `kiln tune`)\n", ps.tunable, ps.tunable == 1 ? "" : "s");
     for (int i = 0; i < nout; i++) kiln_cli__print_tensor("output", kiln_session_output(s, i));
     if (check) {

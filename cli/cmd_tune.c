@@ -5,9 +5,11 @@
 #include "kiln_cli.h"
 #include "kiln_db.h"
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct tune_args {
@@ -154,6 +156,47 @@ static int print_compare(const char *path, const char *dev, const char *dbpath, 
   return 0;
 }
 
+/* Set by SIGINT during `kiln tune` (kiln_tune_options.stop). */
+static volatile int tune_interrupted;
+static void on_tune_sigint(int sig) { (void)sig; tune_interrupted = 1; }
+static double tune_clock(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* "tuned X of Y instances" after a tune, and what to do about the rest. */
+static void tune_summary(FILE *f, const kiln_tune_result *res, int nres, const char *why) {
+  int tuned = 0, total = 0;
+  for (int i = 0; i < nres; i++) {
+    if (!strcmp(res[i].family, "fusion")) continue;
+    total++;
+    tuned += res[i].tuned;
+  }
+  fprintf(f, "tuned %d of %d instances%s%s", tuned, total, why ? "; " : "", why ? why : "");
+  if (tuned < total) fprintf(f, "; running the same `kiln tune` again resumes where this one stopped");
+  fprintf(f, "\n");
+}
+
+/* Runs the tuner with SIGINT finishing the record being measured; *why
+ * says why it stopped early (interrupted, budget spent), else stays "". */
+static int run_tuner(kiln_session *s, kiln_db *db, kiln_tune_options *o, kiln_tune_result **res, int *nres, char *why, size_t len, kiln_error *err) {
+  struct sigaction sa = {0}, old_sa;
+  sa.sa_handler = on_tune_sigint;
+  sigemptyset(&sa.sa_mask);
+  tune_interrupted = 0;
+  o->stop = &tune_interrupted;
+  sigaction(SIGINT, &sa, &old_sa);
+  double t0 = tune_clock();
+  int rc = kiln_tune(s, db, o, res, nres, err);
+  sigaction(SIGINT, &old_sa, NULL);
+  double spent = tune_clock() - t0;
+  why[0] = 0;
+  if (tune_interrupted) snprintf(why, len, "interrupted after %.0f s", spent);
+  else if (o->budget_s > 0 && spent > o->budget_s) snprintf(why, len, "the %.0f s budget is spent (%.0f s)", o->budget_s, spent);
+  return rc;
+}
+
 static int cmd_tune(int argc, char **argv) {
   tune_args a = {.strategy = "model"};
   int rc = kiln_cli_parse(&kiln_cli_cmd_tune, argc, argv, &a);
@@ -164,13 +207,16 @@ static int cmd_tune(int argc, char **argv) {
   kiln_cli__ctx x = {0};
   kiln_tune_result *res = NULL;
   int nres = 0;
-  char dbbuf[4096];
+  char dbbuf[4096] = "";
   if (!dbpath) dbpath = kiln_db_default_path(dbbuf, sizeof dbbuf);
   kiln_cli__load lo = {.path = path, .shapes = &a.shapes, .inputs = &a.inputs, .random = true, .seed = a.seed};
   if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
-  /* the tuner reads and writes the database; the session plans with descriptor defaults */
-  if ((rc = kiln_cli__open_db(dbpath, KILN_DB_CREATE, true, &x.db)) != 0) goto done;
+  /* the session plans with descriptor defaults; the tuner reads and writes the database */
   if ((rc = kiln_cli__ctx_session(&x, devsel, KILN_CLI_NOTE_CPU | KILN_CLI_SESSION_NO_DB | (a.nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) goto done;
+  if ((rc = kiln_tune_check_families(x.s, a.families, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+  /* refused before any work when the file is not this user's to write; an
+   * explicit --db's directory must exist (no directory tree made silently) */
+  if ((rc = kiln_cli__open_db(dbpath, KILN_DB_CREATE | KILN_DB_WRITE | (dbbuf[0] ? 0 : KILN_DB_NO_MKDIR), true, &x.db)) != 0) goto done;
   kiln_session *s = x.s;
   kiln_db *db = x.db;
   tune_ui ui = {.tty = isatty(2) != 0, .json = json};
@@ -180,7 +226,16 @@ static int cmd_tune(int argc, char **argv) {
   if (compare) strategy = "exhaustive, then the model strategy replayed on its times";
   const kiln_device_info *di = kiln_device_get_info(x.d);
   if (!json) { printf("tuning %s on %s (%s)\ndatabase: %s, strategy %s\n", path, di->name, di->platform, dbpath, strategy); fflush(stdout); }
-  if ((rc = kiln_tune(s, db, &o, &res, &nres, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+  if (!json && a.budget > 0 && a.budget < KILN_TUNE_PROBE_MIN_BUDGET) {
+    int64_t dev_id;
+    char *pj = NULL;
+    if (kiln_db_device(db, di, &dev_id, NULL) != 0 || kiln_db_get_probe(db, dev_id, &pj) != 0)
+      printf("this device was never probed: with a budget under %.0f s the cost model uses its built-in figures (run `kiln probe` once for better ones)\n",
+             KILN_TUNE_PROBE_MIN_BUDGET);
+    free(pj);
+  }
+  char why[128];
+  if ((rc = run_tuner(s, db, &o, &res, &nres, why, sizeof why, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   if (compare) rc = print_compare(path, di->name, dbpath, res, nres, json);
   else if (json) {
     printf("{\"model\":"); kiln_cli__json_str(stdout, path);
@@ -218,7 +273,10 @@ static int cmd_tune(int argc, char **argv) {
     for (int i = 0; i < nres; i++) refreshed += res[i].refreshed;
     if (refreshed) printf("recomputed the cost-model features of %d stored records (written by a kiln with other feature definitions)\n", refreshed);
     if (!nres) printf("no tunable kernels in this model\n");
+    tune_summary(stdout, res, nres, why[0] ? why : NULL);
   }
+  if (json) tune_summary(stderr, res, nres, why[0] ? why : NULL);
+  if (tune_interrupted) rc = 130;
 done:
   free(res);
   kiln_cli__ctx_free(&x);

@@ -47,8 +47,9 @@ static void print_main_help(void) {
   printf("\noptions:\n  -h, --help       show this help\n  --version        print the version\n\n"
          "exit status: 0 success, 2 bad input or environment (model, inputs, arguments, no OpenCL\n"
          "platform), 1 other failures (OpenCL errors, mismatch with the CPU reference).\n"
-         "environment: KILN_DEVICE (default device), KILN_DB (tuning database), KILN_CACHE_DIR (program binary\n"
-         "cache, 'off' to disable)\n");
+         "environment: KILN_DEVICE (default device), KILN_DB (your tuning database, default\n"
+         "~/.cache/kiln/tuning.db), KILN_DB_PATH (shared tuning databases, FILE1:FILE2, read-only, consulted\n"
+         "after yours), KILN_CACHE_DIR (compiled program cache, default ~/.cache/kiln/programs; 'off' to disable)\n");
 }
 
 /* `kiln --list-options` (not in the help): every option of every command

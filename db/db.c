@@ -130,11 +130,17 @@ static const char *const MIGRATIONS[] = {
 };
 _Static_assert(sizeof MIGRATIONS / sizeof MIGRATIONS[0] == KILN_DB_SCHEMA, "one migration per schema version");
 
-static int create_fresh(const char *path, kiln_error *err) {
+static int create_fresh(const char *path, int mkdirs, kiln_error *err) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
-  if (slash) {
+  if (slash && !mkdirs) {
+    struct stat ds;
+    if (slash == dir) slash[1] = 0;
+    else *slash = 0;
+    if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode))
+      return kiln__err(err, KILN_ENOTFOUND, "%s: directory %s does not exist (create it first; kiln does not make directory trees for --db)", path, dir);
+  } else if (slash) {
     *slash = 0;
     for (char *p = dir + 1; *p; p++) if (*p == '/') { *p = 0; mkdir(dir, 0755); *p = '/'; }
     mkdir(dir, 0755);
@@ -198,6 +204,40 @@ static int check_header(const char *label, const unsigned char *hdr, size_t n, u
 
 static int validate_open(kiln_db *db, int exists, int on_disk, kiln_error *err);
 
+/* 0 when this process can write `path` and create files in its directory
+ * (SQLite's journal, -wal and -shm files); else -1 with the reason in why. */
+static int writable_here(const char *path, const struct stat *stt, char *why, size_t wlen) {
+  if (access(path, W_OK) != 0) {
+    snprintf(why, wlen, "not writable for you (owner uid %u, mode %04o)", (unsigned)stt->st_uid, (unsigned)(stt->st_mode & 07777));
+    return -1;
+  }
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == dir) slash[1] = 0;
+  else *slash = 0;
+  if (access(dir, W_OK | X_OK) != 0) {
+    snprintf(why, wlen, "its directory %s is not writable for you", dir);
+    return -1;
+  }
+  return 0;
+}
+
+/* "file:<path, percent-encoded>?immutable=1": SQLite reads the file without
+ * locking it and without making a journal or -shm file beside it. */
+static void immutable_uri(const char *path, char *out, size_t len) {
+  size_t o = (size_t)snprintf(out, len, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p && o + 4 < len; p++) {
+    if (isalnum(*p) || strchr("/._-~", *p)) out[o++] = (char)*p;
+    else o += (size_t)snprintf(out + o, len - o, "%%%02X", *p);
+  }
+  out[o] = 0;
+  snprintf(out + o, len - o, "?immutable=1");
+}
+
+int kiln_db_is_readonly(const kiln_db *db) { return db->readonly; }
+
 int kiln_db_open(const char *path, int flags, kiln_db **out, kiln_error *err) {
   struct stat stt;
   int exists = stat(path, &stt) == 0;
@@ -207,7 +247,7 @@ int kiln_db_open(const char *path, int flags, kiln_db **out, kiln_error *err) {
   if (!exists) {
     /* create it complete under a temporary name and link it into place, so a
      * process opening it concurrently never sees a half-made (empty) file */
-    int rc = create_fresh(path, err);
+    int rc = create_fresh(path, !(flags & KILN_DB_NO_MKDIR), err);
     if (rc) return rc;
     if (stat(path, &stt) != 0) return kiln__err(err, KILN_EDB, "%s: cannot create: %s", path, strerror(errno));
     exists = 1;
@@ -231,12 +271,21 @@ int kiln_db_open(const char *path, int flags, kiln_db **out, kiln_error *err) {
       mkdir(dir, 0755);
     }
   }
+  /* a file this user cannot write is read, never written: SQLite's immutable
+   * open makes no journal or -shm file beside it and changes no byte */
+  char why[512];
+  int cannot_write = writable_here(path, &stt, why, sizeof why) != 0;
+  if (cannot_write && (flags & KILN_DB_WRITE))
+    return kiln__err(err, KILN_EDB, "%s: %s, so kiln cannot write it; write into a database of your own (--db FILE, or the default "
+                     "~/.cache/kiln/tuning.db) and read this one through --db or KILN_DB_PATH", path, why);
   kiln_db *db = calloc(1, sizeof *db);
   if (!db) return kiln__err(err, KILN_ENOMEM, "out of memory");
   db->path = strdup(path);
-  db->readonly = (flags & KILN_DB_READONLY) != 0;
+  db->readonly = (flags & KILN_DB_READONLY) != 0 || cannot_write;
   int oflags = db->readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | (exists ? 0 : SQLITE_OPEN_CREATE));
-  int rc = sqlite3_open_v2(path, &db->h, oflags | SQLITE_OPEN_NOMUTEX, NULL);
+  char uri[8400];
+  if (cannot_write) immutable_uri(path, uri, sizeof uri);
+  int rc = sqlite3_open_v2(cannot_write ? uri : path, &db->h, oflags | SQLITE_OPEN_NOMUTEX | (cannot_write ? SQLITE_OPEN_URI : 0), NULL);
   int st = 0;
   if (rc != SQLITE_OK) { st = kiln__err(err, KILN_EDB, "%s: cannot open: %s", path, sqlite3_errstr(rc)); goto fail; }
   if ((st = validate_open(db, exists, 1, err)) != 0) goto fail;
@@ -658,6 +707,17 @@ int kiln_db_families(kiln_db *db, int64_t device, char (*out)[32], int cap) {
 /* ---- for the other files of db/ (db_internal.h) ---- */
 
 int kiln__db_exec(kiln_db *db, const char *sql, kiln_error *err) { return exec_retry(db, sql, err); }
+int kiln__db_create_schema(kiln_db *db, kiln_error *err) {
+  char *msg = NULL;
+  int rc = sqlite3_exec(db->h, SCHEMA_V1, NULL, NULL, &msg);
+  for (int v = 1; rc == SQLITE_OK && v < KILN_DB_SCHEMA; v++) rc = sqlite3_exec(db->h, MIGRATIONS[v], NULL, NULL, &msg);
+  char set[128];
+  snprintf(set, sizeof set, "PRAGMA application_id=%d; PRAGMA user_version=%d;", KILN_DB_APP_ID, KILN_DB_SCHEMA);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db->h, set, NULL, NULL, &msg);
+  if (rc != SQLITE_OK && err) kiln__err(err, KILN_EDB, "%s", msg ? msg : sqlite3_errstr(rc));
+  sqlite3_free(msg);
+  return rc;
+}
 int kiln__db_step(kiln_db *db, sqlite3_stmt *st) { return step_retry(db, st); }
 void kiln__db_read_record(sqlite3_stmt *st, kiln_record *r) { read_record(st, r); }
 int kiln__db_sqlerr(kiln_db *db, kiln_error *err, const char *what) {

@@ -30,6 +30,10 @@ void kiln__db_read_record(sqlite3_stmt *st, kiln_record *r);
 /* Sets err to KILN_EDB with the database's path and SQLite's last message. */
 int kiln__db_sqlerr(kiln_db *db, kiln_error *err, const char *what);
 
+/* Creates the current schema in db->h (an empty database) and sets its
+ * application_id and user_version; returns an SQLite code. */
+int kiln__db_create_schema(kiln_db *db, kiln_error *err);
+
 /* Binds parameters 1..18 of a records insert (device .. predicted_ns) from r (db.c). */
 void kiln__db_bind_record(sqlite3_stmt *st, int64_t device, const kiln_record *r);
 

@@ -134,6 +134,7 @@ int kiln_db_attach_shared(kiln_db *db, const char *path, kiln_error *err);
  * database's own path and empty entries are skipped). Stops at the first error. */
 int kiln_db_attach_path_list(kiln_db *db, const char *list, kiln_error *err);
 int kiln_db_nshared(const kiln_db *db);
+/* kiln_db_open_layered and kiln_db_describe are in kiln.h. */
 kiln_db *kiln_db_shared(kiln_db *db, int i);
 
 /* A layered lookup's answer. */
@@ -146,12 +147,25 @@ typedef struct kiln_lookup {
   int needs_verify;      /* 1: imported / shared record for this exact device not yet re-timed here */
 } kiln_lookup;
 
+/* The one rule that picks an instance's best record, used by every lookup
+ * (kiln_db_best_layered: --db, imported records, KILN_DB_PATH layers) and by
+ * `kiln db show`: among the usable records of v (status "ok", not a
+ * prediction, positive time, this kiln version, and no "wrong", "nan" or
+ * "demoted" row of the same candidate (params and source hash) in the same
+ * layer), the lowest kiln_record_ns, where disagreeing measurements of one
+ * candidate count with their slowest (the first row carrying it stands for
+ * it); ties go to the earlier index. layer (NULL: all one layer) tells which
+ * rows came from the same file. Returns the index, or -1 when none is usable. */
+int kiln_db_pick_best(const kiln_record *const *v, const int *layer, int n);
+
 /* Best usable record for an instance on the device `info` (whose row in the
- * user database is `device`, or -1): (1) the user database's fastest "ok"
- * record measured here (disagreeing measurements count with their slowest); else (2) among "ok" records for this exact
- * fingerprint that are imported or in shared files, the best evidence (lowest
- * median x (1 + spread); disagreeing measurements count with their slowest);
- * else (3) the same from devices of the same family. Every level needs the
+ * user database is `device`, or -1): (1) among the user database's "ok"
+ * records measured here, kiln_db_pick_best's choice; else (2) among "ok"
+ * records for this exact fingerprint that are imported or in shared files
+ * (all layers together), kiln_db_pick_best's choice (the same rule, so a
+ * second user reading the first user's file, through --db, KILN_DB_PATH or an
+ * import, picks what the first user picks); else (3) the same from devices of
+ * the same family. Every level needs the
  * current kiln version (and source_hash), and levels 2 and 3 skip candidates demoted or failed on correctness
  * in the user database or in their own file. source_hash NULL: any.
  * Returns 0, KILN_ENOTFOUND, or KILN_EDB. */
@@ -198,7 +212,9 @@ int kiln_db_write_merged(const char *path, kiln_db *const *srcs, int nsrcs, cons
 typedef struct kiln_db_device_row {
   int64_t id;
   char fingerprint[1024], family[512], name[128], vendor[128], platform[128], driver[64];
-  int64_t records, ok_records, tuned, imported, disagree, demoted;
+  int64_t records, ok_records, imported, disagree, demoted;
+  int64_t tuned;     /* instances with a usable measured record (KILN_TUNED_INSTANCES_SQL) */
+  int64_t searched;  /* instances whose search ran to its end (tuned markers) */
   int has_probe;
 } kiln_db_device_row;
 int kiln_db_each_device(kiln_db *db, void (*fn)(const kiln_db_device_row *d, void *ctx), void *ctx, kiln_error *err);
@@ -217,7 +233,18 @@ typedef struct kiln_db_stats {
   kiln_db_counts c;
   int schema, schema_on_disk;
   int64_t measured, imported, predicted, demoted, failed, disagree, verified, other_version, bytes;
+  int64_t tuned;     /* instances (all devices) with a usable measured record */
+  int64_t searched;  /* instances whose search ran to its end (tuned markers; c.tuned_instances counts fusion's too) */
 } kiln_db_stats;
+
+/* What counts as a tuned kernel instance everywhere (kiln run, bench, plan,
+ * db coverage, list, stats): one with a record a lookup can use, an "ok"
+ * measurement (not a prediction) of this kiln version (bound as ?1) with a
+ * positive time; `where` selects the rows of records r. The tuned markers
+ * (kiln_db_mark_tuned) say something else: the search ran to its end. */
+#define KILN_TUNED_INSTANCES_SQL(where) \
+  "SELECT count(*) FROM (SELECT DISTINCT r.device,r.family,r.dtype,r.shape_key,r.epilogue FROM records r WHERE " where \
+  " AND r.status='ok' AND r.origin<>'predicted' AND r.median_ns>0 AND r.kiln_version=?1 AND r.family<>'fusion')"
 int kiln_db_stats_get(kiln_db *db, kiln_db_stats *s, kiln_error *err);
 
 /* Consistency checks beyond SQLite's integrity check: every record's device
@@ -238,10 +265,14 @@ int kiln_db_prune(kiln_db *db, int stale, int binaries, kiln_prune_stats *st, ki
 typedef struct kiln_verify_result {
   char family[32], shape_key[192], epilogue[64], params[256], from[512];
   int dtype;
-  double recorded_ns, measured_ns; /* medians */
-  double tolerance;                /* relative: max(KILN_DB_TOLERANCE, 3 x recorded spread) */
+  double recorded_ns, measured_ns; /* medians (measured: in the alternating rounds) */
+  double measured_min_ns;          /* its fastest time in those rounds */
+  char rival[256];                 /* what it was timed against: the runner-up record's
+                                      parameters, else the defaults; "" when neither */
+  double rival_ns;                 /* the rival's fastest time in the same rounds; < 0 if none */
+  double tolerance;                /* noise margin: the larger spread measured in those rounds (>= 5%) */
   double max_err;                  /* vs the CPU reference */
-  int passed;                      /* 1: within tolerance and correct; 0: demoted */
+  int passed;                      /* 0 (demoted): wrong, or slower than the rival beyond the margin */
 } kiln_verify_result;
 typedef struct kiln_verify_options {
   int dry_run;       /* only report; write nothing */
@@ -251,9 +282,13 @@ typedef struct kiln_verify_options {
 /* Re-times, on the session's device, the record that a lookup in db (layers
  * included) picks for each tunable instance of the session's model when it is
  * an imported or shared record for this exact device not verified yet (inputs
- * must be set). A record slower than recorded by more than the tolerance, or
- * wrong against the CPU reference, is demoted (kiln_db_set_verdict) and the
- * next choice is checked in turn; one that holds is flagged verified. The
+ * must be set). Demotion needs evidence: the record's parameters are checked
+ * against the CPU reference and timed against the runner-up (else the
+ * defaults) in alternating rounds; a record that is wrong, or slower than its
+ * rival by more than the spread measured in those rounds, is demoted
+ * (kiln_db_set_verdict) and the next choice is checked in turn; one that holds
+ * is flagged verified. A busy machine makes both slower alike, so a record is
+ * never demoted for missing its recorded time. The
  * session uses db afterwards and chooses parameters again on its next run.
  * *out (caller frees) lists what was re-timed. */
 int kiln_verify_imported(kiln_session *s, kiln_db *db, const kiln_verify_options *o, kiln_verify_result **out, int *nout, kiln_error *err);

@@ -63,6 +63,50 @@ int kiln_db_attach_path_list(kiln_db *db, const char *list, kiln_error *err) {
   return 0;
 }
 
+/* An empty database in memory, read-only from then on, to carry layers. */
+static int open_empty(kiln_db **out, kiln_error *err) {
+  kiln_db *db = calloc(1, sizeof *db);
+  if (!db || !(db->path = strdup("(none)"))) { free(db); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  int rc = sqlite3_open_v2(":memory:", &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+  kiln_error e2 = {0};
+  /* the schema, as a fresh file gets it (kiln__db_open_image's path would need a file image) */
+  if (rc == SQLITE_OK) rc = kiln__db_create_schema(db, &e2);
+  if (rc != SQLITE_OK) {
+    sqlite3_close(db->h);
+    free(db->path);
+    free(db);
+    return kiln__err(err, KILN_EDB, "cannot make an in-memory database: %s", e2.msg[0] ? e2.msg : sqlite3_errstr(rc));
+  }
+  db->readonly = 1;
+  db->schema_on_disk = KILN_DB_SCHEMA;
+  *out = db;
+  return 0;
+}
+
+int kiln_db_open_layered(const char *path, int must_exist, const char *layers, kiln_db **out, kiln_error *err) {
+  struct stat st;
+  *out = NULL;
+  int have_layers = layers && *layers, rc;
+  int exists = stat(path, &st) == 0;
+  if (!exists && must_exist) return kiln__err(err, KILN_ENOTFOUND, "%s: no such tuning database (create one with `kiln tune`)", path);
+  if (!exists && !have_layers) return 0;
+  kiln_db *db = NULL;
+  rc = exists ? kiln_db_open(path, 0, &db, err) : open_empty(&db, err);
+  if (rc) return rc;
+  if (have_layers && (rc = kiln_db_attach_path_list(db, layers, err)) != 0) { kiln_db_close(db); return rc; }
+  *out = db;
+  return 0;
+}
+
+void kiln_db_describe(const kiln_db *db, char *buf, size_t len) {
+  size_t o = 0;
+  buf[0] = 0;
+  if (!db) return;
+  if (strcmp(db->path, "(none)")) o += (size_t)snprintf(buf, len, "%s", db->path);
+  for (int i = 0; i < db->nshared && o < len; i++) o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? " + " : "", db->shared[i]->path);
+  if (!buf[0]) snprintf(buf, len, "(none)");
+}
+
 /* ---- layered lookup ------------------------------------------------------ */
 
 enum { DEV_ID, DEV_FP, DEV_FAMILY };          /* how candidates' device is matched */
@@ -71,7 +115,6 @@ enum { ORIG_ANY, ORIG_MEASURED, ORIG_NOT_MEASURED };
 typedef struct cand {
   kiln_record r;
   int layer;
-  double eff;   /* median; for disagreeing measurements of one candidate, the slowest */
 } cand;
 
 typedef struct cands { cand *v; int n, cap; } cands;
@@ -139,25 +182,53 @@ static int demoted_here(kiln_db *db, int64_t device, const kiln_record *r) {
   return found;
 }
 
-/* Picks from c: disagreeing measurements of one candidate count with their
- * slowest; score = eff (with_spread: eff x (1 + spread)); ties go to the
- * earlier layer. Returns the index or -1. */
-static int pick(cands *c, int with_spread) {
-  for (int i = 0; i < c->n; i++) {
-    c->v[i].eff = kiln_record_ns(&c->v[i].r);
-    for (int j = 0; j < c->n; j++)
-      if (c->v[j].layer == c->v[i].layer && !strcmp(c->v[j].r.params, c->v[i].r.params) && kiln_record_ns(&c->v[j].r) > c->v[i].eff)
-        c->v[i].eff = kiln_record_ns(&c->v[j].r);
-  }
+/* Eligible for kiln_db_pick_best: an "ok" measurement (not a prediction) of
+ * this kiln version with a positive time. */
+static int pickable(const kiln_record *r) {
+  return !strcmp(r->status, "ok") && strcmp(r->origin, "predicted") && r->median_ns > 0 && kiln_record_ns(r) > 0 && !strcmp(r->kiln_version, KILN_VERSION);
+}
+
+static int same_candidate(const kiln_record *a, const kiln_record *b) {
+  return !strcmp(a->params, b->params) && !strcmp(a->source_hash, b->source_hash);
+}
+
+int kiln_db_pick_best(const kiln_record *const *v, const int *layer, int n) {
   int best = -1;
   double bs = INFINITY;
-  for (int i = 0; i < c->n; i++) {
-    /* the row that carries the slowest time stands for its candidate */
-    if (kiln_record_ns(&c->v[i].r) < c->v[i].eff) continue;
-    double s = c->v[i].eff * (with_spread ? 1 + (isfinite(c->v[i].r.spread) && c->v[i].r.spread > 0 ? c->v[i].r.spread : 0) : 1);
-    if (s < bs) { bs = s; best = i; }
+  for (int i = 0; i < n; i++) {
+    if (!pickable(v[i])) continue;
+    double own = kiln_record_ns(v[i]), eff = own;
+    int out = 0, stands = 1;
+    for (int j = 0; j < n && !out; j++) {
+      if (j == i || (layer && layer[j] != layer[i]) || !same_candidate(v[j], v[i])) continue;
+      const char *st = v[j]->status;
+      if (!strcmp(st, "wrong") || !strcmp(st, "nan") || !strcmp(st, "demoted")) out = 1; /* failed or demoted in its file */
+      else if (pickable(v[j])) {
+        double t = kiln_record_ns(v[j]);
+        if (t > eff) eff = t;
+        if (t > own || (t == own && j < i)) stands = 0;
+      }
+    }
+    /* disagreeing measurements of one candidate count with their slowest,
+     * and the (first) row that carries it stands for the candidate */
+    if (out || !stands) continue;
+    if (eff < bs) { bs = eff; best = i; }
   }
   return best;
+}
+
+/* kiln_db_pick_best over the candidates gathered from the layers. */
+static int pick(cands *c) {
+  const kiln_record **pv = malloc(sizeof *pv * (size_t)(c->n ? c->n : 1));
+  int *layer = malloc(sizeof *layer * (size_t)(c->n ? c->n : 1));
+  int k = -1;
+  if (pv && layer) {
+    for (int i = 0; i < c->n; i++) { pv[i] = &c->v[i].r; layer[i] = c->v[i].layer; }
+    k = kiln_db_pick_best(pv, layer, c->n);
+  }
+  free(pv);
+  free(layer);
+  return k;
 }
 
 int kiln_db_best_layered(kiln_db *db, int64_t device, const kiln_device_info *info, const char *family, int dtype, const char *shape_key,
@@ -172,7 +243,7 @@ int kiln_db_best_layered(kiln_db *db, int64_t device, const kiln_device_info *in
     if (level == 1) {
       /* measured on this machine */
       if (device >= 0) rc = query_cands(db, 0, DEV_ID, device, fp, fam, family, dtype, shape_key, epilogue, source_hash, 1, ORIG_MEASURED, &c, err);
-      if (!rc) k = pick(&c, 0);
+      if (!rc) k = pick(&c);
       continue;
     }
     int devmode = level == 2 ? DEV_FP : DEV_FAMILY;
@@ -184,7 +255,7 @@ int kiln_db_best_layered(kiln_db *db, int64_t device, const kiln_device_info *in
       for (int i = from; !rc && i < c.n; i++)
         if (L > 0 && demoted_here(db, device, &c.v[i].r)) { c.v[i] = c.v[--c.n]; i--; }
     }
-    if (!rc) k = pick(&c, 1);
+    if (!rc) k = pick(&c);
   }
   if (!rc && k >= 0) {
     level--;
@@ -599,11 +670,13 @@ int kiln_db_each_device(kiln_db *db, void (*fn)(const kiln_db_device_row *d, voi
         "SELECT d.id,d.fingerprint,d.family,d.name,d.vendor,d.platform,d.driver,d.probe IS NOT NULL,"
         " (SELECT count(*) FROM records r WHERE r.device=d.id),"
         " (SELECT count(*) FROM records r WHERE r.device=d.id AND r.status='ok'),"
-        " (SELECT count(*) FROM tuned t WHERE t.device=d.id),"
+        " (" KILN_TUNED_INSTANCES_SQL("r.device=d.id") "),"
         " (SELECT count(*) FROM records r WHERE r.device=d.id AND r.origin='imported'),"
         " (SELECT count(*) FROM records r WHERE r.device=d.id AND (r.flags&1)<>0),"
-        " (SELECT count(*) FROM records r WHERE r.device=d.id AND r.status='demoted')"
+        " (SELECT count(*) FROM records r WHERE r.device=d.id AND r.status='demoted'),"
+        " (SELECT count(*) FROM tuned t WHERE t.device=d.id AND t.family<>'fusion')"
         " FROM devices d ORDER BY d.id", -1, &st, NULL) != SQLITE_OK) return kiln__db_sqlerr(db, err, "listing devices");
+  sqlite3_bind_text(st, 1, KILN_VERSION, -1, SQLITE_STATIC);
   int rc;
   while ((rc = kiln__db_step(db, st)) == SQLITE_ROW) {
     kiln_db_device_row d;
@@ -619,6 +692,7 @@ int kiln_db_each_device(kiln_db *db, void (*fn)(const kiln_db_device_row *d, voi
     d.imported = sqlite3_column_int64(st, 11);
     d.disagree = sqlite3_column_int64(st, 12);
     d.demoted = sqlite3_column_int64(st, 13);
+    d.searched = sqlite3_column_int64(st, 14);
     fn(&d, ctx);
   }
   sqlite3_finalize(st);
@@ -712,6 +786,8 @@ int kiln_db_stats_get(kiln_db *db, kiln_db_stats *s, kiln_error *err) {
   s->verified = count_q(db, "SELECT count(*) FROM records WHERE (flags&2)<>0", &bad);
   s->other_version = count_q(db, "SELECT count(*) FROM records WHERE kiln_version IS NOT ?1", &bad);
   s->bytes = count_q(db, "SELECT page_count*page_size FROM pragma_page_count(), pragma_page_size()", &bad);
+  s->tuned = count_q(db, KILN_TUNED_INSTANCES_SQL("1"), &bad);
+  s->searched = count_q(db, "SELECT count(*) FROM tuned WHERE family<>'fusion'", &bad);
   return bad ? kiln__db_sqlerr(db, err, "statistics") : 0;
 }
 
@@ -740,7 +816,7 @@ int kiln_db_check(kiln_db *db, void (*fn)(const char *problem, void *ctx), void 
     {"\"ok\" records without a positive median", "SELECT count(*) FROM records WHERE status='ok' AND NOT (median_ns>0)"},
     {"\"ok\" records without samples", "SELECT count(*) FROM records WHERE status='ok' AND NOT (samples>=1)"},
     {"\"ok\" records with a negative or missing spread", "SELECT count(*) FROM records WHERE status='ok' AND NOT (spread>=0)"},
-    {"records with an unknown status", "SELECT count(*) FROM records WHERE status NOT IN ('ok','wrong','nan','compile_error','launch_error','demoted')"},
+    {"records with an unknown status", "SELECT count(*) FROM records WHERE status NOT IN ('ok','slow','wrong','nan','compile_error','launch_error','demoted')"},
     {"records with an unknown origin", "SELECT count(*) FROM records WHERE origin NOT IN ('measured','imported','predicted')"},
     {"records without a kernel source hash or kiln version", "SELECT count(*) FROM records WHERE coalesce(source_hash,'')='' OR coalesce(kiln_version,'')=''"},
   };

@@ -326,7 +326,7 @@ int kiln_session_plan_info(kiln_session *s, int measure, kiln_plan_kernel **out,
 /* ---- Tuning database -------------------------------------------------- */
 
 typedef struct kiln_db kiln_db;
-enum { KILN_DB_READONLY = 1, KILN_DB_CREATE = 2 };
+enum { KILN_DB_READONLY = 1, KILN_DB_CREATE = 2, KILN_DB_WRITE = 4, KILN_DB_NO_MKDIR = 8 };
 
 /* Opens (and with KILN_DB_CREATE creates) a tuning database. Refuses, with
  * KILN_EDB and a message naming the file, a file that is empty, truncated,
@@ -334,11 +334,30 @@ enum { KILN_DB_READONLY = 1, KILN_DB_CREATE = 2 };
  * schema; such files are left untouched. An older schema is migrated in place
  * inside a transaction after a backup copy (<path>.bak-v<N>). Without
  * KILN_DB_CREATE a missing file is KILN_ENOTFOUND; KILN_DB_READONLY never
- * writes. Several processes may share one file (SQLite locking; busy writers
- * are retried). Close with kiln_db_close. */
+ * writes. A file this user cannot write (or whose directory it cannot write)
+ * is opened read-only whatever the flags (SQLite's immutable open: no journal
+ * or -shm file is made beside it, its bytes never change); writes to it then
+ * fail, and with KILN_DB_WRITE the open itself is refused with KILN_EDB and a
+ * message saying why. KILN_DB_NO_MKDIR: with KILN_DB_CREATE, a missing parent
+ * directory is an error (KILN_ENOTFOUND naming it) instead of being created.
+ * Several processes may share one file (SQLite locking; busy writers are
+ * retried). Close with kiln_db_close. */
 int kiln_db_open(const char *path, int flags, kiln_db **out, kiln_error *err);
 /* Closes the database; sessions using it must be freed first. NULL is a no-op. */
 void kiln_db_close(kiln_db *db);
+/* Opens what a reading command (run, plan, bench, predict) consults: the user
+ * database `path` when it exists (read-only when this user cannot write it;
+ * KILN_ENOTFOUND when it is missing and `must_exist`), with the files of the
+ * ':'-separated `layers` (KILN_DB_PATH) attached. When the user database is
+ * missing and layers are given, an empty in-memory database (path
+ * "(none)") carries the layers: nothing is created. *out is NULL (and 0
+ * returned) when there is neither. */
+int kiln_db_open_layered(const char *path, int must_exist, const char *layers, kiln_db **out, kiln_error *err);
+/* "user.db + shared1.db + shared2.db" (paths of the user database and its
+ * layers), for messages saying where parameters came from. */
+void kiln_db_describe(const kiln_db *db, char *buf, size_t len);
+/* 1 when the database was opened read-only (asked for, or not writable). */
+int kiln_db_is_readonly(const kiln_db *db);
 /* The path the database was opened with; owned by db. */
 const char *kiln_db_path(const kiln_db *db);
 /* Default path: $KILN_DB, else ~/.cache/kiln/tuning.db. Writes into buf. */
@@ -409,6 +428,7 @@ typedef struct kiln_tune_progress {
 typedef struct kiln_tune_result {
   char family[32], shape_key[192], params[256], dtype[16];
   int trials, rejected, skipped;  /* skipped: already tuned (resume) */
+  int tuned;                      /* 1: the instance is marked tuned (now or before): resume skips it */
   int candidates;                 /* size of the valid search space */
   int refreshed;                  /* stored records whose cost-model features were stale
                                      (an older kiln's definitions) and were recomputed */
@@ -423,8 +443,15 @@ typedef struct kiln_tune_result {
   char cmp_params[256];
 } kiln_tune_result;
 
+#define KILN_TUNE_PROBE_MIN_BUDGET 120.0 /* s */
 typedef struct kiln_tune_options {
-  double budget_s;          /* whole run; 0 = unlimited */
+  double budget_s;          /* whole run, from kiln_tune's start (verification and the
+                               device probe included); 0 = unlimited. Below
+                               KILN_TUNE_PROBE_MIN_BUDGET a device never probed is not
+                               probed: the cost model's built-in prior stands in */
+  volatile const int *stop; /* optional: when *stop becomes non-zero (a signal handler), the
+                               candidate being measured is finished and stored, and kiln_tune
+                               returns what it has (the database resumes from there) */
   int max_trials;           /* per instance; 0 = unlimited */
   const char *strategy;     /* "model" (default: rank by the cost model, measure the most
                                promising ~10%, refit, repeat), "exhaustive" or "random" */
@@ -448,6 +475,11 @@ typedef struct kiln_tune_options {
  * `db` already marks as tuned are skipped (resume). On return *results (owned
  * by the caller, free()) lists the instances. */
 int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err);
+/* KILN_EINVAL naming the valid ones when the comma list `families` (NULL or
+ * "": all) has a name that is none of the model's tunable kernel families or
+ * "fusion" (plans the session; kiln_tune checks the same). For a check before
+ * any database is opened. */
+int kiln_tune_check_families(kiln_session *s, const char *families, kiln_error *err);
 
 /* ---- Demo models ----------------------------------------------------- */
 

@@ -254,15 +254,18 @@ static void mkdirs(const char *path) {
   mkdir(tmp, 0755);
 }
 
-/* Binary cache: the tuning database when one is attached to the device
- * (kiln_device_set_binary_db), else files under cache_dir. */
+/* Binary cache: files under the user's own cache_dir ($KILN_CACHE_DIR, else
+ * ~/.cache/kiln/programs), one per key (a hash of source, options, device and
+ * driver). What a run compiles goes there, never into a tuning database (which
+ * may be a shared, read-only file); binaries that a database carries (an
+ * export made --with-binaries, or one written by an older kiln) are read when
+ * the file cache lacks them (kiln_device_set_binary_db). */
 static int cache_get(kiln_device *d, const char *key, unsigned char **bin, size_t *len) {
-  if (d->bin_db) return kiln_db_binary_get(d->bin_db, key, bin, len) == 0 ? 0 : -1;
-  if (!d->cache_dir[0]) return -1;
+  if (!d->cache_dir[0]) return d->bin_db && kiln_db_binary_get(d->bin_db, key, bin, len) == 0 ? 0 : -1;
   char path[700];
   snprintf(path, sizeof path, "%s/%s.bin", d->cache_dir, key);
   FILE *f = fopen(path, "rb");
-  if (!f) return -1;
+  if (!f) return d->bin_db && kiln_db_binary_get(d->bin_db, key, bin, len) == 0 ? 0 : -1;
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
@@ -275,7 +278,6 @@ static int cache_get(kiln_device *d, const char *key, unsigned char **bin, size_
 }
 
 static void cache_put(kiln_device *d, const char *key, const unsigned char *bin, size_t len) {
-  if (d->bin_db) { kiln_db_binary_put(d->bin_db, key, bin, len, NULL); return; }
   if (!d->cache_dir[0]) return;
   char path[700], tmp[760];
   snprintf(path, sizeof path, "%s/%s.bin", d->cache_dir, key);

@@ -315,7 +315,8 @@ struct kiln_db;
 typedef struct kiln_exec {
   kiln_device *d;
   kiln_graph *g;
-  int launches;             /* kernels enqueued in this run */
+  int launches;             /* kernels enqueued in this run, one-time setup launches excluded */
+  int setup_launches;       /* one-time launches (a constant operand packed on the first run) */
   struct kiln_db *db;       /* tuning records (optional) */
   int64_t db_device;        /* device row in db */
   kiln_cm_state *cm;        /* cost model (optional): picks parameters nothing measured */
@@ -345,6 +346,14 @@ cl_mem kiln_exec_param(kiln_exec *x, kiln_node *n, int slot, const void *data, s
 cl_mem kiln_exec_scratch(kiln_exec *x, kiln_node *n, int slot, size_t bytes, kiln_error *err);
 /* Launch through the exec context (counts launches). */
 int kiln_exec_launch(kiln_exec *x, cl_kernel k, int dims, const size_t *gws, const size_t *lws, kiln_error *err);
+/* The same for a launch that later runs of the plan do not repeat (packing a
+ * constant operand): counted in setup_launches, so that the launches per run
+ * are the same for every run of a plan. */
+static inline int kiln_exec_launch_setup(kiln_exec *x, cl_kernel k, int dims, const size_t *gws, const size_t *lws, kiln_error *err) {
+  int rc = kiln_exec_launch(x, k, dims, gws, lws, err);
+  if (!rc) { x->launches--; x->setup_launches++; }
+  return rc;
+}
 /* Device buffer of input/output slot i (NULL if omitted). For a constant input
  * the executor has uploaded its data. */
 static inline cl_mem kiln_in_buf(kiln_exec *x, const kiln_node *n, int i) { return kiln_has_in(n, i) ? x->g->vals[n->in[i]].buf : NULL; }
@@ -357,6 +366,11 @@ static inline cl_mem kiln_out_buf(kiln_exec *x, const kiln_node *n, int i) { ret
  * NaN/Inf where the reference is finite). */
 double kiln__tune_run_once(kiln_exec *x, kiln_node *n, kiln_error *err);
 double kiln__tune_output_error(kiln_exec *x, kiln_node *n, void **ref, kiln_error *err);
+/* Candidates p[0..k) of node n timed back to back in alternating rounds
+ * (tuner/tuner.c): med, mn, spread ((p90 - p10) / median, or NULL) and cnt
+ * (or NULL) per candidate; < 0 when none of its runs succeeded. */
+void kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
+                              int *cnt);
 
 /* ---- op registry -------------------------------------------------------- */
 

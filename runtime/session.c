@@ -799,7 +799,9 @@ int kiln_session_set_db(kiln_session *s, kiln_db *db, kiln_error *err) {
     if (rc == KILN_ENOTFOUND) id = -1; /* read-only and unknown device: no records */
     else if (rc) return rc;
   }
-  s->db = id >= 0 ? db : NULL;
+  /* a read-only database that does not know this device may still carry
+   * shared layers (KILN_DB_PATH) that do */
+  s->db = id >= 0 || (db && kiln_db_nshared(db) > 0) ? db : NULL;
   s->db_device = id;
   kiln_cm_state_free(s->cm);
   /* a database that does not know this device yet: the cost model's built-in prior */

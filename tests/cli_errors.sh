@@ -155,6 +155,27 @@ expect random_symbolic_dim 2 "input 'x'" "'N'" "--shape" -- "$KILN" run dyn.onnx
 expect bad_option 2 "unknown option '--frobnicate'" -- "$KILN" run add.onnx --random --frobnicate
 expect bad_repeat 2 "--repeat" -- "$KILN" run add.onnx --random --repeat 0
 
+# kiln tune refuses bad arguments with exit 2 before doing any work (no
+# database made, no directory tree made for --db)
+expect_tune() {
+  case_name=$1; shift
+  kw=$1; shift
+  ncase=$((ncase + 1))
+  "$KILN" tune add.onnx "$@" >"$T/$case_name.stdout" 2>"$T/$case_name.stderr"
+  rc=$?
+  [ $rc = 2 ] || fail "exit status $rc, expected 2 ($(cat "$T/$case_name.stderr"))"
+  grep -q "^kiln: error: .*$kw" "$T/$case_name.stderr" || fail "message lacks '$kw': $(cat "$T/$case_name.stderr")"
+  grep -q "^\[" "$T/$case_name.stdout" && fail "it started tuning"
+  echo "ok   [$case_name] $(grep '^kiln: error:' "$T/$case_name.stderr" | head -n 1)"
+}
+expect_tune tune_unknown_family "unknown kernel family 'nosuch'.*its families:" --db "$T/tf.db" --families nosuch
+[ -e "$T/tf.db" ] && { case_name=tune_unknown_family; fail "a database was made before the families were checked"; }
+expect_tune tune_unknown_strategy "--strategy must be model, exhaustive or random" --db "$T/ts.db" --strategy bogus
+expect_tune tune_unknown_device "no OpenCL device matches 'nosuchdevice'" --db "$T/td.db" --device nosuchdevice
+[ -e "$T/td.db" ] && { case_name=tune_unknown_device; fail "a database was made before the device was checked"; }
+expect_tune tune_missing_dir "directory $T/no/such does not exist" --db "$T/no/such/t.db"
+[ -e "$T/no" ] && { case_name=tune_missing_dir; fail "kiln tune made a directory tree for --db"; }
+
 # --check with a device result that differs from the CPU reference: exit 1 and
 # no output files. The Add kernel is made wrong through KILN_KERNEL_DIR (the
 # development override for kernels/*.cl).

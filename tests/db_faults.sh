@@ -136,10 +136,11 @@ if [ -f "$FX/verify.db" ]; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 k = d["kernels"]
-# instance 0: demoted (no record), instance 1: the verified imported record
-sys.exit(0 if d["instances"] >= 2 and not k[0]["found"] and k[1]["found"] and k[1]["origin"] == "imported" and not k[1]["needs_verify"] else 1)
+# instances 0 and 1: verified imported records (instance 0's slower forged best
+# was weighed against its runner-up; what holds is verified, nothing left to re-time)
+sys.exit(0 if d["instances"] >= 2 and all(x["found"] and x["origin"] == "imported" and not x["needs_verify"] for x in k[:2]) else 1)
 PYEOF
-  echo "coverage: the demoted instance has no record, the verified one is imported"
+  echo "coverage: the verified instances are imported, nothing left to verify"
 fi
 
 if [ "$FAILS" -gt 0 ]; then echo "db_faults: $FAILS failures"; exit 1; fi

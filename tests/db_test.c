@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int failures;
@@ -40,6 +41,77 @@ static void expect_refused(const char *path, const char *what, const char *word)
   char *after = slurp(path, &n1);
   CHECK(n0 == n1 && memcmp(before, after, n0) == 0);
   free(before);
+  free(after);
+}
+
+static kiln_record rec(const char *params, double min_ns, double med_ns, const char *status, const char *origin) {
+  kiln_record r = {0};
+  snprintf(r.family, sizeof r.family, "gemm");
+  snprintf(r.params, sizeof r.params, "%s", params);
+  snprintf(r.status, sizeof r.status, "%s", status);
+  snprintf(r.origin, sizeof r.origin, "%s", origin);
+  snprintf(r.kiln_version, sizeof r.kiln_version, "%s", KILN_VERSION);
+  r.min_ns = min_ns;
+  r.median_ns = med_ns;
+  r.samples = 10;
+  return r;
+}
+
+/* kiln_db_pick_best: the one rule of every lookup and of `kiln db show`. */
+static void pick_rule(void) {
+  kiln_record v[8];
+  const kiln_record *pv[8];
+  for (int i = 0; i < 8; i++) pv[i] = &v[i];
+  v[0] = rec("A=1", 100, 120, "ok", "measured");
+  v[1] = rec("A=2", 90, 200, "ok", "imported");   /* ranked by its fastest repeat: best so far */
+  v[2] = rec("A=3", 50, 60, "ok", "predicted");   /* a prediction is never picked */
+  v[3] = rec("A=4", 40, 45, "wrong", "measured"); /* failed */
+  v[4] = rec("A=5", 30, 35, "ok", "measured");    /* ... and demoted below */
+  v[5] = rec("A=5", 30, 35, "demoted", "imported");
+  v[6] = rec("A=6", 20, 25, "ok", "measured");
+  snprintf(v[6].kiln_version, sizeof v[6].kiln_version, "0.0.0-other"); /* another kiln version: a prior */
+  v[7] = rec("A=2", 95, 210, "ok", "measured");   /* the same candidate measured again, slower: it counts with 95 */
+  CHECK(kiln_db_pick_best(pv, NULL, 8) == 7);     /* A=2 at 95 (its slowest) beats A=1 at 100 */
+  v[7].min_ns = 105;                              /* A=2's slowest now 105: A=1 wins */
+  CHECK(kiln_db_pick_best(pv, NULL, 8) == 0);
+  int layer[8] = {0, 0, 0, 0, 0, 0, 0, 1};        /* ... unless the slower one is in another file */
+  CHECK(kiln_db_pick_best(pv, layer, 8) == 1);
+  CHECK(kiln_db_pick_best(pv + 2, NULL, 5) == -1); /* nothing usable */
+  v[0] = rec("A=1", 0, 120, "ok", "measured");    /* no fastest repeat recorded: the median ranks */
+  v[7].min_ns = 95;
+  CHECK(kiln_db_pick_best(pv, NULL, 1) == 0);
+  CHECK(kiln_db_pick_best(pv, NULL, 8) == 7);
+}
+
+/* A database file the user cannot write (mode 0444) opens read-only and
+ * byte-for-byte unchanged; KILN_DB_WRITE refuses it; CREATE with NO_MKDIR
+ * refuses a missing directory. As root, modes do not bind: only the last. */
+static void readonly_by_mode(const char *dir, const char *path) {
+  kiln_error err = {0};
+  kiln_db *db = NULL;
+  char ro[512], sub[600];
+  snprintf(ro, sizeof ro, "%s/ro.db", dir);
+  snprintf(sub, sizeof sub, "%s/missing/dir/x.db", dir);
+  CHECK(kiln_db_open(sub, KILN_DB_CREATE | KILN_DB_NO_MKDIR, &db, &err) == KILN_ENOTFOUND && strstr(err.msg, "missing/dir"));
+  snprintf(sub, sizeof sub, "%s/missing", dir);
+  CHECK(access(sub, F_OK) != 0);
+  if (geteuid() == 0) { printf("db_test: running as root, the mode-0444 checks are left to share_two_users.sh\n"); return; }
+  size_t n = 0, n2 = 0;
+  char *orig = slurp(path, &n);
+  write_bytes(ro, orig, n);
+  chmod(ro, 0444);
+  CHECK(kiln_db_open(ro, 0, &db, &err) == 0 && kiln_db_is_readonly(db));
+  if (db) {
+    kiln_record best;
+    CHECK(kiln_db_best(db, 1, "gemm", KILN_DT_FLOAT, "M=64,N=64,K=64", "", NULL, &best, &err) == 0);
+    CHECK(kiln_db_put(db, 1, &best, &err) == KILN_EDB);
+    kiln_db_close(db);
+  }
+  db = NULL;
+  CHECK(kiln_db_open(ro, KILN_DB_CREATE | KILN_DB_WRITE, &db, &err) == KILN_EDB && strstr(err.msg, "not writable"));
+  char *after = slurp(ro, &n2);
+  CHECK(after && n2 == n && memcmp(after, orig, n) == 0);
+  free(orig);
   free(after);
 }
 
@@ -195,6 +267,9 @@ int main(void) {
   CHECK(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == KILN_DB_SCHEMA);
   sqlite3_finalize(q);
   sqlite3_close(h);
+
+  pick_rule();
+  readonly_by_mode(dir, path);
 
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -157,6 +157,7 @@ typedef struct {
  * database failure in c->rc). */
 static double measure_candidate(trial_ctx *c, int k) {
   const kiln_tunable *t = c->t;
+  if (c->opt->stop && *c->opt->stop) return NAN; /* interrupted: the record before this one was finished */
   if (c->opt->budget_s > 0 && now_s() - c->t0 > c->opt->budget_s && c->measured > 0) return NAN;
   const int *p = c->cands + (size_t)k * (size_t)t->nparams;
   kiln_tune_result *r = c->r;
@@ -406,8 +407,8 @@ static double meas_replay(void *ctx, int k) { const replay_ctx *r = ctx; return 
  * receive the median and the fastest of candidate i's `reps` times (< 0 when
  * none succeeded), spread[i] (if not NULL) (p90 - p10) / median, cnt[i] (if
  * not NULL) how many runs succeeded. */
-static void time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
-                          int *cnt) {
+void kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
+                              int *cnt) {
   double v[TOGETHER_MAX][TOGETHER_REPS * (TOGETHER_BLOCK - 1)];
   int nv[TOGETHER_MAX] = {0};
   if (k > TOGETHER_MAX) k = TOGETHER_MAX;
@@ -500,11 +501,19 @@ static double another_look(trial_ctx *c, int k, kiln_record *rec, int flag, doub
 #define CONTEND_RATIO 1.3
 #define FINAL_ROUNDS 10
 
-typedef struct { const char *hash; kiln_record r[TOGETHER_MAX]; int n; } contender_ctx;
+typedef struct {
+  const char *hash;
+  kiln_record r[TOGETHER_MAX];
+  int n;
+  char dparams[256];  /* the descriptor's defaults */
+  kiln_record dflt;   /* their record, when have_dflt */
+  int have_dflt;
+} contender_ctx;
 
 static void contender_rec(const kiln_record *r, void *ctx) {
   contender_ctx *f = ctx;
   if (strcmp(r->origin, "measured") || r->alt || strcmp(r->status, "ok") || !(r->median_ns > 0) || strcmp(r->source_hash, f->hash)) return;
+  if (!strcmp(r->params, f->dparams)) { f->dflt = *r; f->have_dflt = 1; }
   int at = f->n;
   while (at > 0 && kiln_record_ns(&f->r[at - 1]) > kiln_record_ns(r)) at--;
   if (at >= TOGETHER_MAX) return;
@@ -522,12 +531,29 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
   contender_ctx *f = calloc(1, sizeof *f);
   if (!f) return kiln__err(err, KILN_ENOMEM, "out of memory");
   f->hash = hash;
+  int dv[KILN_MAX_KPARAMS];
+  for (int i = 0; i < t->nparams; i++) dv[i] = t->params[i].dflt;
+  kiln_tunable_str(t, dv, f->dparams, sizeof f->dparams);
   int rc = kiln_db_each(db, device, t->family, t->dtype, t->shape_key, t->epilogue, contender_rec, f, err);
   int k = 0, done = 0;
   for (int i = 0; i < f->n; i++) done |= (f->r[i].flags & KILN_REC_RETIMED) != 0;
   if (!rc && f->n >= 2 && !done) {
     double lim = CONTEND_RATIO * kiln_record_ns(&f->r[0]);
     for (k = 2; k < f->n && kiln_record_ns(&f->r[k]) <= lim; k++) {}
+    /* the defaults always run in the same rounds: a winner that is not
+     * faster than them there is not kept (the defaults' re-timed record
+     * then ranks first) */
+    int di = -1;
+    for (int i = 0; i < f->n && di < 0; i++) if (!strcmp(f->r[i].params, f->dparams)) di = i;
+    if (f->have_dflt && (di < 0 || di >= k)) {
+      if (k == TOGETHER_MAX) k--;
+      if (di < 0) { /* outside the kept records: in at position k, the rest one down */
+        int last = f->n < TOGETHER_MAX ? f->n : TOGETHER_MAX - 1;
+        memmove(&f->r[k + 1], &f->r[k], sizeof f->r[0] * (size_t)(last - k));
+        if (f->n < TOGETHER_MAX) f->n++;
+      } else f->r[di] = f->r[k];
+      f->r[k++] = f->dflt;
+    }
   }
   int p[TOGETHER_MAX][KILN_MAX_KPARAMS];
   const int *pp[TOGETHER_MAX];
@@ -537,7 +563,7 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
   }
   double med[TOGETHER_MAX], mn[TOGETHER_MAX], spread[TOGETHER_MAX];
   int cnt[TOGETHER_MAX];
-  if (!rc && k) time_together(x, n, node, pp, k, FINAL_ROUNDS, med, mn, spread, cnt);
+  if (!rc && k) kiln__tune_time_together(x, n, node, pp, k, FINAL_ROUNDS, med, mn, spread, cnt);
   double best = INFINITY;
   if (k && k < f->n) { /* re-timed slower, a contender can fall behind the first candidate outside */
     best = kiln_record_ns(&f->r[k]);
@@ -627,7 +653,67 @@ static int refresh_features(kiln_db *db, int64_t device, const kiln_tunable *t, 
   return rc;
 }
 
+/* 1 when the run must stop before starting more work: the budget (which
+ * counts from kiln_tune's start, verification and probe included) is spent,
+ * or the caller asked to stop. */
+static int out_of_time(const kiln_tune_options *o, double t0) {
+  return (o->stop && *o->stop) || (o->budget_s > 0 && now_s() - t0 > o->budget_s);
+}
+
+/* Checks opt.families against the families of the model's instances (and
+ * "fusion"): an unknown name is KILN_EINVAL naming the valid ones. */
+static int check_families(const char *list, const instance *inst, int ninst, kiln_error *err) {
+  if (!list || !*list) return 0;
+  char valid[512] = "";
+  size_t o = 0;
+  for (int i = 0; i < ninst; i++) {
+    char probe[40];
+    snprintf(probe, sizeof probe, ", %s,", inst[i].t.family);
+    char have[520];
+    snprintf(have, sizeof have, ", %s,", valid);
+    if (!strstr(have, probe) && o < sizeof valid) o += (size_t)snprintf(valid + o, sizeof valid - o, "%s%s", o ? ", " : "", inst[i].t.family);
+  }
+  if (o < sizeof valid) snprintf(valid + o, sizeof valid - o, "%sfusion", o ? ", " : "");
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), p);
+    char probe[80], have[520];
+    snprintf(probe, sizeof probe, ", %s,", name);
+    snprintf(have, sizeof have, ", %s,", valid);
+    if (!n || !strstr(have, probe))
+      return kiln__err(err, KILN_EINVAL, "unknown kernel family '%s' for this model (its families: %s)", name, valid);
+    if (!e) break;
+    p = e + 1;
+  }
+  return 0;
+}
+
+int kiln_tune_check_families(kiln_session *s, const char *families, kiln_error *err) {
+  if (!families || !*families) return 0;
+  int rc = kiln__session_ensure_plan(s, err);
+  if (rc) return rc;
+  kiln_graph *g = s->m->g;
+  instance *all = calloc(64, sizeof *all);
+  if (!all) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  int nall = 0;
+  for (int i = 0; i < g->nnodes && nall < 64; i++) {
+    kiln_node *n = &g->nodes[i];
+    kiln_tunable t;
+    memset(&t, 0, sizeof t);
+    if (n->folded || !n->op || !n->op->tunable || n->op->tunable(g, n, &t) != 0) continue;
+    int k = 0;
+    while (k < nall && strcmp(all[k].t.family, t.family)) k++;
+    if (k == nall) all[nall++].t = t;
+  }
+  rc = check_families(families, all, nall, err);
+  free(all);
+  return rc;
+}
+
 int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
+  double t0 = now_s(); /* the budget covers everything from here: verification and the device probe too */
   kiln_tune_options opt = {0};
   if (o) opt = *o;
   if (!opt.strategy) opt.strategy = "model";
@@ -652,13 +738,18 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
   kiln_tune_result *res = calloc((size_t)g->nnodes + 1, sizeof *res);
   void **host = calloc((size_t)g->nvals + 1, sizeof(void *));
   if (!inst || !res || !host) { free(inst); free(res); free(host); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-  int ninst = 0;
+  int ninst = 0, nall = 0;
+  instance *all = calloc(64, sizeof *all); /* one instance per family, for the names --families may use */
+  if (!all) { free(inst); free(res); free(host); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
     if (n->folded || !n->op->tunable) continue;
     kiln_tunable t;
     memset(&t, 0, sizeof t);
     if (n->op->tunable(g, n, &t) != 0) continue;
+    for (int k = 0; k < nall && k < 64; k++) if (!strcmp(all[k].t.family, t.family)) goto known;
+    if (nall < 64) all[nall++].t = t;
+  known:
     if (opt.families && *opt.families) { /* comma list of families to tune */
       const char *f = strstr(opt.families, t.family);
       size_t fl = strlen(t.family);
@@ -681,12 +772,21 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     inst[ninst].t = t;
     ninst++;
   }
+  rc = check_families(opt.families, all, nall, err);
+  free(all);
+  if (rc) { free(inst); free(res); free(host); return rc; }
   /* the cost model: the device's probe (run now when the device has none) */
   kiln_devmodel dm;
   int have_dm = kiln_cm_load(db, s->db_device, &d->info, &dm, NULL) == 0;
   /* a probe by a kiln that measured fewer figures is run again (the model
    * would otherwise stand in a guess for the missing one) */
   if (have_dm && !dm.complete && (opt.probe || model)) have_dm = 0;
+  if (!have_dm && (opt.probe || model) && opt.budget_s > 0 && opt.budget_s < KILN_TUNE_PROBE_MIN_BUDGET) {
+    /* the probe (~30 s on a loaded CPU device) would spend a short budget
+     * alone: the built-in prior's figures for a device of this kind stand in */
+    const char *pj = kiln_cm_prior_probe(&d->info);
+    have_dm = pj && kiln_devmodel_from_probe(pj, &d->info, &dm, NULL) == 0;
+  }
   if (!have_dm && (opt.probe || model)) {
     kiln_probe_figure *figs = NULL;
     int nf = 0;
@@ -698,7 +798,6 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
   for (int ii = 0; ii < ninst && !rc; ii++) rc = refresh_features(db, s->db_device, &inst[ii].t, &res[ii].refreshed, err);
   if (rc) { free(inst); free(res); free(host); return rc; }
   kiln_exec x = {.d = d, .g = g, .db = NULL, .ov_node = -1, .profile = true};
-  double t0 = now_s();
   char hash[24];
   kiln_cm_samples cold = {0}; /* compare: what the model strategy alone would have measured so far in this run */
   for (int ii = 0; ii < ninst; ii++) {
@@ -717,15 +816,13 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     kiln_lookup usable; /* a marker counts while a record of this kernel source and kiln version backs it */
     if (!opt.compare && kiln_db_is_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue) &&
         kiln_db_best_layered(db, s->db_device, &d->info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &usable, NULL) == 0 && usable.exact) {
-      r->skipped = 1;
-      kiln_record best;
-      if (kiln_db_best(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, hash, &best, NULL) == 0) {
-        r->best_ns = kiln_record_ns(&best);
-        snprintf(r->params, sizeof r->params, "%s", best.params);
-      }
+      r->skipped = r->tuned = 1;
+      /* what run and plan will use (kiln_db_pick_best's choice) */
+      r->best_ns = kiln_record_ns(&usable.rec);
+      snprintf(r->params, sizeof r->params, "%s", usable.rec.params);
       continue;
     }
-    if (opt.budget_s > 0 && now_s() - t0 > opt.budget_s) break;
+    if (out_of_time(&opt, t0)) break;
     /* reference outputs from the node's current inputs */
     rc = 0;
     for (int k = 0; k < n->nin && !rc; k++) {
@@ -860,7 +957,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
           for (int q = 0; look && q < nc && !stopped && !rc; q++) {
             int k = look[q];
             if (ns[k] <= 0) continue;
-            if (opt.budget_s > 0 && now_s() - t0 > opt.budget_s) { stopped = 1; break; }
+            if (out_of_time(&opt, t0)) { stopped = 1; break; }
             double v = another_look(&tc, k, &recs[k], pass_flag[pass], best);
             if (isnan(v)) { stopped = 1; if (tc.rc) rc = tc.rc; }
             else if (v > 0) {
@@ -903,7 +1000,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
             /* the cold pick and the exhaustive best re-timed back to back */
             const int *pair[2] = {cands + (size_t)pick * (size_t)np, cands + (size_t)bk * (size_t)np};
             double t2[2], m2[2];
-            time_together(&x, n, in->node, pair, 2, FINAL_ROUNDS, m2, t2, NULL, NULL);
+            kiln__tune_time_together(&x, n, in->node, pair, 2, FINAL_ROUNDS, m2, t2, NULL, NULL);
             r->cmp_pick_ns = t2[0];
             r->cmp_best_ns = t2[1];
           }
@@ -931,6 +1028,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     if (!rc && !stopped && tc.best_k >= 0) {
       /* the search ran to its end (or its per-instance cap): resume may skip it */
       rc = kiln_db_mark_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, r->trials, err);
+      r->tuned = !rc;
     }
     free(cands);
     free(feat);
@@ -954,7 +1052,7 @@ done:
   /* fusion groupings whose predictions are close calls: measured and recorded
    * (tuner/fusion_tune.c), unless the budget is spent or --families leaves "fusion" out */
   bool fam_fusion = !opt.families || !*opt.families || strstr(opt.families, "fusion");
-  if (!opt.compare && opt.fusion_close >= 0 && g->fusion && fam_fusion && !(opt.budget_s > 0 && now_s() - t0 > opt.budget_s)) {
+  if (!opt.compare && opt.fusion_close >= 0 && g->fusion && fam_fusion && !out_of_time(&opt, t0)) {
     if ((rc = kiln__tune_fusion(s, db, opt.fusion_close > 0 ? opt.fusion_close : 1.5, &res, &ninst, err)) != 0) { free(res); return rc; }
   }
   *results = res;

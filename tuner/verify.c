@@ -1,23 +1,16 @@
 /* verify.c: trust, then verify. A record imported from another machine (or
  * read from a shared database) for this exact device is re-timed once on this
  * machine before it is trusted: the node runs with the record's parameters,
- * is checked against the CPU reference and timed from profiling events like a
- * tuner candidate; a record that misses its recorded median by more than
- * max(KILN_DB_TOLERANCE, 3 x its spread), or is wrong, is demoted. Also the
+ * is checked against the CPU reference and timed against the runner-up (else
+ * the descriptor's defaults) in alternating rounds; it is demoted only when it
+ * is wrong or slower than that rival beyond the noise measured in the same
+ * rounds (see weigh()). Also the
  * coverage of a model's kernel instances by a database (kiln db coverage). */
 #include "kiln_internal.h"
 #include "kiln_db.h"
 #include <math.h>
 
-#define V_MIN_REPEATS 5
-#define V_MAX_REPEATS 25
-#define V_TARGET_SPREAD 0.05
 #define V_MAX_REL_ERR 1e-3
-
-static int cmpd(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 /* Timing and output checks are the tuner's own (tuner/tuner.c). */
 #define time_once kiln__tune_run_once
@@ -65,37 +58,78 @@ static int reference_outputs(kiln_session *s, kiln_node *n, void **host, kiln_er
   return kiln_node_run_ref_host(g, n, host, err);
 }
 
-/* Times node n with parameters p: median of repeats after a warm-up (which
- * compiles); *max_err against host[]'s reference. Negative on failure. */
-static double time_params(kiln_exec *x, kiln_node *n, int node, const int *p, void **host, double *max_err, double *spread) {
+/* The records of one instance on this exact device, from every layer. */
+typedef struct { kiln_record *r; int *layer; int n, cap, L, oom; const char *hash, *skip; } rec_list;
+
+static void collect_rec(const kiln_record *r, void *ctx) {
+  rec_list *l = ctx;
+  if (strcmp(r->source_hash, l->hash) || !strcmp(r->params, l->skip)) return;
+  if (l->n == l->cap) {
+    int cap = l->cap ? l->cap * 2 : 32;
+    kiln_record *nr = realloc(l->r, sizeof *nr * (size_t)cap);
+    int *nl = nr ? realloc(l->layer, sizeof *nl * (size_t)cap) : NULL;
+    if (nr) l->r = nr;
+    if (!nr || !nl) { l->oom = 1; return; }
+    l->layer = nl;
+    l->cap = cap;
+  }
+  l->layer[l->n] = l->L;
+  l->r[l->n++] = *r;
+}
+
+/* The runner-up to the chosen record: kiln_db_pick_best over the instance's
+ * records for this exact device in every layer, the chosen candidate left
+ * out. 0 and *out; -1 when there is none. Reads only. */
+static int runner_up(kiln_db *db, const kiln_device_info *info, const kiln_tunable *t, const char *hash, const kiln_record *chosen, kiln_record *out) {
+  char fp[1024], fam[512];
+  kiln_db_fingerprint(info, fp, sizeof fp, fam, sizeof fam);
+  rec_list l = {.hash = hash, .skip = chosen->params};
+  for (int L = 0; L <= kiln_db_nshared(db) && !l.oom; L++) {
+    kiln_db *h = L ? kiln_db_shared(db, L - 1) : db;
+    int64_t id;
+    if (kiln_db_find_device(h, fp, &id, NULL) != 0) continue;
+    l.L = L;
+    kiln_db_each(h, id, t->family, t->dtype, t->shape_key, t->epilogue, collect_rec, &l, NULL);
+  }
+  int k = -1;
+  const kiln_record **pv = l.n && !l.oom ? malloc(sizeof *pv * (size_t)l.n) : NULL;
+  if (pv) {
+    for (int i = 0; i < l.n; i++) pv[i] = &l.r[i];
+    k = kiln_db_pick_best(pv, l.layer, l.n);
+    if (k >= 0) *out = l.r[k];
+  }
+  free(pv);
+  free(l.r);
+  free(l.layer);
+  return k >= 0 ? 0 : -1;
+}
+
+/* Evidence for or against the chosen parameters p on node n: a correctness
+ * check against host[]'s reference, then p and a rival q (the runner-up, or
+ * the defaults) timed in alternating rounds, where both meet the same noise.
+ * r->passed = 0 only when p is wrong, or its fastest time is slower than the
+ * rival's by more than the noise margin, the larger spread measured in those
+ * rounds (at least V_MIN_MARGIN). q NULL: only the correctness check. */
+#define V_ROUNDS 10
+#define V_MIN_MARGIN 0.05
+static void weigh(kiln_exec *x, kiln_node *n, int node, const int *p, const int *q, void **host, kiln_verify_result *r) {
   kiln_error e2 = {0};
   x->ov_node = node;
   x->ov_params = p;
-  *max_err = INFINITY;
-  *spread = 0;
-  double w = time_once(x, n, &e2);
-  if (w < 0) return -1;
-  *max_err = out_error(x, n, host, &e2);
-  double ts[V_MAX_REPEATS];
-  int cnt = 0;
-  double med = -1;
-  while (cnt < V_MAX_REPEATS) {
-    double v = time_once(x, n, &e2);
-    if (v < 0) break;
-    ts[cnt++] = v;
-    if (cnt >= V_MIN_REPEATS) {
-      double tmp[V_MAX_REPEATS];
-      memcpy(tmp, ts, sizeof(double) * (size_t)cnt);
-      qsort(tmp, (size_t)cnt, sizeof(double), cmpd);
-      med = tmp[cnt / 2];
-      double p10 = tmp[cnt / 10], p90 = tmp[(cnt * 9) / 10 < cnt ? (cnt * 9) / 10 : cnt - 1];
-      *spread = med > 0 ? (p90 - p10) / med : 0;
-      if (*spread < V_TARGET_SPREAD || med * cnt > 2e9) break;
-    }
-  }
+  double w = time_once(x, n, &e2); /* compiles */
+  r->max_err = w < 0 ? INFINITY : out_error(x, n, host, &e2);
   x->ov_params = NULL;
   x->ov_node = -1;
-  return cnt >= V_MIN_REPEATS ? med : -1;
+  int correct = w >= 0 && isfinite(r->max_err) && r->max_err <= V_MAX_REL_ERR;
+  const int *pq[2] = {p, q ? q : p};
+  double med[2], mn[2], spread[2];
+  kiln__tune_time_together(x, n, node, pq, q ? 2 : 1, V_ROUNDS, med, mn, spread, NULL);
+  r->measured_ns = med[0];
+  r->measured_min_ns = mn[0];
+  r->rival_ns = q ? mn[1] : -1;
+  r->tolerance = fmax(V_MIN_MARGIN, fmax(spread[0], q ? spread[1] : 0));
+  int slower = q && mn[0] > 0 && mn[1] > 0 && mn[0] > mn[1] * (1 + r->tolerance);
+  r->passed = correct && mn[0] > 0 && !slower;
 }
 
 int kiln_verify_imported(kiln_session *s, kiln_db *db, const kiln_verify_options *o, kiln_verify_result **out, int *nout, kiln_error *err) {
@@ -136,11 +170,21 @@ int kiln_verify_imported(kiln_session *s, kiln_db *db, const kiln_verify_options
         if ((rc = reference_outputs(s, n, host, err)) != 0) break;
         have_ref = 1;
       }
-      double max_err, spread;
-      double ns = time_params(&x, n, inst[ii].node, p, host, &max_err, &spread);
-      double tol = fmax(opt.tolerance, 3 * (isfinite(lk.rec.spread) && lk.rec.spread > 0 ? lk.rec.spread : 0));
-      int passed = ns > 0 && isfinite(max_err) && max_err <= V_MAX_REL_ERR && ns <= lk.rec.median_ns * (1 + tol);
       kiln_verify_result *r = &res[nres++];
+      /* the rival: the runner-up record, else the defaults */
+      kiln_record ru;
+      int q[KILN_MAX_KPARAMS], have_q = 0;
+      if (runner_up(db, &s->d->info, t, hash, &lk.rec, &ru) == 0 && kiln_tunable_parse(t, ru.params, q) == 0 && (!t->valid || t->valid(t, q, &s->d->info) == 0)) {
+        have_q = 1;
+        snprintf(r->rival, sizeof r->rival, "%s", ru.params);
+      } else {
+        for (int k = 0; k < t->nparams; k++) q[k] = t->params[k].dflt;
+        have_q = memcmp(q, p, sizeof(int) * (size_t)t->nparams) != 0;
+        if (have_q) kiln_tunable_str(t, q, r->rival, sizeof r->rival);
+      }
+      weigh(&x, n, inst[ii].node, p, have_q ? q : NULL, host, r);
+      double ns = r->measured_ns;
+      int passed = r->passed;
       snprintf(r->family, sizeof r->family, "%s", t->family);
       snprintf(r->shape_key, sizeof r->shape_key, "%s", t->shape_key);
       snprintf(r->epilogue, sizeof r->epilogue, "%s", t->epilogue);
@@ -148,10 +192,6 @@ int kiln_verify_imported(kiln_session *s, kiln_db *db, const kiln_verify_options
       snprintf(r->from, sizeof r->from, "%s", lk.from);
       r->dtype = t->dtype;
       r->recorded_ns = lk.rec.median_ns;
-      r->measured_ns = ns;
-      r->tolerance = tol;
-      r->max_err = max_err;
-      r->passed = passed;
       if (!opt.dry_run) {
         if ((rc = kiln_db_set_verdict(db, dev, &s->d->info, &lk.rec, passed, ns > 0 ? ns : -1, err)) != 0) break;
         if (dev < 0) { /* the verdict registered the device */

@@ -321,7 +321,8 @@ static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
     cl_long sbk = d->sbk, sbn = d->sbn, sbz = d->K * d->N;
     if (kiln_cl_args(kp, err, KARG(N), KARG(K), KARG(B), KARG(sbk), KARG(sbn), KARG(sbz), KARG(Bp), KEND)) return err->status;
     size_t gws[3] = {(size_t)(np * nr), (size_t)d->K, (size_t)d->nbz};
-    if (kiln_exec_launch(x, kp, 3, gws, NULL, err)) return err->status;
+    /* a constant B is packed once per plan: a setup launch */
+    if ((d->b_const ? kiln_exec_launch_setup : kiln_exec_launch)(x, kp, 3, gws, NULL, err)) return err->status;
     st->packed = Bp;
     st->nr = (int)nr;
   }
