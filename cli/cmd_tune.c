@@ -18,7 +18,7 @@ typedef struct tune_args {
   bool json, nofusion, compare;
   uint64_t seed, max_trials;
   double budget, max_gflop, fusion_close;
-  const char *devsel, *dbpath, *strategy, *families;
+  const char *devsel, *dbpath, *strategy, *families, *evict_mb;
 } tune_args;
 
 /* --fusion-close: a factor above 1, or 0 for none (stored as -1). */
@@ -35,6 +35,10 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_DB(A, dbpath, "tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db)"),
   {.name = "--budget", .kind = KILN_OPT_DOUBLE, .off = offsetof(A, budget), .value = "SECONDS", .err = "--budget needs a number of seconds",
    .help = "stop after this much time (recorded instances are kept; rerun resumes)"},
+  {.name = "--evict-mb", .kind = KILN_OPT_STRING, .off = offsetof(A, evict_mb), .value = "MB", .env = "KILN_TUNE_EVICT_MB",
+   .help = "an experiment, off by default: overwrite a buffer of MB megabytes before every timed\n"
+           "run, so that candidates do not find their weights in a cache the run before left\n"
+           "them in, as a GPU's L2 does between repeats"},
   {.name = "--max-trials", .kind = KILN_OPT_INT, .off = offsetof(A, max_trials), .value = "N", .max = 1000000,
    .err = "--max-trials needs a non-negative integer",
    .help = "candidates measured per kernel instance (default: model ~10%, at most 48; else all)"},
@@ -220,9 +224,15 @@ static int cmd_tune(int argc, char **argv) {
   kiln_session *s = x.s;
   kiln_db *db = x.db;
   tune_ui ui = {.tty = isatty(2) != 0, .json = json};
+  double evict_mb = 0;
+  if (a.evict_mb && *a.evict_mb) {
+    char *end = NULL;
+    evict_mb = strtod(a.evict_mb, &end);
+    if (*end || !(evict_mb >= 0 && evict_mb <= 1e6)) { kiln_cli__error("--evict-mb (or KILN_TUNE_EVICT_MB) needs a number of MB, got '%s'", a.evict_mb); rc = 2; goto done; }
+  }
   kiln_tune_options o = {.budget_s = a.budget, .max_trials = (int)a.max_trials, .strategy = strategy, .seed = a.seed,
                          .families = a.families, .max_gflop = a.max_gflop, .compare = compare, .progress = tune_progress, .ctx = &ui,
-                         .fusion_close = a.fusion_close};
+                         .fusion_close = a.fusion_close, .evict_mb = evict_mb};
   if (compare) strategy = "exhaustive, then the model strategy replayed on its times";
   const kiln_device_info *di = kiln_device_get_info(x.d);
   if (!json) { printf("tuning %s on %s (%s)\ndatabase: %s, strategy %s\n", path, di->name, di->platform, dbpath, strategy); fflush(stdout); }

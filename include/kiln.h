@@ -467,6 +467,9 @@ typedef struct kiln_tune_options {
                                within this factor are measured both ways and recorded (family
                                "fusion"); 0: 1.5; < 0: none. Skipped with compare, when the
                                budget is spent, or when families leaves out "fusion" */
+  double evict_mb;          /* > 0 (an experiment): before every timed run, overwrite a device
+                               buffer of this many MB so that candidates do not find their
+                               weights in a cache the run before left them in */
 } kiln_tune_options;
 
 /* Tunes every tunable kernel instance of the session's model (inputs must be

@@ -217,21 +217,24 @@ void kiln_device_close(kiln_device *d) {
 
 const kiln_device_info *kiln_device_get_info(const kiln_device *d) { return &d->info; }
 
-const char *kiln_cl_source(const char *file) {
-  /* Development override: KILN_KERNEL_DIR/<file> wins over the embedded copy. */
-  static __thread char *ov_src; /* read-only per thread cache of the last override */
+const char *kiln_cl_source(const char *file, char **owned) {
+  /* Development override: KILN_KERNEL_DIR/<file> wins over the embedded copy
+   * (read anew on every call, into *owned for the caller to free). */
+  *owned = NULL;
   const char *dir = getenv("KILN_KERNEL_DIR");
   if (dir && *dir) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "rb");
     if (f) {
-      fseek(f, 0, SEEK_END);
-      long n = ftell(f);
-      fseek(f, 0, SEEK_SET);
-      free(ov_src);
-      ov_src = malloc((size_t)n + 1);
-      if (ov_src && fread(ov_src, 1, (size_t)n, f) == (size_t)n) { ov_src[n] = 0; fclose(f); return ov_src; }
+      char *src = NULL;
+      long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+      if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (src = malloc((size_t)n + 1)) && fread(src, 1, (size_t)n, f) == (size_t)n) {
+        src[n] = 0;
+        fclose(f);
+        return *owned = src;
+      }
+      free(src);
       fclose(f);
     }
   }
@@ -388,9 +391,11 @@ static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_sr
     char *key = malloc(fl + ol + 2);
     if (!key) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
     snprintf(key, fl + ol + 2, "%s\n%s", file, opts);
-    const char *src = gen_src ? gen_src : kiln_cl_source(file);
+    char *owned = NULL;
+    const char *src = gen_src ? gen_src : kiln_cl_source(file, &owned);
     if (!src) { free(key); kiln__err(err, KILN_EINTERNAL, "kernel file %s is not embedded", file); return NULL; }
     cl_program prog = build_program(d, file, src, opts, err);
+    free(owned);
     if (!prog) { free(key); return NULL; }
     if (d->nprogs == d->capprogs) {
       int cap = d->capprogs ? d->capprogs * 2 : 32;
@@ -452,8 +457,10 @@ void kiln_source_hash(const char *files, char *buf, size_t len) {
     size_t n = e ? (size_t)(e - f) : strlen(f);
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name - 1 ? n : sizeof name - 1), f);
-    const char *src = kiln_cl_source(name);
+    char *owned;
+    const char *src = kiln_cl_source(name, &owned);
     h = fnv1a(h, src ? src : "", src ? strlen(src) : 0);
+    free(owned);
     f = e ? e + 1 : f + n;
   }
   snprintf(buf, len, "%016llx", (unsigned long long)h);

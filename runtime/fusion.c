@@ -488,13 +488,15 @@ cl_kernel kiln_epi_kernel(kiln_exec *x, kiln_node *n, const char *file, const ch
   if (!G) return kiln_cl_kernel(x->d, file, opts, name, err);
   int slot = !strcmp(file, "gemm.cl");
   if (!G->full_src[slot]) {
-    const char *body = kiln_cl_source(file);
+    char *owned;
+    const char *body = kiln_cl_source(file, &owned);
     if (!body) { kiln__err(err, KILN_EINTERNAL, "kernels/%s not found", file); return NULL; }
     size_t a = strlen(G->src), b = strlen(body);
     char *s = malloc(a + b + 1);
-    if (!s) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+    if (!s) { free(owned); kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
     memcpy(s, G->src, a);
     memcpy(s + a, body, b + 1);
+    free(owned);
     G->full_src[slot] = s;
     kiln_cl_src_key(s, G->full_key[slot]);
   }

@@ -194,8 +194,9 @@ struct kiln_device {
   char cache_dir[512];       /* binary cache files, "" = off (used when bin_db is NULL) */
   struct kiln_db *bin_db;    /* binary cache in the tuning database (not owned) */
   int programs_compiled;
-  cl_mem evict;              /* the tuner's cache-eviction buffer (KILN_TUNE_EVICT_MB), or NULL */
+  cl_mem evict;              /* the tuner's cache-eviction buffer (kiln_tune_options.evict_mb), or NULL */
   size_t evict_bytes;
+  cl_uint evict_salt;        /* changes the fill on every eviction */
   int programs_from_cache;
   double compile_ms;
   int launches;              /* kernels enqueued since open */
@@ -214,8 +215,10 @@ void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db);
  * device idle for tens of microseconds between a node's kernels. */
 void kiln_cl_src_key(const char *src, char key[24]);
 cl_kernel kiln_cl_kernel_src(kiln_device *d, const char *key, const char *src, const char *options, const char *name, kiln_error *err);
-/* Source text of an embedded kernel file (or the override dir KILN_KERNEL_DIR). */
-const char *kiln_cl_source(const char *file);
+/* Source text of an embedded kernel file, or of KILN_KERNEL_DIR/<file> when
+ * that override exists: then *owned holds it too, for the caller to free
+ * (else *owned is NULL). NULL when there is no such file. */
+const char *kiln_cl_source(const char *file, char **owned);
 /* Enqueues a kernel over `dims` dimensions; lws may be NULL. Zero-size grids are skipped. */
 int kiln_cl_launch(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, kiln_error *err);
 /* Same, returning the launch's event in *ev (NULL when nothing was launched). */
@@ -327,6 +330,7 @@ typedef struct kiln_exec {
   bool profile;
   cl_event *events;
   int nevents, capevents;
+  size_t evict_bytes;       /* tuner: bytes overwritten before each timed run (0: none) */
 } kiln_exec;
 
 /* Parameters for node n's tunable kernel t: the tuner's override, else the

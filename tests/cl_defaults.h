@@ -43,7 +43,8 @@ static int cl_defaults_check(const kiln_tunable *t, const char *label) {
   snprintf(files, sizeof files, "%s", t->file ? t->file : "");
   int bad = 0;
   for (char *save = NULL, *f = strtok_r(files, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
-    const char *src = kiln_cl_source(f);
+    char *owned;
+    const char *src = kiln_cl_source(f, &owned);
     if (!src) continue;
     for (int i = 0; i < t->nparams; i++) {
       long v;
@@ -53,6 +54,7 @@ static int cl_defaults_check(const kiln_tunable *t, const char *label) {
         bad = 1;
       }
     }
+    free(owned);
   }
   return bad;
 }

@@ -49,18 +49,17 @@ static uint64_t splitmix(uint64_t *s) {
 
 /* Runs node n once with the exec context's override; returns the summed
  * kernel time (ns) from profiling events, or a negative status. */
-/* KILN_TUNE_EVICT_MB=N (an experiment, off by default): before each run,
- * overwrite an N MB buffer, so that the run does not find its weights and
+/* kiln_tune_options.evict_mb = N (`kiln tune --evict-mb N`, an experiment,
+ * off by default): before each run, overwrite an N MB buffer, so that the run does not find its weights and
  * inputs in a cache where the run before left them. On an H100, whose 50 MB
  * L2 keeps a layer's 9 MB of weights between repeats, resnet18's layer4
  * convolution measured 127 us in the tuner and took 200 us inside the model,
  * where the weights come from memory. The fill is its own command before the
  * node's kernels, outside their profiled span. */
-static int evict_caches(kiln_device *d, kiln_error *err) {
-  static long mb = -1;
-  if (mb < 0) { const char *e = getenv("KILN_TUNE_EVICT_MB"); mb = e ? atol(e) : 0; if (mb < 0) mb = 0; }
-  if (!mb) return 0;
-  size_t bytes = (size_t)mb << 20;
+static int evict_caches(kiln_exec *x, kiln_error *err) {
+  kiln_device *d = x->d;
+  size_t bytes = x->evict_bytes;
+  if (!bytes) return 0;
   if (bytes > d->info.max_alloc) bytes = (size_t)d->info.max_alloc & ~(size_t)3;
   if (!d->evict || d->evict_bytes != bytes) {
     if (d->evict) clReleaseMemObject(d->evict);
@@ -68,16 +67,15 @@ static int evict_caches(kiln_device *d, kiln_error *err) {
     if (!(d->evict = kiln_cl_alloc(d, bytes, err))) return err->status;
     d->evict_bytes = bytes;
   }
-  static cl_uint salt;
-  salt++;
-  cl_int e = clEnqueueFillBuffer(d->q, d->evict, &salt, sizeof salt, 0, bytes, 0, NULL, NULL);
+  d->evict_salt++;
+  cl_int e = clEnqueueFillBuffer(d->q, d->evict, &d->evict_salt, sizeof d->evict_salt, 0, bytes, 0, NULL, NULL);
   return e == CL_SUCCESS ? 0 : kiln__err(err, KILN_ECL, "cache eviction fill: %s", kiln__clerror(e));
 }
 
 double kiln__tune_run_once(kiln_exec *x, kiln_node *n, kiln_error *err) {
   for (int i = 0; i < x->nevents; i++) clReleaseEvent(x->events[i]);
   x->nevents = 0;
-  int erc = evict_caches(x->d, err);
+  int erc = evict_caches(x, err);
   if (erc) return erc;
   int rc = n->op->dev(x, n, err);
   cl_int e = clFinish(x->d->q);
@@ -797,7 +795,8 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
   if (opt.compare && !have_dm) { free(inst); free(res); free(host); return kiln__err(err, KILN_ENOTFOUND, "comparing strategies needs the device's probe"); }
   for (int ii = 0; ii < ninst && !rc; ii++) rc = refresh_features(db, s->db_device, &inst[ii].t, &res[ii].refreshed, err);
   if (rc) { free(inst); free(res); free(host); return rc; }
-  kiln_exec x = {.d = d, .g = g, .db = NULL, .ov_node = -1, .profile = true};
+  kiln_exec x = {.d = d, .g = g, .db = NULL, .ov_node = -1, .profile = true,
+                 .evict_bytes = o && o->evict_mb > 0 ? (size_t)(o->evict_mb * 1048576.0) : 0};
   char hash[24];
   kiln_cm_samples cold = {0}; /* compare: what the model strategy alone would have measured so far in this run */
   for (int ii = 0; ii < ninst; ii++) {
