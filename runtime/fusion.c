@@ -27,7 +27,16 @@ static int node_expr(kiln_graph *g, kiln_node *n, const char *a, const char *b, 
     else if (!strcmp(op, "Sub")) snprintf(buf, len, "%s - %s", a, b);
     else if (!strcmp(op, "Mul")) snprintf(buf, len, "%s * %s", a, b);
     else if (!strcmp(op, "Div")) snprintf(buf, len, "%s / %s", a, b);
-    else if (!strcmp(op, "Pow")) snprintf(buf, len, "pow(%s, %s)", a, b);
+    else if (!strcmp(op, "Pow")) {
+      /* a constant scalar exponent of 2, 3, 0.5 or -1: no pow() (as ops/elementwise.c) */
+      kiln_value *e = kiln_in(g, n, 1);
+      double c = e && e->is_const && e->data && kiln_value_numel(e) == 1 ? kiln_value_getf(e, 0) : NAN;
+      if (c == 2.0) snprintf(buf, len, "(%s * %s)", a, a);
+      else if (c == 3.0) snprintf(buf, len, "(%s * %s * %s)", a, a, a);
+      else if (c == 0.5) snprintf(buf, len, "(%s == -INFINITY ? INFINITY : sqrt(%s) + 0.0f)", a, a);
+      else if (c == -1.0) snprintf(buf, len, "(1.0f / %s)", a);
+      else snprintf(buf, len, "pow(%s, %s)", a, b);
+    }
     /* NaN propagates as in numpy (fmax/fmin would drop it) */
     else if (!strcmp(op, "Max")) snprintf(buf, len, "(isnan(%s) || isnan(%s) ? %s + %s : fmax(%s, %s))", a, b, a, b, a, b);
     else if (!strcmp(op, "Min")) snprintf(buf, len, "(isnan(%s) || isnan(%s) ? %s + %s : fmin(%s, %s))", a, b, a, b, a, b);
