@@ -40,6 +40,9 @@ inline float div_rn(float a, float b) {
 
 /* Sum of v over the work-group (NORM_WG items); all items get the result. */
 inline T wg_sum(T v, __local T *red) {
+#if NORM_WG == 1
+  return v;
+#else
   const int l = get_local_id(0);
   red[l] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -50,6 +53,7 @@ inline T wg_sum(T v, __local T *red) {
   T r = red[0];
   barrier(CLK_LOCAL_MEM_FENCE);
   return r;
+#endif
 }
 
 /* Offset of element j of a row: inner index decomposed over meta's inner dims. */
@@ -112,7 +116,7 @@ inline VT norm_act_v(VT v, int flags) {
 }
 #endif
 
-/* norm_rows: one work-group (NORM_WG items) per row r (get_group_id(0)).
+/* norm_rows: one work-group (NORM_WG items) per row r.
  * meta (longs): [0] L (row length), [1] no, [2..] outer dims[8], outer
  * strides[8], [2+2*MAXR] ni, inner dims[8], inner strides[8], then
  * [3+4*MAXR..] rdiv, rmod, rmul, jdiv, jmod: the scale/bias index of element j
@@ -120,16 +124,28 @@ inline VT norm_act_v(VT v, int flags) {
  * flags: 1 scale, 2 bias, 4 epsilon added to the std dev instead of the
  * variance (MeanVarianceNormalization), 8 write mean[r], 16 write invstd[r],
  * 32 scale is a single value, 64 bias is a single value, 128 Relu after,
- * 256 SiLU (x * Sigmoid(x)) after.
+ * 256 SiLU (x * Sigmoid(x)) after, 512 no mean subtracted (RMSNorm: the
+ * variance is the mean of the squares).
  * NORM_VW > 1: the row is contiguous (one inner axis of stride 1); its first
  * L / NORM_VW * NORM_VW elements are read as vectors, the tail one by one. */
+/* NORM_WG 1: a work-item per row, in groups of the implementation's choice
+ * (a group of one item per row cost POCL more than the row itself). */
+#if NORM_WG > 1
 __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1)))
+#else
+__kernel
+#endif
 void norm_rows(__global const T *x, __global T *y, __global const long *meta,
                __global const T *scale, __global const T *bias, const int flags, const T eps,
                __global T *mean_out, __global T *inv_out) {
   __local T red[NORM_WG];
+#if NORM_WG > 1
   const long r = get_group_id(0);
   const int l = get_local_id(0);
+#else
+  const long r = get_global_id(0);
+  const int l = 0;
+#endif
   const long L = meta[0];
   const int no = (int)meta[1];
   long base = 0, rem = r;
@@ -162,16 +178,17 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
   T s = 0;
 #if NORM_VW > 1
   __global const T *xr = x + base;
-  {
+  if (!(flags & 512)) {
     VT a = (VT)0;
     for (long v = v0; v < v1; v += vs) a += VLOAD(v, xr);
     s = vsum(a);
     for (long j = t0; j < t1; j += ts) s += xr[j];
   }
 #else
-  for (long j = t0; j < t1; j += ts) s += x[base + inner_off(meta, j)];
+  if (!(flags & 512))
+    for (long j = t0; j < t1; j += ts) s += x[base + inner_off(meta, j)];
 #endif
-  const T mean = wg_sum(s, red) / (T)max(L, (long)1);
+  const T mean = (flags & 512) ? (T)0 : wg_sum(s, red) / (T)max(L, (long)1);
   s = 0;
 #if NORM_VW > 1
   {
@@ -210,6 +227,12 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
         VT e = nv;
         if (flags & 1) e *= (VT)scale[(flags & 32) ? 0 : si];
         if (flags & 2) e += (VT)bias[(flags & 64) ? 0 : si];
+        VSTORE(norm_act_v(e, flags), v, y + base);
+        sidx_step(&rem, &qm, wr, wq, jdiv, jmod);
+      } else if (jdiv == 1 && qm + NORM_VW <= jmod) { /* consecutive scale/bias elements (LayerNormalization) */
+        VT e = nv;
+        if (flags & 1) e *= (flags & 32) ? (VT)scale[0] : VLOAD(0, scale + srow + qm);
+        if (flags & 2) e += (flags & 64) ? (VT)bias[0] : VLOAD(0, bias + srow + qm);
         VSTORE(norm_act_v(e, flags), v, y + base);
         sidx_step(&rem, &qm, wr, wq, jdiv, jmod);
       } else {
