@@ -14,10 +14,12 @@
  * 0 on broadcast axes), with rank r. The host drops size-1 axes and merges
  * axes that are contiguous in every input; r == 0 means every input is
  * contiguous with the output's size (the fast path: no index arithmetic).
- * EW_WPI consecutive output elements per work-item (tunable family
- * "eltwise"; 1 by default): unary kernels run on a 1-D grid of
- * ceil(n / EW_WPI), broadcast kernels on (ceil(innermost dim / EW_WPI),
- * outer elements) when r > 0. */
+ * A work-item takes a run of EW_WPI consecutive output elements (tunable
+ * family "eltwise"; 16 by default): unary kernels run on a 1-D grid of
+ * ceil(n / EW_WPI), broadcast kernels on (ceil(innermost dim / EW_WPI), the
+ * next dim, the other outer rows), computing the row's input offsets once
+ * (EW_ROW). Contiguous runs of non-half types go 8 elements at a time as
+ * vectors (EW_VBIN, EW_VUN), the rest element by element. */
 
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
