@@ -451,7 +451,7 @@ EOS
   #    vectors per instance from the kernel's descriptor
   for m in $run; do
     "$KILN" plan "$T/models/$m.onnx" --no-measure --json >"$D/plan_$m.json" 2>/dev/null || continue
-    grep -o '"family":"[a-z]*"' "$D/plan_$m.json" | grep -vq '"fused"' || continue # generated fused kernels have no parameters
+    grep -o '"family":"[a-z][a-z]*"' "$D/plan_$m.json" | grep -vq '"fused"' || continue # generated fused kernels have no parameters
     nmodels=$((nmodels + 1))
     db="$D/tune_${m}_auto.db"
     log="$D/tune_${m}_auto.log"
