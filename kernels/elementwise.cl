@@ -63,7 +63,7 @@ typedef T CT;
 #define LD_BF16(p, i) as_float((uint)(p)[i] << 16)
 
 #ifndef EW_WPI
-  #define EW_WPI 16 // consecutive elements (of the innermost run for broadcast kernels) per work-item (8, 16, 32, 64)
+  #define EW_WPI 16 // consecutive elements (of the innermost run for broadcast kernels) per work-item (1, 8, 16, 32, 64)
 #endif
 
 /* Vectors of 8 elements for the contiguous paths (not for float16 and

@@ -623,7 +623,7 @@ static const char *ew_pow_const(kiln_graph *g, const kiln_node *n) {
 enum { EP_WPI, EP_WG, EP_COUNT };
 #define EW_WPI_DEFAULT 16 /* EW_WPI's default in elementwise.cl */
 static const kiln_kparam ew_tparams[EP_COUNT] = {
-  [EP_WPI] = {"EW_WPI", 4, {8, 16, 32, 64}, EW_WPI_DEFAULT},
+  [EP_WPI] = {"EW_WPI", 5, {1, 8, 16, 32, 64}, EW_WPI_DEFAULT}, /* 1: one element per work-item (GPUs) */
   [EP_WG] = {"EW_WG", 4, {0, 64, 128, 256}, 0},
 };
 enum { ED_TOTAL, ED_INNER, ED_BYTES, ED_LAUNCHES };
