@@ -98,6 +98,16 @@ inline T vsum(VT a) {
 #define MOD_LT(a, m) ((a) < (m) ? (a) : (a) % (m))
 #define DIV1(a, d) ((d) == 1 ? (a) : (a) / (d))
 
+/* sidx_step on values (no addresses taken: in the vector loop it measured
+ * faster on POCL) */
+#define SIDX_STEP(rem, qm, sr, sq, jdiv, jmod)             \
+  do {                                                     \
+    (rem) += (sr);                                         \
+    (qm) += (sq);                                          \
+    if ((rem) >= (jdiv)) { (rem) -= (jdiv); (qm)++; }      \
+    if ((qm) >= (jmod)) (qm) -= (jmod);                    \
+  } while (0)
+
 /* Advances norm_rows' scale/bias index of element j, kept as rem = j % jdiv
  * and qm = (j / jdiv) % jmod, by a step of sq * jdiv + sr elements
  * (sr = step % jdiv, sq = step / jdiv % jmod, computed once per loop). */
@@ -236,6 +246,7 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
      * in a loop of its own: the per-element branch inside the vector loop
      * made POCL run the whole loop 5x slower. */
     const bool idx = ((flags & 1) && !(flags & 32)) || ((flags & 2) && !(flags & 64));
+    const long vstep = vs * NORM_VW, vr = MOD_LT(vstep, jdiv), vq = MOD_LT(DIV1(vstep, jdiv), jmod); /* one vector step */
     const int vmode = !idx || jmod == 1 || jdiv % NORM_VW == 0 ? 1 : jdiv == 1 && jmod % NORM_VW == 0 ? 2 : 0;
     for (long v = v0; v < v1 && vmode; v += vs) {
       VT e = (VLOAD(v, xr) - (VT)mean) * (VT)inv;
@@ -248,8 +259,7 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
         if (flags & 2) e += (flags & 64) ? (VT)bias[0] : VLOAD(0, bias + si);
       }
       VSTORE(norm_act_v(e, flags), v, y + base);
-      sidx_step(&rem, &qm, wr, wq, jdiv, jmod);
-      sidx_step(&rem, &qm, gr, gq, jdiv, jmod);
+      SIDX_STEP(rem, qm, vr, vq, jdiv, jmod);
     }
     for (long v = v0; v < v1 && !vmode; v += vs) {
       for (int k = 0; k < NORM_VW; k++) {
