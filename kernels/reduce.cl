@@ -322,25 +322,36 @@ inline long sm_mbase(__global const long *mm, long r) {
 
 #if RD_VEC
 /* softmax_item on a unit-stride line (inner 1) whose mask, if any, steps by
- * 0 or 1: 8 lanes at a time; softmax stores exp(v - max) and rescales it in
- * place (one exp per element). */
-#define SM_VLD(j) (vload8(0, x + base + (j)) * scale + (has_mask ? (mstep ? vload8(0, mask + mbase + (j)) : (RVT)mask[mbase]) : (RVT)0))
+ * 0 or 1: 16 lanes at a time (POCL's 16-lane exp ran twice as fast as its
+ * 8-lane one on an AVX-512 CPU); softmax stores exp(v - max) and rescales it
+ * in place (one exp per element). */
+typedef RD_CAT(T, 16) SVT;
+#define SM_VLD(j) (vload16(0, x + base + (j)) * scale + (has_mask ? (mstep ? vload16(0, mask + mbase + (j)) : (SVT)mask[mbase]) : (SVT)0))
+inline T sm_hmax(SVT v) {
+  RD_CAT(T, 8) a = fmax(v.lo, v.hi);
+  RD_CAT(T, 4) b = fmax(a.lo, a.hi);
+  RD_CAT(T, 2) c = fmax(b.lo, b.hi);
+  return fmax(c.x, c.y);
+}
+inline T sm_hsum(SVT v) {
+  RD_CAT(T, 8) a = v.lo + v.hi;
+  RD_CAT(T, 4) b = a.lo + a.hi;
+  RD_CAT(T, 2) c = b.lo + b.hi;
+  return c.x + c.y;
+}
 inline void sm_line_vec(__global const T *x, __global T *y, long base, long len, int mode, const T scale, int has_mask,
                         __global const T *mask, long mbase, long mstep) {
   const long inner = 1; /* for SM_LD */
-  RVT mv = (RVT)(-INFINITY);
+  SVT mv = (SVT)(-INFINITY);
   long j = 0;
-  for (; j + 8 <= len; j += 8) mv = fmax(mv, SM_VLD(j));
-  T lanes[8];
-  vstore8(mv, 0, lanes);
-  T m = -INFINITY;
-  for (int k = 0; k < 8; k++) m = fmax(m, lanes[k]);
+  for (; j + 16 <= len; j += 16) mv = fmax(mv, SM_VLD(j));
+  T m = sm_hmax(mv);
   for (; j < len; j++) m = fmax(m, SM_LD(j));
-  RVT sv = (RVT)0;
+  SVT sv = (SVT)0;
   T s = 0;
-  for (j = 0; j + 8 <= len; j += 8) {
-    RVT e = exp(SM_VLD(j) - m);
-    if (mode == SM_SOFTMAX) vstore8(e, 0, y + base + j);
+  for (j = 0; j + 16 <= len; j += 16) {
+    SVT e = exp(SM_VLD(j) - m);
+    if (mode == SM_SOFTMAX) vstore16(e, 0, y + base + j);
     sv += e;
   }
   for (; j < len; j++) {
@@ -348,15 +359,14 @@ inline void sm_line_vec(__global const T *x, __global T *y, long base, long len,
     if (mode == SM_SOFTMAX) y[base + j] = e;
     s += e;
   }
-  vstore8(sv, 0, lanes);
-  for (int k = 0; k < 8; k++) s += lanes[k];
+  s += sm_hsum(sv);
   if (mode == SM_SOFTMAX) {
     T inv = (T)1 / s;
-    for (j = 0; j + 8 <= len; j += 8) vstore8(vload8(0, y + base + j) * inv, 0, y + base + j);
+    for (j = 0; j + 16 <= len; j += 16) vstore16(vload16(0, y + base + j) * inv, 0, y + base + j);
     for (; j < len; j++) y[base + j] *= inv;
   } else {
     T ls = m + log(s);
-    for (j = 0; j + 8 <= len; j += 8) vstore8(SM_VLD(j) - ls, 0, y + base + j);
+    for (j = 0; j + 16 <= len; j += 16) vstore16(SM_VLD(j) - ls, 0, y + base + j);
     for (; j < len; j++) y[base + j] = SM_LD(j) - ls;
   }
 }
