@@ -327,17 +327,21 @@ inline long sm_mbase(__global const long *mm, long r) {
  * in place (one exp per element). */
 typedef RD_CAT(T, 16) SVT;
 #define SM_VLD(j) (vload16(0, x + base + (j)) * scale + (has_mask ? (mstep ? vload16(0, mask + mbase + (j)) : (SVT)mask[mbase]) : (SVT)0))
+/* horizontal max / sum through a private array (halving the vector with
+ * .lo/.hi made Oclgrind report uninitialized values) */
 inline T sm_hmax(SVT v) {
-  RD_CAT(T, 8) a = fmax(v.lo, v.hi);
-  RD_CAT(T, 4) b = fmax(a.lo, a.hi);
-  RD_CAT(T, 2) c = fmax(b.lo, b.hi);
-  return fmax(c.x, c.y);
+  T lanes[16];
+  vstore16(v, 0, lanes);
+  T m = lanes[0];
+  for (int k = 1; k < 16; k++) m = fmax(m, lanes[k]);
+  return m;
 }
 inline T sm_hsum(SVT v) {
-  RD_CAT(T, 8) a = v.lo + v.hi;
-  RD_CAT(T, 4) b = a.lo + a.hi;
-  RD_CAT(T, 2) c = b.lo + b.hi;
-  return c.x + c.y;
+  T lanes[16];
+  vstore16(v, 0, lanes);
+  T s = 0;
+  for (int k = 0; k < 16; k++) s += lanes[k];
+  return s;
 }
 inline void sm_line_vec(__global const T *x, __global T *y, long base, long len, int mode, const T scale, int has_mask,
                         __global const T *mask, long mbase, long mstep) {
