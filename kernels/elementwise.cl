@@ -14,10 +14,12 @@
  * 0 on broadcast axes), with rank r. The host drops size-1 axes and merges
  * axes that are contiguous in every input; r == 0 means every input is
  * contiguous with the output's size (the fast path: no index arithmetic).
- * EW_WPI consecutive output elements per work-item (tunable family
- * "eltwise"; 1 by default): unary kernels run on a 1-D grid of
- * ceil(n / EW_WPI), broadcast kernels on (ceil(innermost dim / EW_WPI),
- * outer elements) when r > 0. */
+ * A work-item takes a run of EW_WPI consecutive output elements (tunable
+ * family "eltwise"; 16 by default): unary kernels run on a 1-D grid of
+ * ceil(n / EW_WPI), broadcast kernels on (ceil(innermost dim / EW_WPI), the
+ * next dim, the other outer rows), computing the row's input offsets once
+ * (EW_ROW). Contiguous runs of non-half types go 8 elements at a time as
+ * vectors (EW_VBIN, EW_VUN), the rest element by element. */
 
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -61,69 +63,133 @@ typedef T CT;
 #define LD_BF16(p, i) as_float((uint)(p)[i] << 16)
 
 #ifndef EW_WPI
-  #define EW_WPI 1 // consecutive elements (innermost for broadcast kernels) per work-item (1, 2, 4, 8)
+  #define EW_WPI 16 // consecutive elements (of the innermost run for broadcast kernels) per work-item (1, 8, 16, 32, 64)
 #endif
 
-/* Unary kernels: EW_WPI consecutive elements per work-item (1-D grid of
- * ceil(n / EW_WPI)). */
-#define EW_LOOP for (long i = get_global_id(0) * EW_WPI, e_ = min(i + EW_WPI, n); i < e_; i++)
+/* Vectors of 8 elements for the contiguous paths (not for float16 and
+ * bfloat16, whose loads convert). */
+#define EW_CAT_(a, b) a##b
+#define EW_CAT(a, b) EW_CAT_(a, b)
+#if !EW_HALF
+typedef EW_CAT(T, 8) VT;
+#endif
 
-/* Broadcast kernels: output element i and its offsets ia, ib, ic in the
- * inputs, for step k_ of the work-item's EW_WPI. r == 0: 1-D grid of
- * ceil(n / EW_WPI), i is the offset everywhere. r > 0: 2-D grid
- * (ceil(innermost dim / EW_WPI), the rest): the innermost coordinate comes
- * from the grid, only the outer axes need divisions. Indices grow with k_,
- * so the first one out of range ends the work-item (return). */
-#define EW_BIDX(r, m, n)                                          \
-  long i, ia, ib, ic;                                             \
-  {                                                               \
-    long g0_ = get_global_id(0) * EW_WPI + k_, g1_ = get_global_id(1); \
-    if (r == 0) {                                                 \
-      i = ia = ib = ic = g0_;                                     \
-      if (i >= n) return;                                         \
-    } else {                                                      \
-      long in_ = m[r - 1];                                        \
-      if (g0_ >= in_ || g1_ * in_ >= n) return;                   \
-      i = g1_ * in_ + g0_;                                        \
-      ia = g0_ * m[EW_MAXR + r - 1];                              \
-      ib = g0_ * m[2 * EW_MAXR + r - 1];                          \
-      ic = g0_ * m[3 * EW_MAXR + r - 1];                          \
-      long rem_ = g1_;                                            \
-      for (int d_ = r - 2; d_ >= 0; d_--) {                       \
-        long c_ = rem_ % m[d_];                                   \
-        rem_ /= m[d_];                                            \
-        ia += c_ * m[EW_MAXR + d_];                               \
-        ib += c_ * m[2 * EW_MAXR + d_];                           \
-        ic += c_ * m[3 * EW_MAXR + d_];                           \
-      }                                                           \
-    }                                                             \
+/* The work-item's run: elements [j0, j1) of one row (unary kernels: of the
+ * whole tensor, a 1-D grid of ceil(n / EW_WPI)). */
+#define EW_RUN(len)                                 \
+  long j0 = get_global_id(0) * EW_WPI;              \
+  if (j0 >= (len)) return;                          \
+  long j1 = min(j0 + (long)EW_WPI, (long)(len)), j = j0;
+
+/* Broadcast kernels: the innermost (merged) axis is a row of L elements;
+ * input k steps through it with stride s_k (0 on a broadcast axis, 1 when
+ * contiguous). The grid is (ceil(L / EW_WPI), dims[r - 2], the other outer
+ * rows); the row's offsets oa, ob, oc (inputs) and oy (output) are computed
+ * once per work-item, with divisions only for ranks above 3. r == 0 means
+ * every input is contiguous with the output: one row of n elements. */
+#define EW_ROW(r, m, n)                                                        \
+  long L, sa = 1, sb = 1, sc = 1, oa = 0, ob = 0, oc = 0, oy = 0;              \
+  if (r == 0) L = n;                                                           \
+  else {                                                                       \
+    L = m[r - 1];                                                              \
+    sa = m[EW_MAXR + r - 1];                                                   \
+    sb = m[2 * EW_MAXR + r - 1];                                               \
+    sc = m[3 * EW_MAXR + r - 1];                                               \
+    long g1_ = get_global_id(1), rem_ = get_global_id(2);                      \
+    if (r >= 2) {                                                              \
+      oy = (rem_ * m[r - 2] + g1_) * L;                                        \
+      oa = g1_ * m[EW_MAXR + r - 2];                                           \
+      ob = g1_ * m[2 * EW_MAXR + r - 2];                                       \
+      oc = g1_ * m[3 * EW_MAXR + r - 2];                                       \
+    }                                                                          \
+    for (int d_ = r - 3; d_ >= 0; d_--) {                                      \
+      long c_ = rem_ % m[d_];                                                  \
+      rem_ /= m[d_];                                                           \
+      oa += c_ * m[EW_MAXR + d_];                                              \
+      ob += c_ * m[2 * EW_MAXR + d_];                                          \
+      oc += c_ * m[3 * EW_MAXR + d_];                                          \
+    }                                                                          \
+  }                                                                            \
+  EW_RUN(L)
+
+/* Vector steps of a same-type binary kernel over the run while at least 8
+ * elements are left, when both inputs are contiguous or broadcast along the
+ * row (stride 1 or 0); the scalar loop finishes. `vexpr` is the op on VT. */
+#if EW_HALF
+#define EW_VBIN(vflag, vexpr)
+#else
+#define EW_VBIN(vflag, vexpr)                                                   \
+  if ((vflag) && (sa | 1) == 1 && (sb | 1) == 1) {                              \
+    for (; j + 8 <= j1; j += 8) {                                               \
+      VT a = sa ? vload8(0, qa + j) : (VT)qa[0];                                \
+      VT b = sb ? vload8(0, qb + j) : (VT)qb[0];                                \
+      vstore8((vexpr), 0, qy + j);                                              \
+    }                                                                           \
   }
+#endif
 
 /* A broadcasting binary kernel: a (ST, loaded as CT), b (TB, loaded as BT
- * by LDB), output TO stored by STO. */
-#define EW_BIN(name, TB, BT, LDB, TO, STO, expr)                                                       \
+ * by LDB), output TO stored by STO; vflag: vexpr (same types) is valid. */
+#define EW_BINX(name, TB, BT, LDB, TO, STO, expr, vflag, vexpr)                                         \
   __kernel void name(__global const ST *pa, __global const TB *pb, __global TO *py,                    \
                      __global const long *meta, int moff, int r, long n) {                           \
     __global const long *m = meta + moff;                                                              \
-    for (int k_ = 0; k_ < EW_WPI; k_++) {                                                              \
-      EW_BIDX(r, m, n);                                                                                \
-      CT a = LD(pa, ia);                                                                               \
-      BT b = LDB(pb, ib);                                                                              \
-      STO(py, i, (expr));                                                                              \
+    EW_ROW(r, m, n);                                                                                   \
+    __global const ST *qa = pa + oa;                                                                   \
+    __global const TB *qb = pb + ob;                                                                   \
+    __global TO *qy = py + oy;                                                                         \
+    (void)sc; (void)oc;                                                                                \
+    vflag##_VBIN(vexpr)                                                                                \
+    for (; j < j1; j++) {                                                                              \
+      CT a = LD(qa, j * sa);                                                                           \
+      BT b = LDB(qb, j * sb);                                                                          \
+      STO(qy, j, (expr));                                                                              \
     }                                                                                                  \
   }
+#define NOV_VBIN(vexpr)
+#define VEC_VBIN(vexpr) EW_VBIN(1, vexpr)
+#define VFLT_VBIN(vexpr) EW_VBIN(EW_FLOAT, vexpr)
+#define EW_BIN(name, TB, BT, LDB, TO, STO, expr) EW_BINX(name, TB, BT, LDB, TO, STO, expr, NOV, 0)
 #define EW_SAME(name, expr) EW_BIN(name, ST, CT, LD, ST, SV, expr)
+#define EW_SAMEV(name, expr, vflag, vexpr) EW_BINX(name, ST, CT, LD, ST, SV, expr, vflag, vexpr)
 #define EW_PRED(name, expr) EW_BIN(name, ST, CT, LD, uchar, PL_ST, (uchar)(expr))
 
 /* A unary kernel: x (CT) to TO stored by STO. */
 #define EW_UN(name, TO, STO, expr)                                                                     \
   __kernel void name(__global const ST *px, __global TO *py, long n, float alpha, float beta) {        \
-    EW_LOOP {                                                                                          \
-      CT x = LD(px, i);                                                                                \
-      STO(py, i, (expr));                                                                              \
+    EW_RUN(n);                                                                                         \
+    typedef CT CTX;                                                                                    \
+    for (; j < j1; j++) {                                                                              \
+      CTX x = LD(px, j);                                                                                \
+      STO(py, j, (expr));                                                                              \
     }                                                                                                  \
   }
-#define EW_UNS(name, expr) EW_UN(name, ST, SV, expr)
+/* A unary kernel to the same type whose expression also holds on VT
+ * (casts written (CTX), the type of x in each loop): 8 elements a step. */
+#if EW_HALF
+#define EW_VUN(expr)
+#else
+#define EW_VUN(expr)                                                                                   \
+  {                                                                                                    \
+    typedef VT CTX;                                                                                    \
+    for (; j + 8 <= j1; j += 8) {                                                                      \
+      CTX x = vload8(0, px + j);                                                                       \
+      vstore8((expr), 0, py + j);                                                                      \
+    }                                                                                                  \
+  }
+#endif
+#define EW_UNS(name, expr)                                                                             \
+  __kernel void name(__global const ST *px, __global ST *py, long n, float alpha, float beta) {        \
+    EW_RUN(n);                                                                                         \
+    EW_VUN(expr)                                                                                       \
+    typedef CT CTX;                                                                                    \
+    for (; j < j1; j++) {                                                                              \
+      CTX x = LD(px, j);                                                                               \
+      SV(py, j, (expr));                                                                               \
+    }                                                                                                  \
+  }
+/* Same, scalar only (expressions with scalar helpers). */
+#define EW_UNS1(name, expr) EW_UN(name, ST, SV, expr)
 
 /* ---- scalar helpers with ONNX integer semantics ---- */
 
@@ -235,22 +301,26 @@ inline CT s_min(CT a, CT b) {
 
 /* ---- broadcasting binary ops ---- */
 
-EW_SAME(ew_add, a + b)
-EW_SAME(ew_sub, a - b)
-EW_SAME(ew_mul, a * b)
-EW_SAME(ew_div, s_div(a, b))
+EW_SAMEV(ew_add, a + b, VEC, a + b)
+EW_SAMEV(ew_sub, a - b, VEC, a - b)
+EW_SAMEV(ew_mul, a * b, VEC, a * b)
+EW_SAMEV(ew_div, s_div(a, b), VFLT, a / b)
 EW_SAME(ew_mod, s_mod(a, b))
 EW_SAME(ew_fmod, s_fmod(a, b))
 EW_SAME(ew_max, s_max(a, b))
 EW_SAME(ew_min, s_min(a, b))
-EW_SAME(ew_prelu, a < 0 ? b * a : a)
+EW_SAMEV(ew_prelu, a < 0 ? b * a : a, VEC, a < (VT)0 ? b * a : a)
 #if !EW_FLOAT
 EW_SAME(ew_shl, b >= (CT)(8 * sizeof(CT)) ? (CT)0 : (CT)(a << b))
 EW_SAME(ew_shr, b >= (CT)(8 * sizeof(CT)) ? (CT)0 : (CT)(a >> b))
 #endif
 
 /* Pow, one kernel per exponent dtype (ONNX dtype number). */
+#if T_DTYPE == 1 /* float ** float: the vector pow() (8 lanes) is far faster than scalar calls */
+EW_SAMEV(ew_pow_e1, s_powf(a, b), VEC, pow(a, b))
+#else
 EW_BIN(ew_pow_e1, float, float, PL_LD, ST, SV, s_powf(a, b))
+#endif
 EW_BIN(ew_pow_e10, half, float, LD_HALF, ST, SV, s_powf(a, b))
 EW_BIN(ew_pow_e16, ushort, float, LD_BF16, ST, SV, s_powf(a, b))
 EW_BIN(ew_pow_e2, uchar, long, PL_LD, ST, SV, s_powi(a, b))
@@ -279,10 +349,8 @@ EW_PRED(ew_xor, (a != 0) != (b != 0))
 __kernel void ew_where(__global const uchar *pc, __global const RT *px, __global const RT *pyy, __global RT *out,
                        __global const long *meta, int moff, int r, long n) {
   __global const long *m = meta + moff;
-  for (int k_ = 0; k_ < EW_WPI; k_++) {
-    EW_BIDX(r, m, n);
-    out[i] = pc[ia] ? px[ib] : pyy[ic];
-  }
+  EW_ROW(r, m, n);
+  for (; j < j1; j++) out[oy + j] = pc[oa + j * sa] ? px[ob + j * sb] : pyy[oc + j * sc];
 }
 
 /* ---- unary ops ---- */
@@ -292,33 +360,35 @@ __kernel void ew_clip(__global const ST *px, __global const ST *plo, __global co
                       int lo_mode, int hi_mode, float flo, float fhi) {
   CT lo = lo_mode == 1 ? LD(plo, 0) : (CT)flo;
   CT hi = hi_mode == 1 ? LD(phi, 0) : (CT)fhi;
-  EW_LOOP {
-    CT x = LD(px, i);
+  EW_RUN(n);
+  for (; j < j1; j++) {
+    CT x = LD(px, j);
     if (lo_mode && x < lo) x = lo;
     if (hi_mode && x > hi) x = hi;
-    SV(py, i, x);
+    SV(py, j, x);
   }
 }
 
 __kernel void ew_copy(__global const RT *px, __global RT *py, long n) {
-  EW_LOOP py[i] = px[i];
+  EW_RUN(n);
+  for (; j < j1; j++) py[j] = px[j];
 }
 
 #if EW_FLOAT
 #define EW_ABS(x) fabs(x)
 #else
 #if T_IS_SIGNED
-#define EW_ABS(x) ((x) < 0 ? (CT)(-(x)) : (x))
+#define EW_ABS(x) ((x) < (CTX)0 ? (CTX)(-(x)) : (x))
 #else
 #define EW_ABS(x) (x)
 #endif
 #endif
 
 EW_UNS(ew_abs, EW_ABS(x))
-EW_UNS(ew_neg, (CT)(-x))
-EW_UNS(ew_sign, x > 0 ? (CT)1 : x < 0 ? (CT)(-1) : x)
-EW_UNS(ew_relu, x < 0 ? (CT)0 : x)
-EW_UNS(ew_shrink, x < -alpha ? (CT)(x + beta) : x > alpha ? (CT)(x - beta) : (CT)0)
+EW_UNS(ew_neg, (CTX)(-x))
+EW_UNS(ew_sign, x > (CTX)0 ? (CTX)1 : x < (CTX)0 ? (CTX)(-1) : x)
+EW_UNS(ew_relu, x < (CTX)0 ? (CTX)0 : x)
+EW_UNS1(ew_shrink, x < -alpha ? (CTX)(x + beta) : x > alpha ? (CTX)(x - beta) : (CTX)0)
 EW_UN(ew_not, uchar, PL_ST, (uchar)(x == 0))
 
 #if EW_FLOAT
@@ -327,7 +397,7 @@ inline CT s_softplus(CT x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); 
 EW_UNS(ew_exp, exp(x))
 EW_UNS(ew_log, log(x))
 EW_UNS(ew_sqrt, sqrt(x))
-EW_UNS(ew_reciprocal, (CT)1 / x)
+EW_UNS(ew_reciprocal, (CTX)1 / x)
 EW_UNS(ew_floor, floor(x))
 EW_UNS(ew_ceil, ceil(x))
 EW_UNS(ew_round, rint(x))
@@ -344,18 +414,24 @@ EW_UNS(ew_asinh, asinh(x))
 EW_UNS(ew_acosh, acosh(x))
 EW_UNS(ew_atanh, atanh(x))
 EW_UNS(ew_tanh, tanh(x))
-EW_UNS(ew_sigmoid, (CT)1 / ((CT)1 + exp(-x)))
-EW_UNS(ew_leaky_relu, x < 0 ? (CT)alpha * x : x)
-EW_UNS(ew_elu, x < 0 ? (CT)alpha * expm1(x) : x)
-EW_UNS(ew_selu, x > 0 ? (CT)beta * x : (CT)beta * ((CT)alpha * exp(x) - (CT)alpha))
-EW_UNS(ew_celu, fmax(x, (CT)0) + fmin((CT)0, (CT)alpha * expm1(x / (CT)alpha)))
-EW_UNS(ew_hard_sigmoid, fmax((CT)0, fmin((CT)1, (CT)alpha * x + (CT)beta)))
-EW_UNS(ew_hard_swish, x * fmax((CT)0, fmin((CT)1, x / (CT)6 + (CT)0.5f)))
-EW_UNS(ew_softplus, s_softplus(x))
-EW_UNS(ew_softsign, x / ((CT)1 + fabs(x)))
-EW_UNS(ew_thresholded_relu, x > (CT)alpha ? x : (CT)0)
-EW_UNS(ew_mish, x * tanh(s_softplus(x)))
-EW_UNS(ew_divn, x / (CT)alpha)
+EW_UNS(ew_sigmoid, (CTX)1 / ((CTX)1 + exp(-x)))
+EW_UNS(ew_leaky_relu, x < 0 ? (CTX)alpha * x : x)
+EW_UNS(ew_elu, x < 0 ? (CTX)alpha * expm1(x) : x)
+EW_UNS(ew_selu, x > 0 ? (CTX)beta * x : (CTX)beta * ((CTX)alpha * exp(x) - (CTX)alpha))
+EW_UNS(ew_celu, fmax(x, (CTX)0) + fmin((CTX)0, (CTX)alpha * expm1(x / (CTX)alpha)))
+EW_UNS(ew_hard_sigmoid, fmax((CTX)0, fmin((CTX)1, (CTX)alpha * x + (CTX)beta)))
+EW_UNS(ew_hard_swish, x * fmax((CTX)0, fmin((CTX)1, x / (CTX)6 + (CTX)0.5f)))
+EW_UNS1(ew_softplus, s_softplus(x))
+EW_UNS(ew_softsign, x / ((CTX)1 + fabs(x)))
+EW_UNS(ew_thresholded_relu, x > (CTX)alpha ? x : (CTX)0)
+EW_UNS1(ew_mish, x * tanh(s_softplus(x)))
+EW_UNS(ew_divn, x / (CTX)alpha)
+/* Pow by a constant exponent (ops/elementwise.c ew_pow_const): 2, 3, 0.5
+ * (pow(-0, 0.5) = +0 and pow(-inf, 0.5) = +inf, where sqrt gives -0 and NaN)
+ * and -1 (ew_reciprocal). */
+EW_UNS(ew_square, x * x)
+EW_UNS(ew_cube, x * x * x)
+EW_UNS(ew_sqrt_pow, x == (CTX)(-INFINITY) ? (CTX)INFINITY : sqrt(x) + (CTX)0)
 EW_UN(ew_isnan, uchar, PL_ST, (uchar)(x != x))
 EW_UN(ew_isinf, uchar, PL_ST, (uchar)(isinf(x) && ((x > 0 && alpha != 0) || (x < 0 && beta != 0))))
 #endif

@@ -40,6 +40,9 @@ inline float div_rn(float a, float b) {
 
 /* Sum of v over the work-group (NORM_WG items); all items get the result. */
 inline T wg_sum(T v, __local T *red) {
+#if NORM_WG == 1
+  return v;
+#else
   const int l = get_local_id(0);
   red[l] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -50,6 +53,7 @@ inline T wg_sum(T v, __local T *red) {
   T r = red[0];
   barrier(CLK_LOCAL_MEM_FENCE);
   return r;
+#endif
 }
 
 /* Offset of element j of a row: inner index decomposed over meta's inner dims. */
@@ -88,6 +92,22 @@ inline T vsum(VT a) {
 }
 #endif
 
+/* a % m and a / d without the 64-bit division in the cases rows hit most
+ * (a < m, d == 1): norm_rows computes about a dozen per row, which cost
+ * POCL as much as a LayerNormalization row of 320 elements. */
+#define MOD_LT(a, m) ((a) < (m) ? (a) : (a) % (m))
+#define DIV1(a, d) ((d) == 1 ? (a) : (a) / (d))
+
+/* sidx_step on values (no addresses taken: in the vector loop it measured
+ * faster on POCL) */
+#define SIDX_STEP(rem, qm, sr, sq, jdiv, jmod)             \
+  do {                                                     \
+    (rem) += (sr);                                         \
+    (qm) += (sq);                                          \
+    if ((rem) >= (jdiv)) { (rem) -= (jdiv); (qm)++; }      \
+    if ((qm) >= (jmod)) (qm) -= (jmod);                    \
+  } while (0)
+
 /* Advances norm_rows' scale/bias index of element j, kept as rem = j % jdiv
  * and qm = (j / jdiv) % jmod, by a step of sq * jdiv + sr elements
  * (sr = step % jdiv, sq = step / jdiv % jmod, computed once per loop). */
@@ -112,7 +132,7 @@ inline VT norm_act_v(VT v, int flags) {
 }
 #endif
 
-/* norm_rows: one work-group (NORM_WG items) per row r (get_group_id(0)).
+/* norm_rows: one work-group (NORM_WG items) per row r.
  * meta (longs): [0] L (row length), [1] no, [2..] outer dims[8], outer
  * strides[8], [2+2*MAXR] ni, inner dims[8], inner strides[8], then
  * [3+4*MAXR..] rdiv, rmod, rmul, jdiv, jmod: the scale/bias index of element j
@@ -120,26 +140,40 @@ inline VT norm_act_v(VT v, int flags) {
  * flags: 1 scale, 2 bias, 4 epsilon added to the std dev instead of the
  * variance (MeanVarianceNormalization), 8 write mean[r], 16 write invstd[r],
  * 32 scale is a single value, 64 bias is a single value, 128 Relu after,
- * 256 SiLU (x * Sigmoid(x)) after.
+ * 256 SiLU (x * Sigmoid(x)) after, 512 no mean subtracted (RMSNorm: the
+ * variance is the mean of the squares).
  * NORM_VW > 1: the row is contiguous (one inner axis of stride 1); its first
  * L / NORM_VW * NORM_VW elements are read as vectors, the tail one by one. */
+/* NORM_WG 1: a work-item per row, in groups of the implementation's choice
+ * (a group of one item per row cost POCL more than the row itself). */
+#if NORM_WG > 1
 __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1)))
+#else
+__kernel
+#endif
 void norm_rows(__global const T *x, __global T *y, __global const long *meta,
                __global const T *scale, __global const T *bias, const int flags, const T eps,
                __global T *mean_out, __global T *inv_out) {
   __local T red[NORM_WG];
+#if NORM_WG > 1
   const long r = get_group_id(0);
   const int l = get_local_id(0);
+#else
+  const long r = get_global_id(0);
+  const int l = 0;
+#endif
   const long L = meta[0];
   const int no = (int)meta[1];
   long base = 0, rem = r;
-  for (int d = no - 1; d >= 0; d--) {
-    long c = rem % meta[2 + d];
-    rem /= meta[2 + d];
-    base += c * meta[2 + MAXR + d];
-  }
+  if (no == 1) base = r * meta[2 + MAXR]; /* r < dims[0] */
+  else
+    for (int d = no - 1; d >= 0; d--) {
+      long c = rem % meta[2 + d];
+      rem /= meta[2 + d];
+      base += c * meta[2 + MAXR + d];
+    }
   __global const long *sp = meta + 3 + 4 * MAXR;
-  const long srow = ((r / sp[0]) % sp[1]) * sp[2];
+  const long srow = MOD_LT(DIV1(r, sp[0]), sp[1]) * sp[2];
   const long jdiv = sp[3], jmod = sp[4];
 
   /* The elements of the row item l takes: cyclic (j = l, l + NORM_WG, ...:
@@ -162,16 +196,17 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
   T s = 0;
 #if NORM_VW > 1
   __global const T *xr = x + base;
-  {
+  if (!(flags & 512)) {
     VT a = (VT)0;
     for (long v = v0; v < v1; v += vs) a += VLOAD(v, xr);
     s = vsum(a);
     for (long j = t0; j < t1; j += ts) s += xr[j];
   }
 #else
-  for (long j = t0; j < t1; j += ts) s += x[base + inner_off(meta, j)];
+  if (!(flags & 512))
+    for (long j = t0; j < t1; j += ts) s += x[base + inner_off(meta, j)];
 #endif
-  const T mean = wg_sum(s, red) / (T)max(L, (long)1);
+  const T mean = (flags & 512) ? (T)0 : wg_sum(s, red) / (T)max(L, (long)1);
   s = 0;
 #if NORM_VW > 1
   {
@@ -200,37 +235,48 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
    * those divisions than in memory). */
 #if NORM_VW > 1
   {
-    long rem = (v0 * NORM_VW) % jdiv, qm = (v0 * NORM_VW / jdiv) % jmod;
-    const long gap = (vs - 1) * NORM_VW, gr = gap % jdiv, gq = gap / jdiv % jmod;
-    const long wr = NORM_VW % jdiv, wq = NORM_VW / jdiv % jmod, er = 1 % jdiv, eq = 1 / jdiv % jmod;
-    for (long v = v0; v < v1; v += vs) {
-      const VT nv = (VLOAD(v, xr) - (VT)mean) * (VT)inv;
-      if (rem + NORM_VW <= jdiv) { /* one scale/bias index for the whole vector */
-        const long si = srow + qm;
-        VT e = nv;
+    long rem = MOD_LT(v0 * NORM_VW, jdiv), qm = MOD_LT(DIV1(v0 * NORM_VW, jdiv), jmod);
+    const long gap = (vs - 1) * NORM_VW, gr = MOD_LT(gap, jdiv), gq = MOD_LT(DIV1(gap, jdiv), jmod);
+    const long wr = MOD_LT(NORM_VW, jdiv), wq = MOD_LT(DIV1(NORM_VW, jdiv), jmod), er = MOD_LT(1, jdiv), eq = MOD_LT(DIV1(1, jdiv), jmod);
+    /* Vector positions are multiples of NORM_VW: with jdiv a multiple of
+     * it (or jmod 1: one index per row) every vector has one scale/bias
+     * index (1); with jdiv 1 and jmod a
+     * multiple, consecutive ones (2: LayerNormalization); scale and bias
+     * absent or single need no index (1). Otherwise (0) element by element,
+     * in a loop of its own: the per-element branch inside the vector loop
+     * made POCL run the whole loop 5x slower. */
+    const bool idx = ((flags & 1) && !(flags & 32)) || ((flags & 2) && !(flags & 64));
+    const long vstep = vs * NORM_VW, vr = MOD_LT(vstep, jdiv), vq = MOD_LT(DIV1(vstep, jdiv), jmod); /* one vector step */
+    const int vmode = !idx || jmod == 1 || jdiv % NORM_VW == 0 ? 1 : jdiv == 1 && jmod % NORM_VW == 0 ? 2 : 0;
+    for (long v = v0; v < v1 && vmode; v += vs) {
+      VT e = (VLOAD(v, xr) - (VT)mean) * (VT)inv;
+      const long si = srow + qm;
+      if (vmode == 1) {
         if (flags & 1) e *= (VT)scale[(flags & 32) ? 0 : si];
         if (flags & 2) e += (VT)bias[(flags & 64) ? 0 : si];
-        VSTORE(norm_act_v(e, flags), v, y + base);
-        sidx_step(&rem, &qm, wr, wq, jdiv, jmod);
       } else {
-        T t[NORM_VW];
-        VSTORE(nv, 0, t);
-        for (int k = 0; k < NORM_VW; k++) {
-          T e = t[k];
-          const long si = srow + qm;
-          if (flags & 1) e *= scale[(flags & 32) ? 0 : si];
-          if (flags & 2) e += bias[(flags & 64) ? 0 : si];
-          y[base + v * NORM_VW + k] = norm_act(e, flags);
-          sidx_step(&rem, &qm, er, eq, jdiv, jmod);
-        }
+        if (flags & 1) e *= (flags & 32) ? (VT)scale[0] : VLOAD(0, scale + si);
+        if (flags & 2) e += (flags & 64) ? (VT)bias[0] : VLOAD(0, bias + si);
+      }
+      VSTORE(norm_act_v(e, flags), v, y + base);
+      SIDX_STEP(rem, qm, vr, vq, jdiv, jmod);
+    }
+    for (long v = v0; v < v1 && !vmode; v += vs) {
+      for (int k = 0; k < NORM_VW; k++) {
+        T e = (xr[v * NORM_VW + k] - mean) * inv;
+        const long si = srow + qm;
+        if (flags & 1) e *= scale[(flags & 32) ? 0 : si];
+        if (flags & 2) e += bias[(flags & 64) ? 0 : si];
+        y[base + v * NORM_VW + k] = norm_act(e, flags);
+        sidx_step(&rem, &qm, er, eq, jdiv, jmod);
       }
       sidx_step(&rem, &qm, gr, gq, jdiv, jmod);
     }
   }
 #endif
   {
-    long rem = t0 % jdiv, qm = t0 / jdiv % jmod;
-    const long sr = ts % jdiv, sq = ts / jdiv % jmod;
+    long rem = MOD_LT(t0, jdiv), qm = MOD_LT(DIV1(t0, jdiv), jmod);
+    const long sr = MOD_LT(ts, jdiv), sq = MOD_LT(DIV1(ts, jdiv), jmod);
     for (long j = t0; j < t1; j += ts) {
       long o = base + inner_off(meta, j);
       T v = (x[o] - mean) * inv;

@@ -121,6 +121,47 @@ inline long rd_off(__global const long *meta, long j) {
   return off;
 }
 
+#if T_IS_FLOAT && RD_VW == 8
+/* Floating-point lines of unit stride, 8 lanes at a time (RD_VW 8): the
+ * lanes are partial results combined at the end. */
+#define RD_CAT_(a, b) a##b
+#define RD_CAT(a, b) RD_CAT_(a, b)
+typedef RD_CAT(T, 8) RVT;
+#define RD_VEC 1
+
+inline RVT rd_vmap(int op, RVT v, T m) {
+  switch (op) {
+  case RD_L1: return fabs(v);
+  case RD_L2: case RD_SUMSQUARE: return v * v;
+  case RD_LOGSUMEXP: return exp(v - m);
+  default: return v;
+  }
+}
+
+inline RVT rd_vcomb(int op, RVT a, RVT b) {
+  switch (op) {
+  case RD_MAX: return ((b > a) | isnan(b)) ? b : a;
+  case RD_MIN: return ((b < a) | isnan(b)) ? b : a;
+  case RD_PROD: return a * b;
+  default: return a + b;
+  }
+}
+
+/* op over xl[0, rc) into acc (lane partials, then the tail in order) */
+inline acc_t rd_line_vec(int op, __global const T *xl, long rc, acc_t acc, acc_t m) {
+  RVT pv = (RVT)rd_init(op);
+  long j = 0;
+  for (; j + 8 <= rc; j += 8) pv = rd_vcomb(op, pv, rd_vmap(op, vload8(0, xl + j), m));
+  T lanes[8];
+  vstore8(pv, 0, lanes);
+  for (int k = 0; k < 8; k++) acc = rd_comb(op, acc, lanes[k]);
+  for (; j < rc; j++) acc = rd_comb(op, acc, rd_map(op, xl[j], m));
+  return acc;
+}
+#else
+#define RD_VEC 0
+#endif
+
 /* One work-item per output element. */
 __kernel void reduce_item(__global const T *x, __global T *y, __global const long *meta, long nout, int op) {
   long o = get_global_id(0);
@@ -134,7 +175,9 @@ __kernel void reduce_item(__global const T *x, __global T *y, __global const lon
   }
 #endif
   acc_t acc = rd_init(op);
-#if RD_VW > 1
+#if RD_VEC
+  acc = rd_line_vec(op, x + base, rc, acc, m);
+#elif RD_VW > 1
   /* a unit-stride reduced line: RD_VW independent partial results */
   __global const T *xl = x + base;
   acc_t part[RD_VW];
@@ -277,6 +320,62 @@ inline long sm_mbase(__global const long *mm, long r) {
 }
 #define SM_LD(j) (x[base + (j) * inner] * scale + (has_mask ? mask[mbase + (j) * mstep] : (T)0))
 
+#if RD_VEC
+/* softmax_item on a unit-stride line (inner 1) whose mask, if any, steps by
+ * 0 or 1: 16 lanes at a time (POCL's 16-lane exp ran twice as fast as its
+ * 8-lane one on an AVX-512 CPU); softmax stores exp(v - max) and rescales it
+ * in place (one exp per element). */
+typedef RD_CAT(T, 16) SVT;
+#define SM_VLD(j) (vload16(0, x + base + (j)) * scale + (has_mask ? (mstep ? vload16(0, mask + mbase + (j)) : (SVT)mask[mbase]) : (SVT)0))
+/* horizontal max / sum through a private array (halving the vector with
+ * .lo/.hi made Oclgrind report uninitialized values) */
+inline T sm_hmax(SVT v) {
+  T lanes[16];
+  vstore16(v, 0, lanes);
+  T m = lanes[0];
+  for (int k = 1; k < 16; k++) m = fmax(m, lanes[k]);
+  return m;
+}
+inline T sm_hsum(SVT v) {
+  T lanes[16];
+  vstore16(v, 0, lanes);
+  T s = 0;
+  for (int k = 0; k < 16; k++) s += lanes[k];
+  return s;
+}
+inline void sm_line_vec(__global const T *x, __global T *y, long base, long len, int mode, const T scale, int has_mask,
+                        __global const T *mask, long mbase, long mstep) {
+  const long inner = 1; /* for SM_LD */
+  SVT mv = (SVT)(-INFINITY);
+  long j = 0;
+  for (; j + 16 <= len; j += 16) mv = fmax(mv, SM_VLD(j));
+  T m = sm_hmax(mv);
+  for (; j < len; j++) m = fmax(m, SM_LD(j));
+  SVT sv = (SVT)0;
+  T s = 0;
+  for (j = 0; j + 16 <= len; j += 16) {
+    SVT e = exp(SM_VLD(j) - m);
+    if (mode == SM_SOFTMAX) vstore16(e, 0, y + base + j);
+    sv += e;
+  }
+  for (; j < len; j++) {
+    T e = exp(SM_LD(j) - m);
+    if (mode == SM_SOFTMAX) y[base + j] = e;
+    s += e;
+  }
+  s += sm_hsum(sv);
+  if (mode == SM_SOFTMAX) {
+    T inv = (T)1 / s;
+    for (j = 0; j + 16 <= len; j += 16) vstore16(vload16(0, y + base + j) * inv, 0, y + base + j);
+    for (; j < len; j++) y[base + j] *= inv;
+  } else {
+    T ls = m + log(s);
+    for (j = 0; j + 16 <= len; j += 16) vstore16(SM_VLD(j) - ls, 0, y + base + j);
+    for (; j < len; j++) y[base + j] = SM_LD(j) - ls;
+  }
+}
+#endif
+
 /* One work-item per line; numerically stable (max subtracted). */
 __kernel void softmax_item(__global const T *x, __global T *y, long rows, long len, long inner, int mode,
                            const T scale, int has_mask, __global const T *mask, __global const long *mmeta) {
@@ -284,6 +383,12 @@ __kernel void softmax_item(__global const T *x, __global T *y, long rows, long l
   if (r >= rows) return;
   long base = (r / inner) * len * inner + r % inner;
   const long mbase = has_mask ? sm_mbase(mmeta, r) : 0, mstep = has_mask ? mmeta[1 + 2 * MAXR] : 0;
+#if RD_VEC
+  if (inner == 1 && mode != SM_HARDMAX && (mstep | 1) == 1) {
+    sm_line_vec(x, y, base, len, mode, scale, has_mask, mask, mbase, mstep);
+    return;
+  }
+#endif
   T m = -INFINITY;
   long am = 0;
   for (long j = 0; j < len; j++) {

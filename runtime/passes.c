@@ -21,6 +21,11 @@
  *  - Relu, or SiLU written as Mul(x, Sigmoid(x)), consuming a
  *    Layer/Instance/GroupNormalization's only output alone: applied by the
  *    normalization kernel (kiln_activation);
+ *  - LayerNorm as torch exports it below opset 17 (ReduceMean, Sub, Pow 2,
+ *    ReduceMean, Add eps, Sqrt, Div) and RMSNorm (Pow 2 or Mul(x, x),
+ *    ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul) over trailing
+ *    axes [-> Mul(gamma)] [-> Add(beta)]: one LayerNormalization node
+ *    (internal attribute kiln_rms for RMSNorm: no mean subtracted);
  *  - Softmax / LogSoftmax along the last axis of (x * c or x / c for a
  *    scalar constant c) [+ mask]: the scale and the additive mask go into the
  *    softmax kernel (kiln_scale, input 1). */
@@ -592,6 +597,159 @@ static int fuse_groupnorm(kiln_graph *g, int ii, bool act, kiln_error *err) {
   return 1;
 }
 
+/* ---- decomposed LayerNorm / RMSNorm ---------------------------------------- */
+
+/* First axis of a ReduceMean (keepdims) over the trailing axes [k, rank) of
+ * its input, axes from the attribute or a constant input; else -1. */
+static int trailing_mean_axis(kiln_graph *g, const kiln_node *n) {
+  if (!is_op(n, "ReduceMean") || n->nout != 1 || kiln_attr_int(n, "keepdims", 1) != 1) return -1;
+  const kiln_value *x = &g->vals[n->in[0]];
+  int r = x->rank, cnt;
+  int64_t ax[KILN_MAX_RANK];
+  const int64_t *av;
+  if ((cnt = kiln_attr_ints(n, "axes", &av)) > 0) {
+    if (cnt > r) return -1;
+    memcpy(ax, av, sizeof(int64_t) * (size_t)cnt);
+  } else if (n->nin > 1 && n->in[1] >= 0) {
+    const kiln_value *a = &g->vals[n->in[1]];
+    if (!a->is_const || !a->data || a->dtype != KILN_DT_INT64 || (cnt = (int)kiln_value_numel(a)) < 1 || cnt > r) return -1;
+    memcpy(ax, a->data, sizeof(int64_t) * (size_t)cnt);
+  } else return kiln_attr_int(n, "noop_with_empty_axes", 0) ? -1 : 0; /* no axes: all of them */
+  bool seen[KILN_MAX_RANK] = {0};
+  for (int i = 0; i < cnt; i++) {
+    int64_t v = ax[i] < 0 ? ax[i] + r : ax[i];
+    if (v < 0 || v >= r || seen[v]) return -1;
+    seen[v] = true;
+  }
+  for (int i = r - cnt; i < r; i++)
+    if (!seen[i]) return -1;
+  return r - cnt;
+}
+
+/* Node producing v if it is op (and v is no graph output), else -1. */
+static int producer_op(kiln_graph *g, int v, const char *op) {
+  if (v < 0 || g->vals[v].is_output) return -1;
+  int p = g->vals[v].producer;
+  return p >= 0 && is_op(&g->nodes[p], op) ? p : -1;
+}
+
+/* v's square: Pow(d, 2) with a constant exponent, or Mul(d, d); sets *d. */
+static int square_of(kiln_graph *g, int v, int *d) {
+  int p = producer_op(g, v, "Pow");
+  if (p >= 0 && g->nodes[p].nin == 2 && scalar_const(g, g->nodes[p].in[1], g->vals[g->nodes[p].in[1]].dtype) == 2.0) { *d = g->nodes[p].in[0]; return p; }
+  p = producer_op(g, v, "Mul");
+  if (p >= 0 && g->nodes[p].nin == 2 && g->nodes[p].in[0] == g->nodes[p].in[1]) { *d = g->nodes[p].in[0]; return p; }
+  return -1;
+}
+
+/* A scale (Mul) or shift (Add) operand that LayerNormalization takes for
+ * rows of the trailing dims [ax, rank) of x: x's dtype, and one element or
+ * the trailing dims exactly. */
+static bool ln_operand(kiln_graph *g, int v, const kiln_value *x, int ax) {
+  const kiln_value *c = &g->vals[v];
+  if (c->dtype != x->dtype || c->rank < 0) return false;
+  if (kiln_value_numel(c) == 1) return c->rank <= x->rank - ax;
+  if (c->rank != x->rank - ax) return false; /* LayerNormalization takes scale/bias of the normalized rank */
+  for (int i = 0; i < c->rank; i++)
+    if (c->dims[i] != x->dims[ax + i]) return false;
+  return true;
+}
+
+/* The decomposed normalization whose Sqrt is node qi, as torch exports
+ * LayerNorm below opset 17 and RMSNorm:
+ *   [m = ReduceMean(x); d = Sub(x, m)] (LayerNorm; RMSNorm: d = x)
+ *   v = ReduceMean(Pow(d, 2) or Mul(d, d)); s = Sqrt(Add(v, eps))
+ *   n = Div(d, s) or Mul(d, Reciprocal(s))   [-> Mul(gamma)] [-> Add(beta)]
+ * over the same trailing axes, float32, every inner value read only inside
+ * the pattern: one LayerNormalization (kiln_rms 1: no mean subtracted).
+ * Returns 1 when rewritten, 0 if not, <0 on error. */
+static int fuse_decomposed_norm(kiln_graph *g, int qi, kiln_error *err) {
+  kiln_node *q = &g->nodes[qi];
+  if (!is_op(q, "Sqrt") || q->nin != 1) return 0;
+  int rm[12], nrm = 0, ai = producer_op(g, q->in[0], "Add");
+  if (ai < 0 || sole_consumer(g, q->in[0]) != qi || g->nodes[ai].nin != 2) return 0;
+  kiln_node *an = &g->nodes[ai];
+  int vi = -1, k;
+  double eps = NAN;
+  for (k = 0; k < 2 && vi < 0; k++)
+    if ((vi = producer_op(g, an->in[k], "ReduceMean")) >= 0) eps = scalar_const(g, an->in[1 - k], KILN_DT_FLOAT);
+  if (vi < 0 || isnan(eps) || sole_consumer(g, g->nodes[vi].out[0]) != ai) return 0;
+  int d = -1, pi = square_of(g, g->nodes[vi].in[0], &d), ax = trailing_mean_axis(g, &g->nodes[vi]);
+  if (pi < 0 || ax < 0 || sole_consumer(g, g->nodes[pi].out[0]) != vi) return 0;
+  kiln_value *dv = &g->vals[d];
+  if (dv->dtype != KILN_DT_FLOAT || dv->rank < 1) return 0;
+  /* n = Div(d, s), or Mul(d, Reciprocal(s)) */
+  int s = q->out[0], ni = sole_consumer(g, s), ri = -1;
+  if (ni >= 0 && is_op(&g->nodes[ni], "Reciprocal")) {
+    ri = ni;
+    ni = sole_consumer(g, g->nodes[ri].out[0]);
+    if (ni < 0 || !is_op(&g->nodes[ni], "Mul") || g->nodes[ni].nin != 2) return 0;
+    kiln_node *mn = &g->nodes[ni];
+    if (!((mn->in[0] == d && mn->in[1] == g->nodes[ri].out[0]) || (mn->in[1] == d && mn->in[0] == g->nodes[ri].out[0]))) return 0;
+  } else if (ni < 0 || !is_op(&g->nodes[ni], "Div") || g->nodes[ni].nin != 2 || g->nodes[ni].in[0] != d || g->nodes[ni].in[1] != s) return 0;
+  int uses = g->nodes[pi].in[0] == g->nodes[pi].in[1] && is_op(&g->nodes[pi], "Mul") ? 3 : 2;
+  /* LayerNorm: d = Sub(x, ReduceMean(x)) over the same axes, d read only by the pattern */
+  int x = d, si = producer_op(g, d, "Sub"), mi = -1;
+  if (si >= 0 && count_consumers(g, d) == uses && g->nodes[si].nin == 2) {
+    mi = producer_op(g, g->nodes[si].in[1], "ReduceMean");
+    if (mi >= 0 && g->nodes[mi].in[0] == g->nodes[si].in[0] && sole_consumer(g, g->nodes[mi].out[0]) == si && trailing_mean_axis(g, &g->nodes[mi]) == ax &&
+        same_shape(&g->vals[g->nodes[si].in[0]], dv))
+      x = g->nodes[si].in[0];
+    else mi = -1;
+  }
+  kiln_value *xv = &g->vals[x];
+  if (!same_shape(&g->vals[g->nodes[ni].out[0]], xv)) return 0;
+  if (mi >= 0) { rm[nrm++] = mi; rm[nrm++] = si; }
+  rm[nrm++] = pi; rm[nrm++] = vi; rm[nrm++] = ai; rm[nrm++] = qi;
+  if (ri >= 0) rm[nrm++] = ri;
+  /* [Mul(gamma)] [Add(beta)]; the last node of the pattern becomes the LayerNormalization */
+  int last = ni, z = g->nodes[ni].out[0], gam = -1, bet = -1, c = sole_consumer(g, z);
+  if (c >= 0 && is_op(&g->nodes[c], "Mul") && g->nodes[c].nin == 2 && same_shape(&g->vals[g->nodes[c].out[0]], xv)) {
+    int o = g->nodes[c].in[0] == z ? g->nodes[c].in[1] : g->nodes[c].in[0];
+    if (o != z && ln_operand(g, o, xv, ax)) { gam = o; rm[nrm++] = last; last = c; z = g->nodes[c].out[0]; c = sole_consumer(g, z); }
+  }
+  if (c >= 0 && is_op(&g->nodes[c], "Add") && g->nodes[c].nin == 2 && same_shape(&g->vals[g->nodes[c].out[0]], xv)) {
+    int o = g->nodes[c].in[0] == z ? g->nodes[c].in[1] : g->nodes[c].in[0];
+    if (o != z && ln_operand(g, o, xv, ax)) { bet = o; rm[nrm++] = last; last = c; }
+  }
+  bool scaled = gam >= 0;
+  if (gam < 0) { /* LayerNormalization needs a scale: one */
+    int64_t one = 1;
+    float f1 = 1.0f;
+    char nm[300];
+    snprintf(nm, sizeof nm, "%s.norm_scale", g->nodes[last].name);
+    if ((gam = new_init(g, nm, 1, &one, &f1, 1)) < 0) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  }
+  int *nin = malloc(sizeof(int) * 3);
+  char ops[256], why[192];
+  if (!nin) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  ops_list(g, last, rm, nrm, ops, sizeof ops);
+  snprintf(why, sizeof why, "decomposed %s over the last %d axes (eps %g)%s%s: one LayerNormalization kernel", mi >= 0 ? "LayerNorm" : "RMSNorm", xv->rank - ax, eps,
+           scaled ? " with scale" : "", bet >= 0 ? (scaled ? " and bias" : " with bias") : "");
+  kiln_node *ln = &g->nodes[last];
+  if (note_rewrite(g, ln->name, ops, nrm + 1, why)) { free(nin); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  ln = &g->nodes[last];
+  free_attrs(ln);
+  char *nt = strdup("LayerNormalization");
+  if (!nt || push_attr(ln, "axis", KILN_ATTR_INT, ax, 0, NULL) || push_attr(ln, "epsilon", KILN_ATTR_FLOAT, 0, (float)eps, NULL) ||
+      push_attr(ln, "kiln_rms", KILN_ATTR_INT, mi < 0, 0, NULL)) {
+    free(nt);
+    free(nin);
+    return kiln__err(err, KILN_ENOMEM, "out of memory");
+  }
+  free(ln->op_type);
+  ln->op_type = nt;
+  ln->op = kiln_op_lookup("", "LayerNormalization");
+  nin[0] = x;
+  nin[1] = gam;
+  nin[2] = bet;
+  free(ln->in);
+  ln->in = nin;
+  ln->nin = bet >= 0 ? 3 : 2;
+  drop_nodes(g, rm, nrm);
+  return 1;
+}
+
 /* Relu or SiLU (Mul(x, Sigmoid(x))) after a LayerNormalization,
  * InstanceNormalization or GroupNormalization with one output: fused. */
 static int fuse_norm_activation(kiln_graph *g, int ii, kiln_error *err) {
@@ -688,6 +846,7 @@ int kiln_graph_fuse_patterns(kiln_graph *g, int *ngroupnorm, int *nact, int *nso
   for (int pass = 0; pass < 3; pass++)
     for (int i = 0; i < g->nnodes; i++) {
       int rc = pass == 0 ? fuse_groupnorm(g, i, true, err) : pass == 1 ? fuse_norm_activation(g, i, err) : fuse_softmax(g, i, err);
+      if (rc == 0 && pass == 0) rc = fuse_decomposed_norm(g, i, err);
       if (rc < 0) return rc;
       if (rc) { cnt[pass]++; i = -1; } /* node indices moved: start over */
     }
@@ -698,7 +857,7 @@ int kiln_graph_fuse_patterns(kiln_graph *g, int *ngroupnorm, int *nact, int *nso
         if (g->nodes[i].in[k] >= 0) g->vals[g->nodes[i].in[k]].nconsumers++;
     for (int i = 0; i < g->nnodes; i++) { /* the rewritten nodes check their new form */
       kiln_node *n = &g->nodes[i];
-      bool touched = kiln_attr_find(n, "kiln_activation") || kiln_attr_find(n, "kiln_per_channel") || kiln_attr_find(n, "kiln_scale") ||
+      bool touched = kiln_attr_find(n, "kiln_activation") || kiln_attr_find(n, "kiln_per_channel") || kiln_attr_find(n, "kiln_scale") || kiln_attr_find(n, "kiln_rms") ||
                      ((is_op(n, "Softmax") || is_op(n, "LogSoftmax")) && n->nin == 2);
       if (touched && n->op && n->op->infer && n->op->infer(g, n, err)) return err ? err->status : KILN_EINTERNAL;
       if (touched && n->op && n->op->dev_check && n->op->dev_check(g, n, err)) return err ? err->status : KILN_EINTERNAL;

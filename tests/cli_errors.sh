@@ -183,9 +183,9 @@ src_kernels=$(cd "$HERE/../kernels" 2>/dev/null && pwd)
 if [ -n "$src_kernels" ] && [ -f "$src_kernels/elementwise.cl" ]; then
   mkdir "$T/bad-kernels"
   cp "$src_kernels"/*.cl "$T/bad-kernels/"
-  sed 's/^EW_SAME(ew_add, a + b)/EW_SAME(ew_add, a + b * 1.01f)/' "$src_kernels/elementwise.cl" >"$T/bad-kernels/elementwise.cl"
+  sed 's/^EW_SAMEV(ew_add, a + b, VEC, a + b)/EW_SAMEV(ew_add, a + b * 1.01f, VEC, a + b * 1.01f)/' "$src_kernels/elementwise.cl" >"$T/bad-kernels/elementwise.cl"
   if cmp -s "$src_kernels/elementwise.cl" "$T/bad-kernels/elementwise.cl"; then
-    echo "note [check_mismatch] skipped: kernels/elementwise.cl has no 'EW_SAME(ew_add, a + b)' line to break"
+    echo "note [check_mismatch] skipped: kernels/elementwise.cl has no 'EW_SAMEV(ew_add, a + b, VEC, a + b)' line to break"
   else
     expect check_mismatch 1 "output 'sum' differs from the CPU reference" -- \
       env KILN_KERNEL_DIR="$T/bad-kernels" "$KILN" run add.onnx --input x=x.npy --input y=y.npy --check

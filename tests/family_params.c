@@ -33,7 +33,7 @@ static const char *const s_norm[] = {"NORM_WG=1,NORM_VW=1", "NORM_WG=16,NORM_VW=
                                      "NORM_WG=256,NORM_VW=2,NORM_BLK=1", NULL};
 static const char *const s_pool[] = {"PL_WPI=1,PL_WG=32", "PL_WPI=2,PL_WG=0", "PL_WPI=4,PL_WG=64", "PL_WPI=8,PL_WG=128", "PL_WPI=1,PL_WG=256", "PL_WPI=2,PL_WG=256", NULL};
 static const char *const s_gpool[] = {"PL_WG=16,PL_VW=1", "PL_WG=32,PL_VW=2", "PL_WG=64,PL_VW=4", "PL_WG=128,PL_VW=8", "PL_WG=256,PL_VW=1", "PL_WG=16,PL_VW=8", NULL};
-static const char *const s_ew[] = {"EW_WPI=2,EW_WG=0", "EW_WPI=4,EW_WG=64", "EW_WPI=8,EW_WG=128", "EW_WPI=1,EW_WG=256", "EW_WPI=8,EW_WG=0", NULL};
+static const char *const s_ew[] = {"EW_WPI=8,EW_WG=0", "EW_WPI=32,EW_WG=0", "EW_WPI=64,EW_WG=0", "EW_WPI=8,EW_WG=64", "EW_WPI=1,EW_WG=0", "EW_WPI=1,EW_WG=64", NULL};
 
 static const char *const *samples_of(const char *family) {
   if (!strcmp(family, "norm")) return s_norm;

@@ -135,6 +135,16 @@ save("ew_relu_1003", N("Relu", ["a"], ["y"]), [vi("a", F32, [17, 59])], Y)
 save("ew_where_odd", [N("Greater", ["a", "b"], ["c"]), N("Where", ["c", "a", "b"], ["y"])], [vi("a", F32, [7, 1, 13]), vi("b", F32, [1, 3, 13])], Y)
 save("ew_clip_odd", N("Clip", ["a", "lo", "hi"], ["y"]), [vi("a", F32, [3, 41])], Y, [const("lo", np.float32(-0.25)), const("hi", np.float32(0.5))])
 save("ew_pow_int", N("Pow", ["a", "b"], ["y"]), [vi("a", F32, [5, 19]), vi("b", I64, [19])], Y)
+# rows of the broadcast kernels: rank 3 after merging (3-D grid), a row
+# broadcast along the last axis, constant exponents (unary kernels)
+save("ew_add_chan", N("Add", ["a", "b"], ["y"]), [vi("a", F32, [2, 3, 5, 7]), vi("b", F32, [1, 3, 1, 1])], Y)
+save("ew_add_col", N("Add", ["a", "b"], ["y"]), [vi("a", F32, [3, 11, 21]), vi("b", F32, [3, 11, 1])], Y)
+save("ew_pow2", N("Pow", ["a", "e"], ["y"]), [vi("a", F32, [3, 37])], Y, [const("e", np.float32(2))])
+save("ew_pow_half", N("Pow", ["a", "e"], ["y"]), [vi("a", F32, [41])], Y, [const("e", np.float32(0.5))])
+# a fused element-wise group (fusion.c): runs of a row with broadcast operands
+save("ew_fused_bcast", [N("Add", ["a", "b"], ["t"]), N("Sigmoid", ["t"], ["u"]), N("Mul", ["u", "c"], ["v"]), N("Pow", ["v", "two"], ["w"]),
+     N("Sub", ["w", "d"], ["y"])], [vi("a", F32, [2, 5, 7, 19]), vi("b", F32, [1, 5, 1, 1]), vi("c", F32, [19]), vi("d", F32, [2, 5, 7, 1])], Y,
+     [const("two", np.float32(2))], opset=13)
 
 # cast
 for src, dst, tag in [(F32, I32, "f32_i32"), (I64, F32, "i64_f32"), (F32, BOOL, "f32_bool"), (U8, F32, "u8_f32"),
@@ -158,6 +168,8 @@ save("sc_el_add", N("ScatterElements", ["a", "i", "u"], ["y"], axis=1, reduction
 # reduce: reduce_wg (>= 256 elements per output), arg, cumsum, topk, nll
 save("rd_sum_300", N("ReduceSum", ["a", "ax"], ["y"], keepdims=0), [vi("a", F32, [3, 300])], Y, [const("ax", i64(1))])
 save("rd_max_all", N("ReduceMax", ["a"], ["y"], keepdims=1), [vi("a", F32, [5, 67])], Y)
+# >= 64 lines: a work-item per line, 8-lane vectors and a tail
+save("rd_mean_lines", N("ReduceMean", ["a", "ax"], ["y"], keepdims=1), [vi("a", F32, [70, 37])], Y, [const("ax", i64(-1))])
 save("rd_mean_inner", N("ReduceMean", ["a", "ax"], ["y"], keepdims=1), [vi("a", F32, [2, 257, 3])], Y, [const("ax", i64(1))])
 save("rd_argmax_300", N("ArgMax", ["a"], ["y"], axis=1, select_last_index=1), [vi("a", F32, [2, 300])], [vi("y", I64, None)])
 save("rd_cumsum_131", N("CumSum", ["a", "ax"], ["y"], reverse=1), [vi("a", F32, [2, 131])], Y, [const("ax", np.array(1, np.int64))])
@@ -169,10 +181,16 @@ save("rd_nll_mean", N("NegativeLogLikelihoodLoss", ["a", "t"], ["y"], reduction=
 save("sm_softmax_300", N("Softmax", ["a"], ["y"], axis=-1), [vi("a", F32, [3, 300])], Y)
 save("sm_logsoftmax_257", N("LogSoftmax", ["a"], ["y"], axis=1), [vi("a", F32, [2, 257, 3])], Y)
 save("sm_hardmax_odd", N("Hardmax", ["a"], ["y"], axis=1), [vi("a", F32, [3, 13, 5])], Y)
+save("sm_softmax_lines", N("Softmax", ["a"], ["y"], axis=-1), [vi("a", F32, [70, 37])], Y)
 
 # norm: 64-wide work-groups over rows that are not multiples of 64
 save("nm_layernorm_130", N("LayerNormalization", ["a", "s", "b"], ["y"], axis=-1), [vi("a", F32, [3, 130])], Y, [const("s", w(130)), const("b", w(130))])
 save("nm_groupnorm", N("GroupNormalization", ["a", "s", "b"], ["y"], num_groups=3), [vi("a", F32, [2, 6, 5, 7])], Y, [const("s", w(3)), const("b", w(3))])
+# >= 64 rows: a work-item per row (vector loads, a tail); the decomposed RMSNorm (kiln_rms)
+save("nm_layernorm_rows", N("LayerNormalization", ["a", "s", "b"], ["y"], axis=-1), [vi("a", F32, [70, 37])], Y, [const("s", w(37)), const("b", w(37))])
+save("nm_rmsnorm_decomposed", [N("Pow", ["a", "two"], ["p"]), N("ReduceMean", ["p", "ax"], ["v"], keepdims=1), N("Add", ["v", "eps"], ["ve"]),
+     N("Sqrt", ["ve"], ["s"]), N("Div", ["a", "s"], ["n"]), N("Mul", ["n", "g"], ["y"])], [vi("a", F32, [70, 37])], Y,
+     [const("two", np.float32(2)), const("ax", i64(-1)), const("eps", np.float32(1e-6)), const("g", w(37))])
 save("nm_instnorm_143", N("InstanceNormalization", ["a", "s", "b"], ["y"]), [vi("a", F32, [1, 3, 11, 13])], Y, [const("s", w(3)), const("b", w(3))])
 save("nm_bn_train", N("BatchNormalization", ["a", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1), [vi("a", F32, [2, 3, 9, 11])],
      [vi("y", F32, None), vi("rm", F32, None), vi("rv", F32, None)], [const("s", w(3)), const("b", w(3)), const("m", w(3)), const("v", np.abs(w(3)) + 0.5)])
@@ -229,8 +247,8 @@ conf_elementwise="add_bcast sub_uint8 mul_bcast div_bcast mod_mixed_sign_int32 m
   greater where_long_example clip_splitbounds clip_default_int8_min max_example min_uint8 sum_example mean_example abs neg sign relu shrink_soft
   sigmoid tanh elu selu leakyrelu hardsigmoid hardswish softplus softsign thresholdedrelu celu erf exp log sqrt reciprocal floor ceil round
   sin cos tan asin acos atan sinh cosh asinh acosh atanh isinf_negative isnan"
-run_elementwise="ew_add_bcast ew_mul_1001 ew_relu_1003 ew_where_odd ew_clip_odd ew_pow_int"
-need_elementwise="ew_where ew_clip"
+run_elementwise="ew_add_bcast ew_mul_1001 ew_relu_1003 ew_where_odd ew_clip_odd ew_pow_int ew_add_chan ew_add_col ew_pow2 ew_pow_half ew_fused_bcast"
+need_elementwise="ew_where ew_clip ew_square ew_sqrt_pow"
 conf_cast="cast_FLOAT_to_FLOAT16 cast_FLOAT16_to_FLOAT cast_DOUBLE_to_FLOAT cast_FLOAT_to_DOUBLE cast_BFLOAT16_to_FLOAT castlike_FLOAT_to_DOUBLE
   castlike_FLOAT16_to_DOUBLE"
 run_cast="cast_f32_i32 cast_i64_f32 cast_f32_bool cast_u8_f32 cast_f32_bf16 cast_f32_f16"
@@ -252,15 +270,15 @@ conf_reduce="reduce_sum_keepdims_random reduce_sum_empty_axes_input_noop_random 
   argmax_keepdims_random_select_last_index argmin_no_keepdims_random cumsum_1d_reverse_exclusive cumsum_2d_axis_1 top_k top_k_smallest
   top_k_negative_axis nllloss_NCd1d2_with_weight_reduction_mean nllloss_NCd1d2d3_sum_weight_high_ii sce_mean_weight_ii_3d
   sce_NCd1d2d3d4d5_none_no_weight_log_prob"
-run_reduce="rd_sum_300 rd_max_all rd_mean_inner rd_argmax_300 rd_cumsum_131 rd_topk_97 rd_nll_mean"
+run_reduce="rd_sum_300 rd_max_all rd_mean_inner rd_argmax_300 rd_cumsum_131 rd_topk_97 rd_nll_mean rd_mean_lines"
 need_reduce="reduce_item reduce_wg arg_reduce cumsum_line topk_rank nll_elem nll_reduce"
 conf_softmax="softmax_axis_0 softmax_axis_2 softmax_large_number logsoftmax_axis_1 logsoftmax_negative_axis hardmax_one_hot hardmax_axis_1"
-run_softmax="sm_softmax_300 sm_logsoftmax_257 sm_hardmax_odd"
+run_softmax="sm_softmax_300 sm_logsoftmax_257 sm_hardmax_odd sm_softmax_lines"
 need_softmax="softmax_item softmax_wg"
 conf_norm="batchnorm_epsilon batchnorm_example_training_mode instancenorm_example instancenorm_epsilon layer_normalization_3d_axis1_epsilon
   layer_normalization_4d_axis_negative_2 layer_normalization_2d_axis0 lrn lrn_default mvn quantizelinear_axis dequantizelinear_axis
   dynamicquantizelinear_max_adjusted"
-run_norm="nm_layernorm_130 nm_groupnorm nm_instnorm_143 nm_bn_train nm_lrn_odd"
+run_norm="nm_layernorm_130 nm_groupnorm nm_instnorm_143 nm_bn_train nm_lrn_odd nm_layernorm_rows nm_rmsnorm_decomposed"
 need_norm="norm_rows batchnorm bn_stats lrn quantize dequantize dq_params"
 conf_gemm="matmul_2d matmul_3d matmul_4d gemm_all_attributes gemm_transposeA gemm_transposeB gemm_default_vector_bias gemm_alpha
   einsum_batch_matmul einsum_transpose einsum_inner_prod einsum_batch_diagonal einsum_sum det_2d det_nd matmulinteger qlinearmatmul_2D
@@ -433,7 +451,7 @@ EOS
   #    vectors per instance from the kernel's descriptor
   for m in $run; do
     "$KILN" plan "$T/models/$m.onnx" --no-measure --json >"$D/plan_$m.json" 2>/dev/null || continue
-    grep -q '"family":"[a-z]' "$D/plan_$m.json" || continue
+    grep -o '"family":"[a-z][a-z]*"' "$D/plan_$m.json" | grep -vq '"fused"' || continue # generated fused kernels have no parameters
     nmodels=$((nmodels + 1))
     db="$D/tune_${m}_auto.db"
     log="$D/tune_${m}_auto.log"

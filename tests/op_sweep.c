@@ -906,6 +906,17 @@ static void gen_binary(void) {
   binary_case("Pow", 15, 2, I64, I64, FILL_INTVAL, -3, 3, FILL_INTVAL, 0, 4, "");
   binary_case("Pow", 15, 0, F64, F64, FILL_RANGE, 0.1, 3, FILL_DEFAULT, 0, 0, "");
   binary_case("Pow", 15, 3, I32, F32, FILL_INTVAL, 0, 5, FILL_INTVAL, 0, 3, "int base float exponent");
+  /* a constant scalar exponent of 2, 3, 0.5 or -1 runs without pow() (x*x,
+   * x*x*x, sqrt, 1/x): negative bases, zeros, NaN and +-Inf bases, odd sizes */
+  const float pe[] = {2.0f, 3.0f, 0.5f, -1.0f};
+  for (int k = 0; k < 4; k++) {
+    tc("Pow", 15, "f32 constant exponent %g", (double)pe[k]); in_r(F32, DIMS(7, 33), FILL_INTVAL, -3, 3); in_c(F32, SCALAR, F32V(pe[k]));
+    tc("Pow", 15, "f32 constant exponent %g, NaN/Inf bases", (double)pe[k]); in_r(F32, DIMS(3, 67), FILL_SPECIAL, 0, 0); in_c(F32, DIMS(1), F32V(pe[k]));
+    tc("Pow", 15, "f64 constant exponent %g", (double)pe[k]); in_r(F64, DIMS(130), FILL_DEFAULT, 0, 0); in_c(F64, SCALAR, ((const double[]){pe[k]}));
+  }
+  tc("Pow", 15, "f32 constant i64 exponent 2"); in_r(F32, DIMS(5, 17), FILL_DEFAULT, 0, 0); in_c(I64, SCALAR, I64V(2));
+  tc("Pow", 15, "f32 constant exponent 2 that broadcasts the base"); in_r(F32, DIMS(1, 9), FILL_DEFAULT, 0, 0); in_c(F32, DIMS(5, 1), F32V(2, 2, 2, 2, 2));
+  tc("Pow", 15, "f32 constant exponent 1.5 (pow)"); in_r(F32, DIMS(65), FILL_RANGE, 0, 3); in_c(F32, SCALAR, F32V(1.5f));
   /* variadic */
   const char *va[] = {"Max", "Min", "Sum", "Mean"};
   for (int o = 0; o < 4; o++) {

@@ -602,14 +602,28 @@ static int ew_meta(int r, const int64_t *od, int k, int64_t (*st)[KILN_MAX_RANK]
   return nd;
 }
 
+/* Pow of a floating-point base by a constant scalar exponent of 2, 3, 0.5
+ * or -1 that does not enlarge the base: the unary kernel computing it
+ * without pow() (x*x, x*x*x, sqrt with pow's results at -0 and -inf, 1/x),
+ * else NULL (the broadcast pow kernel). */
+static const char *ew_pow_const(kiln_graph *g, const kiln_node *n) {
+  kiln_value *a = kiln_in(g, n, 0), *e = kiln_in(g, n, 1), *y = kiln_out(g, n, 0);
+  if (!a || !e || !y || !e->is_const || !e->data || kiln_value_numel(e) != 1) return NULL;
+  if (!(M_F & (1u << a->dtype)) || kiln_value_numel(a) != kiln_value_numel(y)) return NULL;
+  if (!(M_NUM & (1u << e->dtype))) return NULL;
+  double v = kiln_value_getf(e, 0);
+  return v == 2.0 ? "ew_square" : v == 3.0 ? "ew_cube" : v == 0.5 ? "ew_sqrt_pow" : v == -1.0 ? "ew_reciprocal" : NULL;
+}
+
 /* ---- tunable family "eltwise": elements per work-item (EW_WPI) and
  * work-group size (0: the driver's choice) of the unary, clip and broadcast
  * kernels of elementwise.cl (casts keep elementwise_cast.cl's one element
  * per work-item). Nodes computed by a fused kernel have no descriptor. ---- */
 
 enum { EP_WPI, EP_WG, EP_COUNT };
+#define EW_WPI_DEFAULT 16 /* EW_WPI's default in elementwise.cl */
 static const kiln_kparam ew_tparams[EP_COUNT] = {
-  [EP_WPI] = {"EW_WPI", 4, {1, 2, 4, 8}, 1},
+  [EP_WPI] = {"EW_WPI", 5, {1, 8, 16, 32, 64}, EW_WPI_DEFAULT}, /* 1: one element per work-item (GPUs) */
   [EP_WG] = {"EW_WG", 4, {0, 64, 128, 256}, 0},
 };
 enum { ED_TOTAL, ED_INNER, ED_BYTES, ED_LAUNCHES };
@@ -617,7 +631,7 @@ enum { ED_TOTAL, ED_INNER, ED_BYTES, ED_LAUNCHES };
 static int ew_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
   const int wpi = p[EP_WPI], wg = p[EP_WG];
   if (dev && dev->max_work_group && (size_t)wg > dev->max_work_group) return 1;
-  if (wpi > 1 && wpi > t->dims[ED_INNER]) return 1;                   /* steps beyond the innermost run */
+  if (wpi > 8 && wpi / 2 >= t->dims[ED_INNER] && wpi != EW_WPI_DEFAULT) return 1; /* the same as a smaller run */
   if (wg > 0 && (int64_t)wg * wpi / 2 >= t->dims[ED_TOTAL]) return 1;  /* a group wider than the tensor */
   return 0;
 }
@@ -660,7 +674,7 @@ static int ew_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   t->dims[ED_TOTAL] = total;
   /* the innermost run a work-item's steps stay in: the whole tensor for
    * unary kernels and contiguous broadcasts, else the output's last dim */
-  bool flat = kind == K_UNARY || kind == K_CLIP || nb == 1;
+  bool flat = kind == K_UNARY || kind == K_CLIP || nb == 1 || (op == OP_Pow && ew_pow_const(g, n));
   for (int k = 0; k < n->nin && !flat; k++) {
     kiln_value *v = kiln_in(g, n, k);
     if (v && kiln_value_numel(v) != total) break;
@@ -677,7 +691,7 @@ static int ew_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
 /* Tuned (or default) EW_WPI / EW_WG of node n. */
 static void ew_launch_params(kiln_exec *x, kiln_node *n, int *wpi, int *wg) {
   kiln_tunable t;
-  *wpi = 1;
+  *wpi = EW_WPI_DEFAULT;
   *wg = 0;
   if (ew_tunable(x->g, n, &t) == 0) {
     const int *p = kiln_exec_tparams(x, n, &t);
@@ -689,12 +703,12 @@ static void ew_launch_params(kiln_exec *x, kiln_node *n, int *wpi, int *wg) {
 static cl_kernel ew_kernel_w(kiln_exec *x, const char *file, int dtype, int wpi, const char *name, kiln_error *err) {
   char opts[300];
   kiln_cl_type_opts(dtype, opts, sizeof opts);
-  if (wpi > 1) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DEW_WPI=%d", wpi); /* defaults: the shared program */
+  if (wpi != EW_WPI_DEFAULT) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DEW_WPI=%d", wpi); /* defaults: the shared program */
   return kiln_cl_kernel(x->d, file, opts, name, err);
 }
 
 static cl_kernel ew_kernel(kiln_exec *x, const char *file, int dtype, const char *name, kiln_error *err) {
-  return ew_kernel_w(x, file, dtype, 1, name, err);
+  return ew_kernel_w(x, file, dtype, EW_WPI_DEFAULT, name, err);
 }
 
 /* One work-item per element. */
@@ -711,7 +725,8 @@ static int dev_unary(kiln_exec *x, kiln_node *n, int op, kiln_error *err) {
   kiln_value *v = kiln_in(x->g, n, 0), *y = kiln_out(x->g, n, 0);
   int wpi, wg;
   ew_launch_params(x, n, &wpi, &wg);
-  cl_kernel k = ew_kernel_w(x, "elementwise.cl", v->dtype, wpi, ew_ops[op].kernel, err);
+  const char *kname = op == OP_Pow ? ew_pow_const(x->g, n) : ew_ops[op].kernel;
+  cl_kernel k = ew_kernel_w(x, "elementwise.cl", v->dtype, wpi, kname, err);
   if (!k) return err->status;
   float alpha, beta;
   ew_params(n, op, &alpha, &beta);
@@ -811,11 +826,14 @@ static int dev_bcast(kiln_exec *x, kiln_node *n, int op, kiln_error *err) {
       if (s > 0) { ba = by; bb = kiln_in_buf(x, n, s + 1); }
       rc = kiln_cl_args(k, err, KARG(ba), KARG(bb), KARG(by), KARG(bm), KARG(moff), KARG(ranks[s]), KARG(total), KEND);
     }
-    /* rank 0: 1-D over all elements; else (innermost dim, outer elements) */
-    int64_t inner = ranks[s] ? meta[(size_t)s * EW_META + ranks[s] - 1] : total;
-    size_t gws2[2] = {((size_t)inner + (size_t)wpi - 1) / (size_t)wpi, (size_t)(total / inner)}, lws2[2] = {(size_t)wg, 1};
-    if (wg > 0) gws2[0] = (gws2[0] + lws2[0] - 1) / lws2[0] * lws2[0];
-    if (!rc) rc = kiln_exec_launch(x, k, 2, gws2, wg > 0 ? lws2 : NULL, err);
+    /* (runs of wpi along the innermost dim, the next dim, the other outer
+     * rows); rank 0: one row of all elements */
+    const int64_t *ms = meta + (size_t)s * EW_META;
+    int64_t inner = ranks[s] ? ms[ranks[s] - 1] : total, d1 = ranks[s] >= 2 ? ms[ranks[s] - 2] : 1;
+    size_t gws3[3] = {((size_t)inner + (size_t)wpi - 1) / (size_t)wpi, (size_t)d1, (size_t)(total / inner / d1)}, lws3[3] = {(size_t)wg, 1, 1};
+    if (wg > 0) gws3[0] = (gws3[0] + lws3[0] - 1) / lws3[0] * lws3[0];
+    int dims = gws3[2] > 1 ? 3 : gws3[1] > 1 ? 2 : 1;
+    if (!rc) rc = kiln_exec_launch(x, k, dims, gws3, wg > 0 ? lws3 : NULL, err);
   }
   free(meta);
   free(ranks);
@@ -831,6 +849,7 @@ static int ew_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   int op = ew_find(n);
   if (op < 0) return kiln__err(err, KILN_EINTERNAL, "op %s is not elementwise", n->op_type);
   if (kiln_value_numel(kiln_out(x->g, n, 0)) == 0) return 0;
+  if (op == OP_Pow && ew_pow_const(x->g, n)) return dev_unary(x, n, op, err);
   switch (ew_ops[op].kind) {
   case K_UNARY: return dev_unary(x, n, op, err);
   case K_CLIP: return dev_clip(x, n, err);
