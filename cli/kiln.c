@@ -831,7 +831,9 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
     json_num(stdout, rs.compile_ms);
     printf("},\"tuning\":{\"db\":");
     if (db) json_str(stdout, kiln_db_path(db)); else printf("null");
-    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"untuned\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.predicted + ps.defaulted);
+    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"untuned\":%d", ps.tunable, ps.tuned, ps.predicted, ps.predicted + ps.defaulted);
+    kiln_cli__json_basis(stdout, s);
+    printf("}");
     printf(",\"kernels_launched\":%d,\"nodes_folded\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"inputs\":[",
            rs.kernels_launched, rs.nodes_folded, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
            (unsigned long long)rs.pool_bytes);
@@ -884,9 +886,7 @@ static int cmd_run(const cmd *c, int argc, char **argv) {
            (double)rs.device_bytes / (1 << 20));
     printf("memory:  intermediates total %.2f MiB, peak %.2f MiB (%.1f%%) in the planner's shared buffers\n", rs.intermediate_bytes / 1048576.0,
            rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0);
-    if (db) printf("tuning:  %s: %d tunable kernel%s: %d tuned (measured), %d untuned with parameters predicted by the cost model, %d untuned with descriptor defaults\n",
-                   kiln_db_path(db), ps.tunable, ps.tunable == 1 ? "" : "s", ps.tuned, ps.predicted, ps.defaulted);
-    else printf("tuning:  no tuning database (%d tunable kernel%s use descriptor defaults; run `kiln tune`)\n", ps.tunable, ps.tunable == 1 ? "" : "s");
+    kiln_cli__print_tuning(stdout, "tuning:  ", db ? kiln_db_path(db) : NULL, s, &ps);
     for (int i = 0; i < nout; i++) print_tensor("output", kiln_session_output(s, i));
     if (check) {
       printf("check vs CPU reference: max abs err %.3g, max rel err %.3g (tolerance %g): %s\n", res.max_abs, res.max_rel, CHECK_RTOL,
@@ -935,13 +935,13 @@ static void tune_progress(const kiln_tune_progress *p, void *ctx) {
   if (p->best_ns > 0) snprintf(best, sizeof best, "%.1f us", p->best_ns / 1e3);
   if (p->default_ns > 0) snprintf(dflt, sizeof dflt, "%.1f us", p->default_ns / 1e3);
   if (ui->tty) {
-    fprintf(stderr, "\r\033[K[%d/%d] %s %s: trial %d/%d, default %s, best %s, ETA %.0f s", p->instance, p->ninstances, p->family, p->shape_key,
-            p->trial, p->ntrials, dflt, best, p->eta_s);
+    fprintf(stderr, "\r\033[K[%d/%d] %s %s (%.1f%%): trial %d/%d, default %s, best %s, %.0f%% of predicted time covered, ETA %.0f s", p->instance,
+            p->ninstances, p->family, p->shape_key, 100 * p->share, p->trial, p->ntrials, dflt, best, 100 * p->covered, p->eta_s);
     if (p->trial == p->ntrials) fputc('\n', stderr);
   } else if (p->trial == p->ntrials || p->instance != ui->last_instance) {
     /* plain lines when not on a terminal: one when an instance starts and one when it ends */
-    fprintf(stderr, "[%d/%d] %s %s: trial %d/%d, default %s, best %s, elapsed %.0f s, ETA %.0f s\n", p->instance, p->ninstances, p->family,
-            p->shape_key, p->trial, p->ntrials, dflt, best, p->elapsed_s, p->eta_s);
+    fprintf(stderr, "[%d/%d] %s %s (%.1f%% of predicted model time): trial %d/%d, default %s, best %s, %.0f%% of predicted time covered, elapsed %.0f s, ETA %.0f s\n",
+            p->instance, p->ninstances, p->family, p->shape_key, 100 * p->share, p->trial, p->ntrials, dflt, best, 100 * p->covered, p->elapsed_s, p->eta_s);
   }
   ui->last_instance = p->instance;
 }
@@ -1117,6 +1117,7 @@ static int cmd_tune(const cmd *c, int argc, char **argv) {
       json_num(stdout, r->default_ns);
       printf(",\"tuned_ns\":"); json_num(stdout, r->best_ns);
       printf(",\"speedup\":"); json_num(stdout, r->default_ns > 0 && r->best_ns > 0 ? r->default_ns / r->best_ns : NAN);
+      printf(",\"share\":"); json_num(stdout, r->share);
       printf("}");
     }
     printf("]}\n");
@@ -1444,10 +1445,16 @@ static int cmd_plan(const cmd *c, int argc, char **argv) {
   if ((rc = kiln_session_fusion(s, &f, &nf)) != 0) { print_error("out of memory"); rc = 1; goto done; }
   kiln_run_stats rs;
   kiln_session_get_stats(s, &rs);
+  kiln_param_stats ps;
+  kiln_session_param_stats(s, &ps);
   if (json) {
     printf("{\"model\":"); json_str(stdout, path);
     printf(",\"device\":"); json_str(stdout, kiln_device_get_info(d)->name);
-    printf(",\"fusion\":%s,\"kernels\":%d,\"kernel_launches\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"launches\":[",
+    printf(",\"tuning\":{\"db\":");
+    if (db) json_str(stdout, kiln_db_path(db)); else printf("null");
+    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"defaulted\":%d", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
+    kiln_cli__json_basis(stdout, s);
+    printf("},\"fusion\":%s,\"kernels\":%d,\"kernel_launches\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"launches\":[",
            nofusion ? "false" : "true", nk, rs.kernels_launched, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
            (unsigned long long)rs.pool_bytes);
     for (int i = 0; i < nk; i++) {
@@ -1480,6 +1487,7 @@ static int cmd_plan(const cmd *c, int argc, char **argv) {
     printf("intermediates total %.2f MiB, peak %.2f MiB (%.1f%%); weights, inputs and outputs %.2f MiB\n", rs.intermediate_bytes / 1048576.0,
            rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0,
            (rs.device_bytes - rs.pool_bytes) / 1048576.0);
+    kiln_cli__print_tuning(stdout, "tuning: ", db ? kiln_db_path(db) : NULL, s, &ps);
     printf("%-26s %-24s %-9s %-10s %11s %11s  %s\n", "kernel (last node)", "ops", "family", "params", "predict us", "measured us", "parameters");
     for (int i = 0; i < nk; i++) {
       char pu[32] = "-", mu[32] = "-";

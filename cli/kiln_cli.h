@@ -70,6 +70,12 @@ bool kiln_cli__parse_shape(const char *arg, kiln_shape_binding *b, char *namebuf
 /* A JSON string literal / number (NaN and infinities as null). */
 void kiln_cli__json_str(FILE *f, const char *s);
 void kiln_cli__json_num(FILE *f, double v);
+/* The line about where the session's kernel parameters came from (tuned,
+ * predicted by the cost model and on which device figures, defaults), after
+ * label; dbpath NULL: no database. A note about the probe cache goes to stderr. */
+void kiln_cli__print_tuning(FILE *o, const char *label, const char *dbpath, const kiln_session *s, const kiln_param_stats *ps);
+/* ,"figures":...,"probe_ms":...,"note":... of kiln_session_param_basis, for a JSON object. */
+void kiln_cli__json_basis(FILE *o, const kiln_session *s);
 
 /* A model's inputs bound for a run: from files, the rest random. */
 typedef struct kiln_cli__inputs {

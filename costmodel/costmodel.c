@@ -760,24 +760,46 @@ struct kiln_cm_state {
   kiln_db *db;
   int64_t device;
   kiln_devmodel dm;
-  int prior_probe;          /* dm is the built-in prior's probe, not this device's */
+  kiln_cm_figsrc figs;      /* where dm's figures came from */
   kiln_correction corr[16];
   kiln_cm_samples smp[16];  /* the device's records of corr[i]'s family (the transfer's source) */
   int ncorr;
 };
 
-kiln_cm_state *kiln_cm_state_new(kiln_db *db, int64_t device, const kiln_device_info *info) {
+/* The state on the database's probe of the device, else on the figures of
+ * the quick probe of d (when d is given), else on the built-in prior's. */
+static kiln_cm_state *state_new(kiln_db *db, int64_t device, const kiln_device_info *info, kiln_device *d) {
   kiln_cm_state *st = calloc(1, sizeof *st);
   if (!st) return NULL;
-  if (!db || kiln_cm_load(db, device, info, &st->dm, NULL) != 0) {
-    /* never probed: the built-in prior's probe of a device of this kind */
-    const char *pj = kiln_cm_prior_probe(info);
-    if (!pj || kiln_devmodel_from_probe(pj, info, &st->dm, NULL) != 0) { free(st); return NULL; }
-    st->prior_probe = 1;
-  }
   st->db = db;
   st->device = device;
+  if (db && kiln_cm_load(db, device, info, &st->dm, NULL) == 0) { st->figs.kind = KILN_CM_FIGS_DB; return st; }
+  char *json = NULL;
+  if (d && kiln_cm_probe_cached(d, &json, &st->figs) == 0 && kiln_devmodel_from_probe(json, info, &st->dm, NULL) == 0) {
+    free(json);
+    return st;
+  }
+  free(json);
+  /* never probed: the built-in prior's probe of a device of this kind */
+  st->figs.kind = KILN_CM_FIGS_PRIOR;
+  const char *pj = kiln_cm_prior_probe(info);
+  if (!pj || kiln_devmodel_from_probe(pj, info, &st->dm, NULL) != 0) { free(st); return NULL; }
   return st;
+}
+
+kiln_cm_state *kiln_cm_state_new(kiln_db *db, int64_t device, const kiln_device_info *info) { return state_new(db, device, info, NULL); }
+
+kiln_cm_state *kiln_cm_state_for_device(kiln_db *db, int64_t device, kiln_device *d) { return state_new(db, device, &d->info, d); }
+
+void kiln_cm_state_basis(const kiln_cm_state *st, kiln_param_basis *b) {
+  memset(b, 0, sizeof *b);
+  static const char *const names[] = {[KILN_CM_FIGS_PRIOR] = "prior", [KILN_CM_FIGS_DB] = "probe", [KILN_CM_FIGS_CACHED] = "cached quick probe",
+                                      [KILN_CM_FIGS_PROBED] = "quick probe"};
+  snprintf(b->figures, sizeof b->figures, "%s", names[st->figs.kind]);
+  snprintf(b->cache, sizeof b->cache, "%s", st->figs.path);
+  snprintf(b->note, sizeof b->note, "%s", st->figs.note);
+  b->probe_ms = st->figs.probe_ms;
+  b->probe_compile_ms = st->figs.probe_compile_ms;
 }
 
 void kiln_cm_state_free(kiln_cm_state *st) {
@@ -894,7 +916,8 @@ int kiln_cm_eval_device(kiln_db *db, int64_t dev, const kiln_device_info *info, 
 }
 
 int kiln_cm_fusion_costs(const kiln_cm_state *st, double *launch_us, double *bw_gbps) {
-  if (st->prior_probe) return KILN_ENOTFOUND; /* not this device's figures: fusion keeps its defaults */
+  /* not this device's figures, or the quick probe's (a few samples): fusion keeps its defaults */
+  if (st->figs.kind != KILN_CM_FIGS_DB) return KILN_ENOTFOUND;
   *launch_us = st->dm.launch_us;
   *bw_gbps = st->dm.bw[st->dm.nbw > 2 ? 2 : st->dm.nbw - 1]; /* a few-MiB working set */
   return 0;
