@@ -1748,7 +1748,8 @@ static void print_main_help(void) {
          "exit status: 0 success, 2 bad input or environment (model, inputs, arguments, no OpenCL\n"
          "platform), 1 other failures (OpenCL errors, mismatch with the CPU reference).\n"
          "environment: KILN_DEVICE (default device), KILN_DB (tuning database), KILN_CACHE_DIR (program binary\n"
-         "cache, 'off' to disable)\n");
+         "and quick-probe cache, 'off' to disable), KILN_PROBE ('off': no quick probe of the device without\n"
+         "a probed database; predictions rest on the built-in prior's figures)\n");
 }
 
 static int cmd_help(const cmd *c, int argc, char **argv) {

@@ -767,7 +767,7 @@ struct kiln_cm_state {
 };
 
 /* The state on the database's probe of the device, else on the figures of
- * the quick probe of d (when d is given), else on the built-in prior's. */
+ * the quick probe of d, else on the built-in prior's. */
 static kiln_cm_state *state_new(kiln_db *db, int64_t device, const kiln_device_info *info, kiln_device *d) {
   kiln_cm_state *st = calloc(1, sizeof *st);
   if (!st) return NULL;
@@ -775,7 +775,7 @@ static kiln_cm_state *state_new(kiln_db *db, int64_t device, const kiln_device_i
   st->device = device;
   if (db && kiln_cm_load(db, device, info, &st->dm, NULL) == 0) { st->figs.kind = KILN_CM_FIGS_DB; return st; }
   char *json = NULL;
-  if (d && kiln_cm_probe_cached(d, &json, &st->figs) == 0 && kiln_devmodel_from_probe(json, info, &st->dm, NULL) == 0) {
+  if (kiln_cm_probe_cached(d, &json, &st->figs) == 0 && kiln_devmodel_from_probe(json, info, &st->dm, NULL) == 0) {
     free(json);
     return st;
   }
@@ -786,8 +786,6 @@ static kiln_cm_state *state_new(kiln_db *db, int64_t device, const kiln_device_i
   if (!pj || kiln_devmodel_from_probe(pj, info, &st->dm, NULL) != 0) { free(st); return NULL; }
   return st;
 }
-
-kiln_cm_state *kiln_cm_state_new(kiln_db *db, int64_t device, const kiln_device_info *info) { return state_new(db, device, info, NULL); }
 
 kiln_cm_state *kiln_cm_state_for_device(kiln_db *db, int64_t device, kiln_device *d) { return state_new(db, device, &d->info, d); }
 

@@ -288,11 +288,10 @@ int kiln_tunable_enumerate(const kiln_tunable *t, const kiln_device_info *dev, i
 /* Cost-model state of a session (costmodel/): the device model and fitted
  * corrections. kiln_cm_choose picks the candidate with the lowest prediction. */
 typedef struct kiln_cm_state kiln_cm_state;
-kiln_cm_state *kiln_cm_state_new(struct kiln_db *db, int64_t device, const kiln_device_info *info);
-/* kiln_cm_state_new for a session on device d: when db holds no probe of the
- * device (or db is NULL), the quick probe's figures of d from the user's
- * cache (measured and cached on first use, probe_cache.c), else the built-in
- * prior's. NULL only when out of memory or no figures apply. */
+/* The state for a session on device d: the figures of db's probe of the
+ * device, else (db NULL, or no probe there) the quick probe's figures of d
+ * from the user's cache (measured and cached on first use, probe_cache.c),
+ * else the built-in prior's. NULL only when out of memory or no figures apply. */
 kiln_cm_state *kiln_cm_state_for_device(struct kiln_db *db, int64_t device, kiln_device *d);
 /* What the state's figures are (kiln_param_basis of include/kiln.h). */
 void kiln_cm_state_basis(const kiln_cm_state *st, kiln_param_basis *b);
