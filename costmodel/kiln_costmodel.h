@@ -187,6 +187,8 @@ int kiln_cm_fit_db(kiln_db *db, int64_t device, const kiln_devmodel *m, const ch
  * records: the probe JSON it was fitted against (NULL if none applies) and a
  * family's correction (KILN_ENOTFOUND if none). */
 const char *kiln_cm_prior_probe(const kiln_device_info *info);
+/* A hash of the prior for devices like info (its probe and corrections). */
+uint64_t kiln_cm_prior_hash(const kiln_device_info *info);
 /* The name of the device the prior for devices like info was measured on. */
 const char *kiln_cm_prior_device(const kiln_device_info *info);
 int kiln_cm_prior(const kiln_device_info *info, const char *family, kiln_correction *c);

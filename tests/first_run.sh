@@ -10,7 +10,9 @@
 #     the output matches the CPU reference, and the cache file
 #     probe-*.json appeared;
 #  2. a second run: figures "cached quick probe", probe_ms 0, the cache file
-#     unchanged (not probed again);
+#     unchanged (not probed again); the cost model's answers were kept in
+#     predicted-*.txt, and a damaged answers file still gives a run that
+#     matches the reference;
 #  3. the cache file overwritten with garbage: the run still succeeds and
 #     matches the reference, probes again (figures "quick probe") with a note
 #     saying so, and rewrites the file, which the next run reads;
@@ -74,6 +76,16 @@ run 2
 [ "$(field figures "$T/run2.json")" = "cached quick probe" ] || fail "run 2: figures '$(field figures "$T/run2.json")', want 'cached quick probe'"
 [ "$(field probe_ms "$T/run2.json")" = 0 ] || fail "run 2 probed again"
 cmp -s "$C" "$T/cache1" || fail "run 2 rewrote the probe cache"
+
+# the cost model's answers are kept beside the probe: run 2 read them back
+P=$(ls "$KILN_CACHE_DIR"/predicted-*.txt 2>/dev/null | head -n 1)
+[ -n "$P" ] && [ -s "$P" ] || fail "run 1 kept no predicted parameters in $KILN_CACHE_DIR"
+[ "$(field predicted "$T/run2.json")" = "$(field predicted "$T/run1.json")" ] || fail "run 2 predicted a different number of kernels"
+# a damaged answers file: lines that do not parse are skipped, parameters that
+# are not valid for their instance are predicted again
+printf 'conv|1|garbage\t0\t1\t1,2,3\n' >>"$P"
+sed 's/\t[0-9,]*$/\t99,99,99,99,99,99,99,99,99,99,99/' "$P" >"$T/p" && cp "$T/p" "$P"
+run 2b
 
 # 3. a corrupt cache file
 printf 'garbage\n{"flops_vec1":{"value":' >"$C"
