@@ -97,8 +97,7 @@ int kiln_cm_probe_cached(kiln_device *d, char **json, kiln_cm_figsrc *src) {
   memset(src, 0, sizeof *src);
   *json = NULL;
   const char *off = getenv("KILN_PROBE");
-  if (off && !strcmp(off, "off")) { snprintf(src->note, sizeof src->note, "KILN_PROBE=off: not probed"); return KILN_ENOTFOUND; }
-  if (!d->cache_dir[0]) { snprintf(src->note, sizeof src->note, "no cache directory (KILN_CACHE_DIR=off): not probed"); return KILN_ENOTFOUND; }
+  if ((off && !strcmp(off, "off")) || !d->cache_dir[0]) return KILN_ENOTFOUND; /* asked for: no note */
   char key[32];
   cache_key(d, key, sizeof key);
   snprintf(src->path, sizeof src->path, "%s/probe-%s.json", d->cache_dir, key);
