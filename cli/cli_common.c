@@ -151,3 +151,40 @@ int kiln_cli__open_db(const char *explicit_path, int flags, bool shared, kiln_db
   if (rc) return kiln_cli__fail(&err, rc);
   return 0;
 }
+
+/* What kiln_param_basis.figures says, in words. */
+static const char *basis_words(const kiln_param_basis *b, char *buf, size_t len) {
+  if (!strcmp(b->figures, "probe")) return "on the database's probe of this device";
+  if (!strcmp(b->figures, "quick probe")) {
+    snprintf(buf, len, "on a quick probe of this device (%.2f s, %.2f s of it compiling; %s)", b->probe_ms / 1e3, b->probe_compile_ms / 1e3,
+             b->cache[0] ? "now cached" : "not cached");
+    return buf;
+  }
+  if (!strcmp(b->figures, "cached quick probe")) return "on the cached quick probe of this device";
+  if (!strcmp(b->figures, "prior")) return "on the built-in prior's figures (no probe of this device)";
+  return "";
+}
+
+void kiln_cli__print_tuning(FILE *o, const char *label, const char *dbpath, const kiln_session *s, const kiln_param_stats *ps) {
+  kiln_param_basis b;
+  char words[128];
+  kiln_session_param_basis(s, &b);
+  fprintf(o, "%s%s: %d tunable kernel%s: %d tuned (measured), %d with parameters predicted by the cost model %s, %d with descriptor defaults%s\n",
+          label, dbpath ? dbpath : "no tuning database", ps->tunable, ps->tunable == 1 ? "" : "s", ps->tuned, ps->predicted, basis_words(&b, words, sizeof words),
+          ps->defaulted, dbpath || !ps->tunable ? "" : " (run `kiln tune` to measure them)");
+  if (b.note[0]) fprintf(stderr, "kiln: note: %s\n", b.note);
+}
+
+void kiln_cli__json_basis(FILE *o, const kiln_session *s) {
+  kiln_param_basis b;
+  kiln_session_param_basis(s, &b);
+  fprintf(o, ",\"figures\":");
+  kiln_cli__json_str(o, b.figures);
+  fprintf(o, ",\"probe_ms\":");
+  kiln_cli__json_num(o, b.probe_ms);
+  fprintf(o, ",\"probe_compile_ms\":");
+  kiln_cli__json_num(o, b.probe_compile_ms);
+  fprintf(o, ",\"note\":");
+  if (b.note[0]) kiln_cli__json_str(o, b.note);
+  else fprintf(o, "null");
+}

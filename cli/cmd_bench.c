@@ -237,7 +237,9 @@ static int cmd_bench(int argc, char **argv) {
     printf(",\"db\":"); char dbdesc[4096];
     kiln_db_describe(db, dbdesc, sizeof dbdesc);
     if (db) kiln_cli__json_str(o, dbdesc); else printf("null");
-    printf(",\"tuning\":{\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"default\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
+    printf(",\"tuning\":{\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"default\":%d", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
+    kiln_cli__json_basis(o, s);
+    printf("}");
     printf(",\"warmup\":%llu,\"runs\":%d,\"latency_ms\":{\"min\":", (unsigned long long)warmup, n); kiln_cli__json_num(o, mn);
     printf(",\"median\":"); kiln_cli__json_num(o, med);
     printf(",\"p90\":"); kiln_cli__json_num(o, p90);
@@ -260,8 +262,7 @@ static int cmd_bench(int argc, char **argv) {
     printf("device:     %s (%s)\n", di->name, di->platform);
     char dbd[4096];
     kiln_db_describe(db, dbd, sizeof dbd);
-    if (db) printf("tuning:     %s: %d of %d tunable kernels tuned, %d predicted, %d default\n", dbd, ps.tuned, ps.tunable, ps.predicted, ps.defaulted);
-    else printf("tuning:     no tuning database (%d tunable kernels use their defaults)\n", ps.tunable);
+    kiln_cli__print_tuning(stdout, "tuning:     ", db ? dbd : NULL, s, &ps);
     printf("warm-up:    %llu run%s in %.2f s (first run %.1f ms: planning and kernel compilation)\n", (unsigned long long)warmup,
            warmup == 1 ? "" : "s", plan_s, first_ms);
     printf("latency:    %d runs: min %.3f ms, median %.3f ms, p90 %.3f ms (mean %.3f, max %.3f, stddev %.3f)\n", n, mn, med, p90, mean, mx, sd);

@@ -44,9 +44,17 @@ static int cmd_plan(int argc, char **argv) {
   if ((rc = kiln_session_fusion(s, &f, &nf)) != 0) { kiln_cli__error("out of memory"); rc = 1; goto done; }
   kiln_run_stats rs;
   kiln_session_get_stats(s, &rs);
+  kiln_param_stats ps;
+  kiln_session_param_stats(s, &ps);
+  char dbdesc[4096];
+  kiln_db_describe(x.db, dbdesc, sizeof dbdesc);
   if (json) {
     printf("{\"model\":"); kiln_cli__json_str(stdout, path);
     printf(",\"device\":"); kiln_cli__json_str(stdout, kiln_device_get_info(d)->name);
+    printf(",\"tuning\":{\"db\":"); kiln_cli__json_str_or_null(stdout, x.db ? dbdesc : NULL);
+    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"default\":%d", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
+    kiln_cli__json_basis(stdout, s);
+    printf("}");
     printf(",\"fusion\":%s,\"kernels\":%d,\"kernel_launches\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"launches\":[",
            nofusion ? "false" : "true", nk, rs.kernels_launched, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
            (unsigned long long)rs.pool_bytes);
@@ -80,6 +88,7 @@ static int cmd_plan(int argc, char **argv) {
     printf("intermediates total %.2f MiB, peak %.2f MiB (%.1f%%); weights, inputs and outputs %.2f MiB\n", rs.intermediate_bytes / 1048576.0,
            rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0,
            (rs.device_bytes - rs.pool_bytes) / 1048576.0);
+    kiln_cli__print_tuning(stdout, "tuning: ", x.db ? dbdesc : NULL, s, &ps);
     printf("%-26s %-24s %-9s %-10s %11s %11s  %s\n", "kernel (last node)", "ops", "family", "params", "predict us", "measured us", "parameters");
     for (int i = 0; i < nk; i++) {
       char pu[32] = "-", mu[32] = "-";

@@ -155,7 +155,9 @@ static void print_report(const run_args *a, const run_state *r) {
     char dbdesc[4096];
     kiln_db_describe(db, dbdesc, sizeof dbdesc);
     if (db) kiln_cli__json_str(stdout, dbdesc); else printf("null");
-    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"default\":%d}", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
+    printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"default\":%d", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
+    kiln_cli__json_basis(stdout, s);
+    printf("}");
     printf(",\"kernels_launched\":%d,\"nodes_folded\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"inputs\":[",
            rs.kernels_launched, rs.nodes_folded, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
            (unsigned long long)rs.pool_bytes);
@@ -210,9 +212,7 @@ static void print_report(const run_args *a, const run_state *r) {
            rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0);
     char dbdesc[4096];
     kiln_db_describe(db, dbdesc, sizeof dbdesc);
-    if (db) printf("tuning:  %s: %d tunable kernel%s: %d tuned (measured), %d untuned with parameters predicted by the cost model, %d untuned with descriptor defaults\n",
-                   dbdesc, ps.tunable, ps.tunable == 1 ? "" : "s", ps.tuned, ps.predicted, ps.defaulted);
-    else printf("tuning:  no tuning database (%d tunable kernel%s use descriptor defaults; run `kiln tune`)\n", ps.tunable, ps.tunable == 1 ? "" : "s");
+    kiln_cli__print_tuning(stdout, "tuning:  ", db ? dbdesc : NULL, s, &ps);
     for (int i = 0; i < nout; i++) kiln_cli__print_tensor("output", kiln_session_output(s, i));
     if (check) {
       printf("check vs CPU reference: max abs err %.3g, max rel err %.3g (tolerance %g): %s\n", res.max_abs, res.max_rel, KILN_CLI_CHECK_RTOL,

@@ -85,13 +85,13 @@ static void tune_progress(const kiln_tune_progress *p, void *ctx) {
   if (p->best_ns > 0) snprintf(best, sizeof best, "%.1f us", p->best_ns / 1e3);
   if (p->default_ns > 0) snprintf(dflt, sizeof dflt, "%.1f us", p->default_ns / 1e3);
   if (ui->tty) {
-    fprintf(stderr, "\r\033[K[%d/%d] %s %s: trial %d/%d, default %s, best %s, ETA %.0f s", p->instance, p->ninstances, p->family, p->shape_key,
-            p->trial, p->ntrials, dflt, best, p->eta_s);
+    fprintf(stderr, "\r\033[K[%d/%d] %s %s (%.1f%%): trial %d/%d, default %s, best %s, %.0f%% of predicted time covered, ETA %.0f s", p->instance,
+            p->ninstances, p->family, p->shape_key, 100 * p->share, p->trial, p->ntrials, dflt, best, 100 * p->covered, p->eta_s);
     if (p->trial == p->ntrials) fputc('\n', stderr);
   } else if (p->trial == p->ntrials || p->instance != ui->last_instance) {
     /* plain lines when not on a terminal: one when an instance starts and one when it ends */
-    fprintf(stderr, "[%d/%d] %s %s: trial %d/%d, default %s, best %s, elapsed %.0f s, ETA %.0f s\n", p->instance, p->ninstances, p->family,
-            p->shape_key, p->trial, p->ntrials, dflt, best, p->elapsed_s, p->eta_s);
+    fprintf(stderr, "[%d/%d] %s %s (%.1f%% of predicted model time): trial %d/%d, default %s, best %s, %.0f%% of predicted time covered, elapsed %.0f s, ETA %.0f s\n",
+            p->instance, p->ninstances, p->family, p->shape_key, 100 * p->share, p->trial, p->ntrials, dflt, best, 100 * p->covered, p->elapsed_s, p->eta_s);
   }
   ui->last_instance = p->instance;
 }
@@ -264,6 +264,7 @@ static int cmd_tune(int argc, char **argv) {
       kiln_cli__json_num(stdout, r->default_ns);
       printf(",\"tuned_ns\":"); kiln_cli__json_num(stdout, r->best_ns);
       printf(",\"speedup\":"); kiln_cli__json_num(stdout, r->default_ns > 0 && r->best_ns > 0 ? r->default_ns / r->best_ns : NAN);
+      printf(",\"share\":"); kiln_cli__json_num(stdout, r->share);
       printf("}");
     }
     printf("]}\n");

@@ -49,7 +49,9 @@ static void print_main_help(void) {
          "platform), 1 other failures (OpenCL errors, mismatch with the CPU reference).\n"
          "environment: KILN_DEVICE (default device), KILN_DB (your tuning database, default\n"
          "~/.cache/kiln/tuning.db), KILN_DB_PATH (shared tuning databases, FILE1:FILE2, read-only, consulted\n"
-         "after yours), KILN_CACHE_DIR (compiled program cache, default ~/.cache/kiln/programs; 'off' to disable)\n");
+         "after yours), KILN_CACHE_DIR (compiled program and quick-probe cache, default ~/.cache/kiln/programs;\n"
+         "'off' to disable), KILN_PROBE ('off': no quick probe of the device without a probed database;\n"
+         "predictions rest on the built-in prior's figures)\n");
 }
 
 /* `kiln --list-options` (not in the help): every option of every command

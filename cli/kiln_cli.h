@@ -59,6 +59,12 @@ int kiln_cli__open_db(const char *explicit_path, int flags, bool shared, kiln_db
 int kiln_cli__cmp_double(const void *a, const void *b);
 
 /* ---- inputs, outputs and comparison (cli_tensors.c) ------------------------ */
+/* The line about where the session's kernel parameters came from (tuned,
+ * predicted by the cost model and on which device figures, defaults), after
+ * label; dbpath NULL: no database. A note about the probe cache goes to stderr. */
+void kiln_cli__print_tuning(FILE *o, const char *label, const char *dbpath, const kiln_session *s, const kiln_param_stats *ps);
+/* ,"figures":...,"probe_ms":...,"note":... of kiln_session_param_basis, for a JSON object. */
+void kiln_cli__json_basis(FILE *o, const kiln_session *s);
 
 /* A model's inputs bound for a run: from files, the rest random. */
 typedef struct kiln_cli__inputs {

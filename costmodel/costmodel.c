@@ -760,35 +760,174 @@ struct kiln_cm_state {
   kiln_db *db;
   int64_t device;
   kiln_devmodel dm;
-  int prior_probe;          /* dm is the built-in prior's probe, not this device's */
+  kiln_cm_figsrc figs;      /* where dm's figures came from */
+  /* kiln_cm_choose's answers by instance (family, dtype, shape key, epilogue):
+   * a model's repeated blocks ask again, and each answer enumerates the whole
+   * parameter space (up to millions of combinations for conv) */
+  struct cm_memo { char key[400]; int rc; int p[KILN_MAX_KPARAMS]; double ns; } *memo;
+  int nmemo, capmemo;
+  /* Without a database the answers depend only on the figures, the prior and
+   * the kernel sources, so they are kept in the user's cache beside the
+   * probe, and a later run does not enumerate again (predicted-<hash>.txt,
+   * one line per instance: key, status, predicted ns, parameters). */
+  char choices[700];        /* "" none */
+  int choices_loaded;
   kiln_correction corr[16];
   kiln_cm_samples smp[16];  /* the device's records of corr[i]'s family (the transfer's source) */
   int ncorr;
 };
 
-kiln_cm_state *kiln_cm_state_new(kiln_db *db, int64_t device, const kiln_device_info *info) {
+/* The state on the database's probe of the device, else on the figures of
+ * the quick probe of d, else on the built-in prior's. */
+static kiln_cm_state *state_new(kiln_db *db, int64_t device, const kiln_device_info *info, kiln_device *d) {
   kiln_cm_state *st = calloc(1, sizeof *st);
   if (!st) return NULL;
-  if (!db || kiln_cm_load(db, device, info, &st->dm, NULL) != 0) {
-    /* never probed: the built-in prior's probe of a device of this kind */
-    const char *pj = kiln_cm_prior_probe(info);
-    if (!pj || kiln_devmodel_from_probe(pj, info, &st->dm, NULL) != 0) { free(st); return NULL; }
-    st->prior_probe = 1;
-  }
   st->db = db;
   st->device = device;
+  if (db && kiln_cm_load(db, device, info, &st->dm, NULL) == 0) { st->figs.kind = KILN_CM_FIGS_DB; return st; }
+  char *json = NULL;
+  if (kiln_cm_probe_cached(d, &json, &st->figs) == 0 && kiln_devmodel_from_probe(json, info, &st->dm, NULL) == 0) {
+    free(json);
+    return st;
+  }
+  free(json);
+  /* never probed: the built-in prior's probe of a device of this kind */
+  st->figs.kind = KILN_CM_FIGS_PRIOR;
+  const char *pj = kiln_cm_prior_probe(info);
+  if (!pj || kiln_devmodel_from_probe(pj, info, &st->dm, NULL) != 0) { free(st); return NULL; }
   return st;
+}
+
+static uint64_t mix(uint64_t h, const void *p, size_t n) {
+  for (size_t i = 0; i < n; i++) { h ^= ((const unsigned char *)p)[i]; h *= 1099511628211ull; }
+  return h;
+}
+
+kiln_cm_state *kiln_cm_state_for_device(kiln_db *db, int64_t device, kiln_device *d) {
+  kiln_cm_state *st = state_new(db, device, &d->info, d);
+  if (st && !db && d->cache_dir[0]) { /* the answers' file: device, figures, prior and kiln version in its name */
+    const kiln_devmodel *m = &st->dm;
+    char exact[1024], family[512];
+    kiln_db_fingerprint(&d->info, exact, sizeof exact, family, sizeof family);
+    uint64_t h = kiln_cm_prior_hash(&d->info);
+    h = mix(h, KILN_VERSION, strlen(KILN_VERSION));
+    h = mix(h, exact, strlen(exact));
+    h = mix(h, m->flops, sizeof m->flops);
+    h = mix(h, m->bw, sizeof(double) * (size_t)m->nbw);
+    h = mix(h, m->bw_size, sizeof(double) * (size_t)m->nbw);
+    double more[6] = {m->local_bw, m->launch_us, m->dep_us, m->span_us, m->next_us, m->gather};
+    h = mix(h, more, sizeof more);
+    snprintf(st->choices, sizeof st->choices, "%s/predicted-%016llx.txt", d->cache_dir, (unsigned long long)h);
+  }
+  return st;
+}
+
+void kiln_cm_state_basis(const kiln_cm_state *st, kiln_param_basis *b) {
+  memset(b, 0, sizeof *b);
+  static const char *const names[] = {[KILN_CM_FIGS_PRIOR] = "prior", [KILN_CM_FIGS_DB] = "probe", [KILN_CM_FIGS_CACHED] = "cached quick probe",
+                                      [KILN_CM_FIGS_PROBED] = "quick probe"};
+  snprintf(b->figures, sizeof b->figures, "%s", names[st->figs.kind]);
+  snprintf(b->cache, sizeof b->cache, "%s", st->figs.path);
+  snprintf(b->note, sizeof b->note, "%s", st->figs.note);
+  b->probe_ms = st->figs.probe_ms;
+  b->probe_compile_ms = st->figs.probe_compile_ms;
 }
 
 void kiln_cm_state_free(kiln_cm_state *st) {
   if (!st) return;
+  free(st->memo);
   for (int i = 0; i < st->ncorr; i++) kiln_cm_samples_free(&st->smp[i]);
   free(st);
+}
+
+static int choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred_ns);
+
+/* A new memo entry (NULL when out of memory). */
+static struct cm_memo *memo_add(kiln_cm_state *st, const char *key, int rc, const int *p, int np, double ns) {
+  if (st->nmemo == st->capmemo) {
+    int cap = st->capmemo ? 2 * st->capmemo : 32;
+    struct cm_memo *nm = realloc(st->memo, sizeof *nm * (size_t)cap);
+    if (!nm) return NULL;
+    st->memo = nm;
+    st->capmemo = cap;
+  }
+  struct cm_memo *m = &st->memo[st->nmemo++];
+  memset(m, 0, sizeof *m);
+  snprintf(m->key, sizeof m->key, "%s", key);
+  m->rc = rc;
+  m->ns = ns;
+  if (!rc) memcpy(m->p, p, sizeof(int) * (size_t)(np < KILN_MAX_KPARAMS ? np : KILN_MAX_KPARAMS));
+  return m;
+}
+
+/* Reads the choices file into the memo (lines that do not parse are skipped). */
+static void choices_load(kiln_cm_state *st) {
+  st->choices_loaded = 1;
+  FILE *f = st->choices[0] ? fopen(st->choices, "r") : NULL;
+  if (!f) return;
+  char line[1024];
+  while (fgets(line, sizeof line, f)) {
+    char *tab1 = strchr(line, '\t'), *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL, *tab3 = tab2 ? strchr(tab2 + 1, '\t') : NULL;
+    if (!tab3 || !strchr(tab3, '\n')) continue;
+    *tab1 = 0;
+    int rc = atoi(tab1 + 1), p[KILN_MAX_KPARAMS] = {0}, np = 0;
+    double ns = strtod(tab2 + 1, NULL);
+    for (char *q = tab3 + 1; *q && *q != '\n' && np < KILN_MAX_KPARAMS; np++) {
+      p[np] = (int)strtol(q, &q, 10);
+      if (*q == ',') q++;
+    }
+    memo_add(st, line, rc, p, np, ns);
+  }
+  fclose(f);
+}
+
+/* Appends one answer to the choices file (failures only cost a later run the enumeration). */
+static void choices_append(const kiln_cm_state *st, const char *key, int rc, const int *p, int np, double ns) {
+  FILE *f = fopen(st->choices, "a");
+  if (!f) return;
+  char line[1024];
+  int o = snprintf(line, sizeof line, "%s\t%d\t%.6g\t", key, rc, ns);
+  for (int i = 0; i < np && !rc && o > 0 && o < (int)sizeof line - 16; i++) o += snprintf(line + o, sizeof line - (size_t)o, "%s%d", i ? "," : "", p[i]);
+  if (o > 0 && o < (int)sizeof line - 2) { line[o++] = '\n'; fwrite(line, 1, (size_t)o, f); } /* one write: whole lines with O_APPEND */
+  fclose(f);
+}
+
+/* 1 if p is in t's declared space and valid on the device (a kept answer may be stale or damaged). */
+static int in_space(const kiln_cm_state *st, const kiln_tunable *t, const int *p) {
+  for (int i = 0; i < t->nparams; i++) {
+    const kiln_kparam *kp = &t->params[i];
+    int ok = kp->nvals <= 0 ? p[i] == kp->dflt : 0;
+    for (int k = 0; k < kp->nvals && !ok; k++) ok = p[i] == kp->vals[k];
+    if (!ok) return 0;
+  }
+  return !t->valid || t->valid(t, p, &st->dm.info) == 0;
 }
 
 int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred_ns) {
   if (!t->features) return KILN_EUNSUPPORTED;
   if (getenv("KILN_NO_PREDICT")) return KILN_ENOTFOUND; /* descriptor defaults, for comparison */
+  if (!st->choices_loaded) choices_load(st);
+  char key[400], hash[24];
+  kiln_source_hash(t->file, hash, sizeof hash);
+  snprintf(key, sizeof key, "%s|%d|%s|%s|%s", t->family, t->dtype, t->shape_key, t->epilogue, hash);
+  for (int i = 0; i < st->nmemo; i++) {
+    struct cm_memo *m = &st->memo[i];
+    if (strcmp(m->key, key)) continue;
+    if (m->rc) return m->rc;
+    if (!in_space(st, t, m->p)) break; /* a stale or damaged answer: asked again */
+    memcpy(p, m->p, sizeof(int) * (size_t)t->nparams);
+    if (pred_ns) *pred_ns = m->ns;
+    return 0;
+  }
+  double ns = 0;
+  int rc = choose(st, t, p, &ns);
+  if (pred_ns && !rc) *pred_ns = ns;
+  if ((rc == 0 || rc == KILN_ENOTFOUND) && memo_add(st, key, rc, p, t->nparams, ns) && st->choices[0]) choices_append(st, key, rc, p, t->nparams, ns);
+  return rc;
+}
+
+/* kiln_cm_choose without the memo. */
+static int choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred_ns) {
   const kiln_correction *c = NULL;
   kiln_cm_samples *smp = NULL;
   for (int i = 0; i < st->ncorr; i++) if (!strcmp(st->corr[i].family, t->family)) c = &st->corr[i], smp = &st->smp[i];
@@ -894,7 +1033,8 @@ int kiln_cm_eval_device(kiln_db *db, int64_t dev, const kiln_device_info *info, 
 }
 
 int kiln_cm_fusion_costs(const kiln_cm_state *st, double *launch_us, double *bw_gbps) {
-  if (st->prior_probe) return KILN_ENOTFOUND; /* not this device's figures: fusion keeps its defaults */
+  /* not this device's figures, or the quick probe's (a few samples): fusion keeps its defaults */
+  if (st->figs.kind != KILN_CM_FIGS_DB) return KILN_ENOTFOUND;
   *launch_us = st->dm.launch_us;
   *bw_gbps = st->dm.bw[st->dm.nbw > 2 ? 2 : st->dm.nbw - 1]; /* a few-MiB working set */
   return 0;

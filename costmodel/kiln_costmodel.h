@@ -66,6 +66,24 @@ typedef struct kiln_correction {
   double sc_lo, sc_hi;      /* the range of the scale term over the records fitted (predictions clamp to it) */
 } kiln_correction;
 
+/* The quick probe (probe.c): the figures the cost model reads, measured
+ * with fewer and shorter samples (well under 2 s), as the JSON a full probe
+ * stores (*json malloc'd, the caller frees). */
+int kiln_probe_quick(kiln_device *d, char **json, kiln_error *err);
+/* Where a session's device figures came from (probe_cache.c). */
+enum { KILN_CM_FIGS_PRIOR, KILN_CM_FIGS_DB, KILN_CM_FIGS_CACHED, KILN_CM_FIGS_PROBED };
+typedef struct kiln_cm_figsrc {
+  int kind;            /* KILN_CM_FIGS_* */
+  char path[640];      /* the quick probe's cache file ("" none) */
+  char note[1024];     /* why the cache was not used or not written ("" none) */
+  double probe_ms;     /* the quick probe's time when it ran now (ms; 0 none) ... */
+  double probe_compile_ms; /* ... and the part of it spent building its programs (ms) */
+} kiln_cm_figsrc;
+/* The quick probe's figures of d (*json malloc'd): from the user's cache, else
+ * measured now and cached. KILN_ENOTFOUND when probing is off or there is no
+ * cache directory, another status when the probe failed; never fails on the
+ * cache itself (src->note says what went wrong with it). */
+int kiln_cm_probe_cached(kiln_device *d, char **json, kiln_cm_figsrc *src);
 /* Fills m from the probe JSON stored on the device row. */
 int kiln_devmodel_from_probe(const char *json, const kiln_device_info *info, kiln_devmodel *m, kiln_error *err);
 /* Spec-sheet profile of a known GPU ("rtx3060", "h100", "rx7900xtx", "arc-a770", "m2"). */
@@ -169,6 +187,8 @@ int kiln_cm_fit_db(kiln_db *db, int64_t device, const kiln_devmodel *m, const ch
  * records: the probe JSON it was fitted against (NULL if none applies) and a
  * family's correction (KILN_ENOTFOUND if none). */
 const char *kiln_cm_prior_probe(const kiln_device_info *info);
+/* A hash of the prior for devices like info (its probe and corrections). */
+uint64_t kiln_cm_prior_hash(const kiln_device_info *info);
 /* The name of the device the prior for devices like info was measured on. */
 const char *kiln_cm_prior_device(const kiln_device_info *info);
 int kiln_cm_prior(const kiln_device_info *info, const char *family, kiln_correction *c);

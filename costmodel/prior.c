@@ -39,6 +39,25 @@ const char *kiln_cm_prior_probe(const kiln_device_info *info) {
   return s && s->probe[0] ? s->probe : NULL;
 }
 
+uint64_t kiln_cm_prior_hash(const kiln_device_info *info) {
+  const prior_set *s = prior_for(info);
+  uint64_t h = 1469598103934665603ull;
+  if (!s) return h;
+#define MIX(p, n) for (size_t q_ = 0; q_ < (n); q_++) { h ^= ((const unsigned char *)(p))[q_]; h *= 1099511628211ull; }
+  MIX(s->device, strlen(s->device));
+  MIX(s->probe, strlen(s->probe));
+  for (size_t i = 0; i < s->nfam; i++) {
+    const prior_family *f = &s->fam[i];
+    if (!f->family) continue;
+    MIX(f->family, strlen(f->family));
+    MIX(&f->nsamples, sizeof f->nsamples);
+    for (int k = 0; k < f->ntok; k++) MIX(f->tok[k], strlen(f->tok[k]));
+    MIX(f->w, sizeof(double) * (size_t)(KILN_CM_NB + 2 * f->ntok));
+  }
+#undef MIX
+  return h;
+}
+
 const char *kiln_cm_prior_device(const kiln_device_info *info) {
   const prior_set *s = prior_for(info);
   return s && s->device[0] ? s->device : NULL;

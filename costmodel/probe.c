@@ -5,13 +5,38 @@
  * into GEMM panels), kernel launch overhead, host<->device transfer rates and
  * program build time per kB of source. Every figure is the median of several
  * repeats with its spread; the result is stored with the device's row in the
- * tuning database as JSON. */
-#include "kiln_internal.h"
-#include "kiln_db.h"
+ * tuning database as JSON.
+ *
+ * The quick probe (kiln_probe_quick) measures the figures the cost model
+ * reads with fewer repeats, smaller buffers and shorter samples, in well
+ * under 2 s: what a session without a probed database uses (probe_cache.c). */
+#include "kiln_costmodel.h"
 #include <math.h>
 #include <time.h>
+#include <unistd.h>
 
-#define REPS 7
+/* How much a probe measures. */
+typedef struct probe_cfg {
+  int reps;                 /* samples per figure (odd: the median is one of them) */
+  const size_t *sizes;      /* working-set sizes of the bandwidth figures (bytes) */
+  int nsizes;
+  size_t inner_bytes;       /* a bandwidth sample repeats its kernel until it moved this much */
+  int flops_iters;          /* multiply-add rounds per work-item at vector width 1 */
+  int local_reps;           /* rounds of the local-memory kernel */
+  int gather_c, gather_hw;  /* the im2col of the gather figure: channels, image side */
+  int launch_n;             /* empty kernels per launch-overhead sample */
+  int span_inner;           /* pairs of empty kernels per span sample */
+  int host;                 /* host transfers and build time too (not read by the cost model) */
+  int best;                 /* a figure's value is its best sample, not the median: with few
+                               samples, on a machine that is busy when a first run probes it,
+                               interference only takes away, and the best sample is the one
+                               it touched least */
+} probe_cfg;
+
+static const size_t full_sizes[] = {(size_t)32 << 10, (size_t)256 << 10, (size_t)2 << 20, (size_t)16 << 20, (size_t)128 << 20};
+static const probe_cfg full_cfg = {7, full_sizes, 5, (size_t)8 << 20, 4096 * 8, 4096, 64, 128, 100, 25, 1, 0};
+static const size_t quick_sizes[] = {(size_t)32 << 10, (size_t)256 << 10, (size_t)2 << 20, (size_t)16 << 20};
+static const probe_cfg quick_cfg = {5, quick_sizes, 4, (size_t)1 << 20, 2048, 1024, 32, 64, 30, 6, 0, 1};
 
 static double now_s(void) {
   struct timespec ts;
@@ -26,14 +51,28 @@ static int cmpd(const void *a, const void *b) {
 typedef struct {
   kiln_probe_figure *f;
   int n, cap;
+  int best;        /* value = best sample (probe_cfg.best) */
 } figs;
+
+/* One probe in progress: the device, its buffers and the figures so far. */
+typedef struct probe_ctx {
+  kiln_device *d;
+  kiln_error *err;
+  const probe_cfg *cfg;
+  figs fs;
+  size_t cu, wg, max_bytes;
+  cl_mem a, b, small;       /* max_bytes each, and 4 MiB */
+} probe_ctx;
+
+#define REPS_MAX 7
 
 static void add(figs *fs, const char *name, const char *unit, double *samples, int n, int higher_better) {
   if (fs->n == fs->cap) {
-    fs->cap = fs->cap ? fs->cap * 2 : 32;
-    kiln_probe_figure *nf = realloc(fs->f, sizeof *nf * (size_t)fs->cap);
+    int cap = fs->cap ? fs->cap * 2 : 32;
+    kiln_probe_figure *nf = realloc(fs->f, sizeof *nf * (size_t)cap);
     if (!nf) return;
     fs->f = nf;
+    fs->cap = cap;
   }
   qsort(samples, (size_t)n, sizeof(double), cmpd);
   kiln_probe_figure *f = &fs->f[fs->n++];
@@ -43,7 +82,10 @@ static void add(figs *fs, const char *name, const char *unit, double *samples, i
   f->value = samples[n / 2];
   f->best = higher_better ? samples[n - 1] : samples[0];
   f->spread = f->value != 0 ? (samples[n - 1 - n / 5] - samples[n / 5]) / fabs(f->value) : 0;
+  if (fs->best) f->value = f->best;
 }
+
+static int cl_fail(probe_ctx *c) { return c->err ? c->err->status : KILN_ECL; }
 
 /* Time of one kernel launch from its profiling event, seconds. */
 static double timed_launch(kiln_device *d, cl_kernel k, size_t gws, size_t lws, kiln_error *err) {
@@ -58,265 +100,320 @@ static double timed_launch(kiln_device *d, cl_kernel k, size_t gws, size_t lws, 
   return (double)(b - a) * 1e-9;
 }
 
-int kiln_probe(kiln_device *d, kiln_db *db, kiln_probe_figure **out, int *nout, kiln_error *err) {
-  figs fs = {0};
-  int rc = 0;
-  size_t cu = (size_t)(d->info.compute_units > 0 ? d->info.compute_units : 1);
-  size_t wg = d->info.max_work_group >= 256 ? 256 : d->info.max_work_group;
-  size_t max_bytes = (size_t)128 << 20;
-  if (max_bytes > d->info.max_alloc / 2) max_bytes = (size_t)(d->info.max_alloc / 2);
-  cl_mem a = kiln_cl_alloc(d, max_bytes, err), b = a ? kiln_cl_alloc(d, max_bytes, err) : NULL;
-  cl_mem small = b ? kiln_cl_alloc(d, (size_t)1 << 22, err) : NULL;
-  if (!a || !b || !small) { rc = err ? err->status : KILN_ECL; goto done; }
-  {
-    cl_float zero = 0;
-    clEnqueueFillBuffer(d->q, a, &zero, sizeof zero, 0, max_bytes, 0, NULL, NULL);
-    clEnqueueFillBuffer(d->q, b, &zero, sizeof zero, 0, max_bytes, 0, NULL, NULL);
-    clFinish(d->q);
+/* Times of one read, write and copy pass over bytes (seconds, the better of
+ * the two access patterns, each repeated inner times). */
+static int bw_sample(probe_ctx *c, cl_kernel *k, size_t bytes, int inner, double t[3]) {
+  cl_long n4 = (cl_long)(bytes / 16);
+  size_t items = c->cu * c->wg * 4;
+  if ((size_t)n4 < items) items = (size_t)n4;
+  items = (items + c->wg - 1) / c->wg * c->wg;
+  cl_float v = 1.0f;
+  t[0] = t[1] = t[2] = INFINITY;
+  for (int pat = 0; pat < 2; pat++) {
+    cl_kernel R = k[pat * 3], W = k[pat * 3 + 1], C = k[pat * 3 + 2];
+    size_t it = pat ? c->cu * 64 : items, lws = pat ? 64 : c->wg;
+    double p[3] = {0, 0, 0};
+    for (int i = 0; i < inner; i++) {
+      int rc;
+      if ((rc = kiln_cl_args(R, c->err, KARG(c->a), KARG(c->small), KARG(n4), KEND))) return rc;
+      double t0 = timed_launch(c->d, R, it, lws, c->err);
+      if ((rc = kiln_cl_args(W, c->err, KARG(c->b), KARG(n4), KARG(v), KEND))) return rc;
+      double t1 = timed_launch(c->d, W, it, lws, c->err);
+      if ((rc = kiln_cl_args(C, c->err, KARG(c->a), KARG(c->b), KARG(n4), KEND))) return rc;
+      double t2 = timed_launch(c->d, C, it, lws, c->err);
+      if (t0 < 0 || t1 < 0 || t2 < 0) return cl_fail(c);
+      p[0] += t0; p[1] += t1; p[2] += t2;
+    }
+    for (int q = 0; q < 3; q++) if (p[q] < t[q]) t[q] = p[q];
   }
-  cl_kernel kr = kiln_cl_kernel(d, "probe.cl", "-DVW=8", "read_bw", err);
-  cl_kernel kw = kr ? kiln_cl_kernel(d, "probe.cl", "-DVW=8", "write_bw", err) : NULL;
-  cl_kernel kc = kw ? kiln_cl_kernel(d, "probe.cl", "-DVW=8", "copy_bw", err) : NULL;
-  cl_kernel kl = kc ? kiln_cl_kernel(d, "probe.cl", "-DVW=8", "local_bw", err) : NULL;
-  cl_kernel ke = kl ? kiln_cl_kernel(d, "probe.cl", "-DVW=8", "empty", err) : NULL;
-  cl_kernel kr2 = ke ? kiln_cl_kernel(d, "probe.cl", "-DVW=8", "read_chunk", err) : NULL;
-  cl_kernel kw2 = kr2 ? kiln_cl_kernel(d, "probe.cl", "-DVW=8", "write_chunk", err) : NULL;
-  cl_kernel kc2 = kw2 ? kiln_cl_kernel(d, "probe.cl", "-DVW=8", "copy_chunk", err) : NULL;
-  if (!kc2) { rc = err ? err->status : KILN_ECL; goto done; }
-  /* global memory against buffer size: cache levels show as steps */
-  static const size_t sizes[] = {(size_t)32 << 10, (size_t)256 << 10, (size_t)2 << 20, (size_t)16 << 20, (size_t)128 << 20};
-  size_t gsz = cu * wg * 4;
-  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-    size_t bytes = sizes[si] > max_bytes ? max_bytes : sizes[si];
-    cl_long n4 = (cl_long)(bytes / 16);
-    size_t items = gsz;
-    if ((size_t)n4 < items) items = (size_t)n4;
-    items = (items + wg - 1) / wg * wg;
-    double rs[REPS], ws[REPS], cs[REPS];
-    cl_float v = 1.0f;
-    for (int r = 0; r < REPS; r++) {
-      /* repeat inside a sample until it lasts a few ms, so small sizes are not launch-bound */
-      int inner = (int)((size_t)(8 << 20) / bytes);
-      if (inner < 1) inner = 1;
-      double tr = 0, tw = 0, tc = 0;
-      /* both access patterns; the device's figure is the better one */
-      double best_r = INFINITY, best_w = INFINITY, best_c = INFINITY;
-      for (int pat = 0; pat < 2 && !rc; pat++) {
-        cl_kernel R = pat ? kr2 : kr, W = pat ? kw2 : kw, C = pat ? kc2 : kc;
-        size_t it = pat ? cu * 64 : items;
-        double pr = 0, pw = 0, pc = 0;
-        for (int i = 0; i < inner && !rc; i++) {
-          if ((rc = kiln_cl_args(R, err, KARG(a), KARG(small), KARG(n4), KEND))) break;
-          double t = timed_launch(d, R, it, pat ? 64 : wg, err);
-          if ((rc = kiln_cl_args(W, err, KARG(b), KARG(n4), KARG(v), KEND))) break;
-          double t2 = timed_launch(d, W, it, pat ? 64 : wg, err);
-          if ((rc = kiln_cl_args(C, err, KARG(a), KARG(b), KARG(n4), KEND))) break;
-          double t3 = timed_launch(d, C, it, pat ? 64 : wg, err);
-          if (t < 0 || t2 < 0 || t3 < 0) { rc = err ? err->status : KILN_ECL; break; }
-          pr += t; pw += t2; pc += t3;
-        }
-        if (pr < best_r) best_r = pr;
-        if (pw < best_w) best_w = pw;
-        if (pc < best_c) best_c = pc;
-      }
-      tr = best_r; tw = best_w; tc = best_c;
-      if (rc) goto done;
-      rs[r] = (double)bytes * inner / tr * 1e-9;
-      ws[r] = (double)bytes * inner / tw * 1e-9;
-      cs[r] = 2.0 * (double)bytes * inner / tc * 1e-9; /* read + write */
+  return 0;
+}
+
+/* Global memory against buffer size: cache levels show as steps. */
+static int probe_bandwidth(probe_ctx *c) {
+  static const char *const names[6] = {"read_bw", "write_bw", "copy_bw", "read_chunk", "write_chunk", "copy_chunk"};
+  cl_kernel k[6];
+  for (int i = 0; i < 6; i++)
+    if (!(k[i] = kiln_cl_kernel(c->d, "probe.cl", "-DVW=8", names[i], c->err))) return cl_fail(c);
+  const probe_cfg *cfg = c->cfg;
+  for (int si = 0; si < cfg->nsizes; si++) {
+    size_t bytes = cfg->sizes[si] > c->max_bytes ? c->max_bytes : cfg->sizes[si];
+    double rs[REPS_MAX], ws[REPS_MAX], cs[REPS_MAX];
+    /* repeat inside a sample until it lasts a few ms, so small sizes are not launch-bound */
+    int inner = (int)(cfg->inner_bytes / bytes);
+    if (inner < 1) inner = 1;
+    for (int r = 0; r < cfg->reps; r++) {
+      double t[3];
+      int rc = bw_sample(c, k, bytes, inner, t);
+      if (rc) return rc;
+      rs[r] = (double)bytes * inner / t[0] * 1e-9;
+      ws[r] = (double)bytes * inner / t[1] * 1e-9;
+      cs[r] = 2.0 * (double)bytes * inner / t[2] * 1e-9; /* read + write */
     }
     char name[48];
     const char *unit = bytes >= (1 << 20) ? "MiB" : "KiB";
     size_t shown = bytes >= (1 << 20) ? bytes >> 20 : bytes >> 10;
     snprintf(name, sizeof name, "read_%zu%s", shown, unit);
-    add(&fs, name, "GB/s", rs, REPS, 1);
+    add(&c->fs, name, "GB/s", rs, cfg->reps, 1);
     snprintf(name, sizeof name, "write_%zu%s", shown, unit);
-    add(&fs, name, "GB/s", ws, REPS, 1);
+    add(&c->fs, name, "GB/s", ws, cfg->reps, 1);
     snprintf(name, sizeof name, "copy_%zu%s", shown, unit);
-    add(&fs, name, "GB/s", cs, REPS, 1);
+    add(&c->fs, name, "GB/s", cs, cfg->reps, 1);
   }
-  /* local memory */
-  {
-    double ls[REPS];
-    cl_int reps = 4096;
-    size_t items = cu * wg * 4;
-    for (int r = 0; r < REPS; r++) {
-      if ((rc = kiln_cl_args(kl, err, KARG(small), KARG(reps), KEND))) goto done;
-      double t = timed_launch(d, kl, items, wg, err);
-      if (t < 0) { rc = err ? err->status : KILN_ECL; goto done; }
-      ls[r] = (double)items * reps * 32.0 / t * 1e-9; /* one float4 read + one write */
+  return 0;
+}
+
+static int probe_local(probe_ctx *c) {
+  cl_kernel kl = kiln_cl_kernel(c->d, "probe.cl", "-DVW=8", "local_bw", c->err);
+  if (!kl) return cl_fail(c);
+  double ls[REPS_MAX];
+  cl_int reps = c->cfg->local_reps;
+  size_t items = c->cu * c->wg * 4;
+  for (int r = 0; r < c->cfg->reps; r++) {
+    int rc = kiln_cl_args(kl, c->err, KARG(c->small), KARG(reps), KEND);
+    if (rc) return rc;
+    double t = timed_launch(c->d, kl, items, c->wg, c->err);
+    if (t < 0) return cl_fail(c);
+    ls[r] = (double)items * reps * 32.0 / t * 1e-9; /* one float4 read + one write */
+  }
+  add(&c->fs, "local", "GB/s", ls, c->cfg->reps, 1);
+  return 0;
+}
+
+/* Arithmetic peak per vector width. */
+static int probe_flops(probe_ctx *c) {
+  static const int vws[] = {1, 2, 4, 8, 16};
+  double best = 0, bs[REPS_MAX];
+  for (size_t vi = 0; vi < sizeof vws / sizeof vws[0]; vi++) {
+    char opts[32], name[32];
+    snprintf(opts, sizeof opts, "-DVW=%d", vws[vi]);
+    cl_kernel kf = kiln_cl_kernel(c->d, "probe.cl", opts, "flops", c->err);
+    if (!kf) return cl_fail(c);
+    cl_int iters = c->cfg->flops_iters / vws[vi];
+    cl_float fa = 0.999f, fb = 0.001f;
+    size_t items = c->cu * c->wg * 8;
+    double ps[REPS_MAX];
+    for (int r = 0; r < c->cfg->reps; r++) {
+      int rc = kiln_cl_args(kf, c->err, KARG(c->small), KARG(iters), KARG(fa), KARG(fb), KEND);
+      if (rc) return rc;
+      double t = timed_launch(c->d, kf, items, c->wg, c->err);
+      if (t < 0) return cl_fail(c);
+      ps[r] = 2.0 * vws[vi] * 8 /* CHAINS */ * (double)iters * (double)items / t * 1e-9;
     }
-    add(&fs, "local", "GB/s", ls, REPS, 1);
+    snprintf(name, sizeof name, "flops_vec%d", vws[vi]);
+    add(&c->fs, name, "GFLOP/s", ps, c->cfg->reps, 1);
+    if (c->fs.n > 0 && c->fs.f[c->fs.n - 1].value > best) { best = c->fs.f[c->fs.n - 1].value; memcpy(bs, ps, sizeof(double) * (size_t)c->cfg->reps); }
   }
-  /* arithmetic peak per vector width */
-  {
-    static const int vws[] = {1, 2, 4, 8, 16};
-    double best = 0, bs[REPS];
-    for (size_t vi = 0; vi < sizeof vws / sizeof vws[0]; vi++) {
-      char opts[32], name[32];
-      snprintf(opts, sizeof opts, "-DVW=%d", vws[vi]);
-      cl_kernel kf = kiln_cl_kernel(d, "probe.cl", opts, "flops", err);
-      if (!kf) { rc = err ? err->status : KILN_ECL; goto done; }
-      cl_int iters = 4096 / vws[vi] * 8;
-      cl_float fa = 0.999f, fb = 0.001f;
-      size_t items = cu * wg * 8;
-      double ps[REPS];
-      for (int r = 0; r < REPS; r++) {
-        if ((rc = kiln_cl_args(kf, err, KARG(small), KARG(iters), KARG(fa), KARG(fb), KEND))) goto done;
-        double t = timed_launch(d, kf, items, wg, err);
-        if (t < 0) { rc = err ? err->status : KILN_ECL; goto done; }
-        ps[r] = 2.0 * vws[vi] * 8 /* CHAINS */ * (double)iters * (double)items / t * 1e-9;
+  add(&c->fs, "flops_peak", "GFLOP/s", bs, c->cfg->reps, 1);
+  return 0;
+}
+
+/* Layout changes: elements moved by index arithmetic into another layout
+ * (an im2col into GEMM panels), a cost the bandwidth figures do not show. */
+static int probe_gather(probe_ctx *c) {
+  cl_int C = c->cfg->gather_c, H = c->cfg->gather_hw, W = c->cfg->gather_hw;
+  size_t elems = (size_t)C * 9 * (size_t)H * (size_t)W, in_bytes = (size_t)C * H * W * 4;
+  if (elems * 4 > c->max_bytes || in_bytes > c->max_bytes) return 0;
+  cl_kernel kg = kiln_cl_kernel(c->d, "probe.cl", "-DVW=8", "gather_panel", c->err);
+  if (!kg) return cl_fail(c);
+  double gs[REPS_MAX];
+  size_t gws[2] = {(size_t)C * 9, (size_t)H};
+  for (int r = -1; r < c->cfg->reps; r++) { /* one warm-up */
+    int rc = kiln_cl_args(kg, c->err, KARG(c->a), KARG(c->b), KARG(C), KARG(H), KARG(W), KEND);
+    cl_event ev = NULL;
+    if (rc || (rc = kiln_cl_launch_ev(c->d, kg, 2, gws, NULL, &ev, c->err))) return rc;
+    clWaitForEvents(1, &ev);
+    cl_ulong t0 = 0, t1 = 0;
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    clReleaseEvent(ev);
+    if (r >= 0) gs[r] = t1 > t0 ? (double)elems / (double)(t1 - t0) : 0; /* elements per ns */
+  }
+  add(&c->fs, "gather", "Gelem/s", gs, c->cfg->reps, 1);
+  return 0;
+}
+
+/* Launch overhead: back-to-back empty kernels (throughput) and one synchronous launch. */
+static int probe_launch(probe_ctx *c) {
+  cl_kernel ke = kiln_cl_kernel(c->d, "probe.cl", "-DVW=8", "empty", c->err);
+  if (!ke) return cl_fail(c);
+  double lo[REPS_MAX], ls[REPS_MAX];
+  size_t one = 1;
+  int n = c->cfg->launch_n, rc;
+  for (int r = 0; r < c->cfg->reps; r++) {
+    clFinish(c->d->q);
+    double t0 = now_s();
+    for (int i = 0; i < n; i++)
+      if ((rc = kiln_cl_launch(c->d, ke, 1, &one, NULL, c->err))) return rc;
+    clFinish(c->d->q);
+    lo[r] = (now_s() - t0) / n * 1e6;
+    t0 = now_s();
+    if ((rc = kiln_cl_launch(c->d, ke, 1, &one, NULL, c->err))) return rc;
+    clFinish(c->d->q);
+    ls[r] = (now_s() - t0) * 1e6;
+  }
+  add(&c->fs, "launch", "us", lo, c->cfg->reps, 0);
+  add(&c->fs, "launch_sync", "us", ls, c->cfg->reps, 0);
+  return 0;
+}
+
+/* The fixed part of a span the tuner measures (profiling events, first
+ * start to last end; candidates are ranked by their fastest repeat): an
+ * empty kernel's own duration over all compute units, and what a second
+ * kernel queued behind it adds (the gap between the first one's end and
+ * its start, plus its duration). Wall-clock launch figures hold host work
+ * that no span does; each figure is the fastest of a sample's repeats. */
+static int probe_span(probe_ctx *c) {
+  cl_kernel ke = kiln_cl_kernel(c->d, "probe.cl", "-DVW=8", "empty", c->err);
+  if (!ke) return cl_fail(c);
+  double sp[REPS_MAX], gp[REPS_MAX];
+  size_t items = c->cu * c->wg, lws = c->wg;
+  for (int r = 0; r < c->cfg->reps; r++) {
+    double s1 = INFINITY, s2 = INFINITY;
+    for (int i = 0; i < c->cfg->span_inner; i++) {
+      cl_event ev[2] = {NULL, NULL};
+      clFinish(c->d->q);
+      int rc = kiln_cl_launch_ev(c->d, ke, 1, &items, &lws, &ev[0], c->err);
+      if (!rc) rc = kiln_cl_launch_ev(c->d, ke, 1, &items, &lws, &ev[1], c->err);
+      if (!rc) clWaitForEvents(2, ev);
+      cl_ulong a0 = 0, b0 = 0, b1 = 0;
+      if (!rc) {
+        clGetEventProfilingInfo(ev[0], CL_PROFILING_COMMAND_START, sizeof a0, &a0, NULL);
+        clGetEventProfilingInfo(ev[0], CL_PROFILING_COMMAND_END, sizeof b0, &b0, NULL);
+        clGetEventProfilingInfo(ev[1], CL_PROFILING_COMMAND_END, sizeof b1, &b1, NULL);
       }
-      snprintf(name, sizeof name, "flops_vec%d", vws[vi]);
-      add(&fs, name, "GFLOP/s", ps, REPS, 1);
-      if (fs.f[fs.n - 1].value > best) { best = fs.f[fs.n - 1].value; memcpy(bs, ps, sizeof bs); }
+      for (int k = 0; k < 2; k++) if (ev[k]) clReleaseEvent(ev[k]);
+      if (rc) return rc;
+      if (b0 > a0 && (double)(b0 - a0) * 1e-3 < s1) s1 = (double)(b0 - a0) * 1e-3;
+      if (b1 > b0 && (double)(b1 - b0) * 1e-3 < s2) s2 = (double)(b1 - b0) * 1e-3;
     }
-    add(&fs, "flops_peak", "GFLOP/s", bs, REPS, 1);
+    sp[r] = isfinite(s1) ? s1 : 0;
+    gp[r] = isfinite(s2) ? s2 : 0;
   }
-  /* layout changes: elements moved by index arithmetic into another layout
-   * (an im2col into GEMM panels), a cost the bandwidth figures do not show */
-  {
-    cl_int C = 64, H = 128, W = 128;
-    size_t elems = (size_t)C * 9 * (size_t)H * (size_t)W, in_bytes = (size_t)C * H * W * 4;
-    if (elems * 4 <= max_bytes && in_bytes <= max_bytes) {
-      cl_kernel kg = kiln_cl_kernel(d, "probe.cl", "-DVW=8", "gather_panel", err);
-      if (!kg) { rc = err ? err->status : KILN_ECL; goto done; }
-      double gs[REPS];
-      size_t gws[2] = {(size_t)C * 9, (size_t)H};
-      for (int r = -1; r < REPS; r++) { /* one warm-up */
-        if ((rc = kiln_cl_args(kg, err, KARG(a), KARG(b), KARG(C), KARG(H), KARG(W), KEND))) goto done;
-        cl_event ev = NULL;
-        if ((rc = kiln_cl_launch_ev(d, kg, 2, gws, NULL, &ev, err))) goto done;
-        clWaitForEvents(1, &ev);
-        cl_ulong t0 = 0, t1 = 0;
-        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-        clReleaseEvent(ev);
-        if (r >= 0) gs[r] = t1 > t0 ? (double)elems / (double)(t1 - t0) : 0; /* elements per ns */
-      }
-      add(&fs, "gather", "Gelem/s", gs, REPS, 1);
-    }
+  add(&c->fs, "launch_span", "us", sp, c->cfg->reps, 0);
+  add(&c->fs, "launch_next", "us", gp, c->cfg->reps, 0);
+  return 0;
+}
+
+/* Host <-> device transfers. */
+static int probe_transfers(probe_ctx *c) {
+  size_t bytes = c->max_bytes < ((size_t)64 << 20) ? c->max_bytes : ((size_t)64 << 20);
+  void *hostbuf = malloc(bytes);
+  if (!hostbuf) return kiln__err(c->err, KILN_ENOMEM, "out of memory");
+  memset(hostbuf, 1, bytes);
+  double h2d[REPS_MAX], d2h[REPS_MAX];
+  for (int r = 0; r < c->cfg->reps; r++) {
+    double t0 = now_s();
+    clEnqueueWriteBuffer(c->d->q, c->a, CL_TRUE, 0, bytes, hostbuf, 0, NULL, NULL);
+    double t1 = now_s();
+    clEnqueueReadBuffer(c->d->q, c->a, CL_TRUE, 0, bytes, hostbuf, 0, NULL, NULL);
+    double t2 = now_s();
+    h2d[r] = (double)bytes / (t1 - t0) * 1e-9;
+    d2h[r] = (double)bytes / (t2 - t1) * 1e-9;
   }
-  /* launch overhead: back-to-back empty kernels (throughput) and one synchronous launch */
-  {
-    double lo[REPS], ls[REPS];
-    size_t one = 1;
-    for (int r = 0; r < REPS; r++) {
-      clFinish(d->q);
-      double t0 = now_s();
-      for (int i = 0; i < 100; i++)
-        if ((rc = kiln_cl_launch(d, ke, 1, &one, NULL, err))) goto done;
-      clFinish(d->q);
-      lo[r] = (now_s() - t0) / 100 * 1e6;
-      t0 = now_s();
-      if ((rc = kiln_cl_launch(d, ke, 1, &one, NULL, err))) goto done;
-      clFinish(d->q);
-      ls[r] = (now_s() - t0) * 1e6;
-    }
-    add(&fs, "launch", "us", lo, REPS, 0);
-    add(&fs, "launch_sync", "us", ls, REPS, 0);
+  free(hostbuf);
+  add(&c->fs, "host_to_device", "GB/s", h2d, c->cfg->reps, 1);
+  add(&c->fs, "device_to_host", "GB/s", d2h, c->cfg->reps, 1);
+  return 0;
+}
+
+/* Program build time per kB of source (never cached: a unique define per build). */
+static int probe_build(probe_ctx *c) {
+  double bt[3];
+  for (int r = 0; r < 3; r++) {
+    size_t cap = 64 << 10, o = 0;
+    char *src = malloc(cap);
+    if (!src) return kiln__err(c->err, KILN_ENOMEM, "out of memory");
+    for (int i = 0; i < 64 && o + 512 < cap; i++)
+      o += (size_t)snprintf(src + o, cap - o, "__kernel void f%d(__global float *p, float a) { size_t i = get_global_id(0); p[i] = p[i] * a + (float)%d * SALT; }\n", i, i);
+    char opts[64]; /* the salt: this build's round, process and clock */
+    snprintf(opts, sizeof opts, "-DSALT=%d.%d%df", r + 1, (int)getpid() % 100000, (int)(now_s() * 1000) % 100000);
+    const char *sp = src;
+    cl_int e;
+    double t0 = now_s();
+    cl_program p = clCreateProgramWithSource(c->d->ctx, 1, &sp, &o, &e);
+    if (e == CL_SUCCESS) e = clBuildProgram(p, 1, &c->d->dev, opts, NULL, NULL);
+    double t = now_s() - t0;
+    if (p) clReleaseProgram(p);
+    free(src);
+    if (e != CL_SUCCESS) return kiln__err(c->err, KILN_ECL, "probe build: %s", kiln__clerror(e));
+    bt[r] = t * 1e3 / ((double)o / 1024.0);
   }
-  /* the fixed part of a span the tuner measures (profiling events, first
-   * start to last end; candidates are ranked by their fastest repeat): an
-   * empty kernel's own duration over all compute units, and what a second
-   * kernel queued behind it adds (the gap between the first one's end and
-   * its start, plus its duration). Wall-clock launch figures hold host work
-   * that no span does; each figure is the fastest of a sample's repeats */
-  {
-    enum { INNER = 25 };
-    double sp[REPS], gp[REPS];
-    size_t items = cu * wg, lws = wg;
-    for (int r = 0; r < REPS; r++) {
-      double s1 = INFINITY, s2 = INFINITY;
-      for (int i = 0; i < INNER; i++) {
-        cl_event ev[2] = {NULL, NULL};
-        clFinish(d->q);
-        rc = kiln_cl_launch_ev(d, ke, 1, &items, &lws, &ev[0], err);
-        if (!rc) rc = kiln_cl_launch_ev(d, ke, 1, &items, &lws, &ev[1], err);
-        if (!rc) clWaitForEvents(2, ev);
-        cl_ulong a0 = 0, b0 = 0, b1 = 0;
-        if (!rc) {
-          clGetEventProfilingInfo(ev[0], CL_PROFILING_COMMAND_START, sizeof a0, &a0, NULL);
-          clGetEventProfilingInfo(ev[0], CL_PROFILING_COMMAND_END, sizeof b0, &b0, NULL);
-          clGetEventProfilingInfo(ev[1], CL_PROFILING_COMMAND_END, sizeof b1, &b1, NULL);
-        }
-        for (int k = 0; k < 2; k++) if (ev[k]) clReleaseEvent(ev[k]);
-        if (rc) goto done;
-        if (b0 > a0 && (double)(b0 - a0) * 1e-3 < s1) s1 = (double)(b0 - a0) * 1e-3;
-        if (b1 > b0 && (double)(b1 - b0) * 1e-3 < s2) s2 = (double)(b1 - b0) * 1e-3;
-      }
-      sp[r] = isfinite(s1) ? s1 : 0;
-      gp[r] = isfinite(s2) ? s2 : 0;
-    }
-    add(&fs, "launch_span", "us", sp, REPS, 0);
-    add(&fs, "launch_next", "us", gp, REPS, 0);
-  }
-  /* host <-> device transfers */
-  {
-    size_t bytes = max_bytes < ((size_t)64 << 20) ? max_bytes : ((size_t)64 << 20);
-    void *hostbuf = malloc(bytes);
-    if (!hostbuf) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto done; }
-    memset(hostbuf, 1, bytes);
-    double h2d[REPS], d2h[REPS];
-    for (int r = 0; r < REPS; r++) {
-      double t0 = now_s();
-      clEnqueueWriteBuffer(d->q, a, CL_TRUE, 0, bytes, hostbuf, 0, NULL, NULL);
-      double t1 = now_s();
-      clEnqueueReadBuffer(d->q, a, CL_TRUE, 0, bytes, hostbuf, 0, NULL, NULL);
-      double t2 = now_s();
-      h2d[r] = (double)bytes / (t1 - t0) * 1e-9;
-      d2h[r] = (double)bytes / (t2 - t1) * 1e-9;
-    }
-    free(hostbuf);
-    add(&fs, "host_to_device", "GB/s", h2d, REPS, 1);
-    add(&fs, "device_to_host", "GB/s", d2h, REPS, 1);
-  }
-  /* program build time per kB of source (never cached: a unique define per build) */
-  {
-    double bt[3];
-    static int salt;
-    for (int r = 0; r < 3; r++) {
-      size_t cap = 64 << 10, o = 0;
-      char *src = malloc(cap);
-      if (!src) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto done; }
-      for (int i = 0; i < 64 && o + 512 < cap; i++)
-        o += (size_t)snprintf(src + o, cap - o, "__kernel void f%d(__global float *p, float a) { size_t i = get_global_id(0); p[i] = p[i] * a + (float)%d * SALT; }\n", i, i);
-      char opts[64];
-      snprintf(opts, sizeof opts, "-DSALT=%d.0f", ++salt + (int)(now_s() * 1000) % 100000);
-      const char *sp = src;
-      cl_int e;
-      double t0 = now_s();
-      cl_program p = clCreateProgramWithSource(d->ctx, 1, &sp, &o, &e);
-      if (e == CL_SUCCESS) e = clBuildProgram(p, 1, &d->dev, opts, NULL, NULL);
-      double t = now_s() - t0;
-      if (p) clReleaseProgram(p);
-      free(src);
-      if (e != CL_SUCCESS) { rc = kiln__err(err, KILN_ECL, "probe build: %s", kiln__clerror(e)); goto done; }
-      bt[r] = t * 1e3 / ((double)o / 1024.0);
-    }
-    add(&fs, "build_per_kb", "ms/kB", bt, 3, 0);
-  }
-  if (db) {
-    /* store as JSON on the device row */
-    size_t cap = 256 + (size_t)fs.n * 160, o = 0;
-    char *json = malloc(cap);
+  add(&c->fs, "build_per_kb", "ms/kB", bt, 3, 0);
+  return 0;
+}
+
+/* Runs the probe that cfg describes; the figures go to *out (caller frees). */
+static int run_probe(kiln_device *d, const probe_cfg *cfg, figs *out, kiln_error *err) {
+  probe_ctx c = {.d = d, .err = err, .cfg = cfg, .fs = {.best = cfg->best}};
+  c.cu = (size_t)(d->info.compute_units > 0 ? d->info.compute_units : 1);
+  c.wg = d->info.max_work_group >= 256 ? 256 : d->info.max_work_group;
+  c.max_bytes = cfg->sizes[cfg->nsizes - 1];
+  if (cfg->host && c.max_bytes < ((size_t)64 << 20)) c.max_bytes = (size_t)64 << 20;
+  if (c.max_bytes > d->info.max_alloc / 2) c.max_bytes = (size_t)(d->info.max_alloc / 2);
+  int rc = 0;
+  c.a = kiln_cl_alloc(d, c.max_bytes, err);
+  c.b = c.a ? kiln_cl_alloc(d, c.max_bytes, err) : NULL;
+  c.small = c.b ? kiln_cl_alloc(d, (size_t)1 << 22, err) : NULL;
+  if (!c.a || !c.b || !c.small) { rc = cl_fail(&c); goto done; }
+  cl_float zero = 0;
+  clEnqueueFillBuffer(d->q, c.a, &zero, sizeof zero, 0, c.max_bytes, 0, NULL, NULL);
+  clEnqueueFillBuffer(d->q, c.b, &zero, sizeof zero, 0, c.max_bytes, 0, NULL, NULL);
+  clFinish(d->q);
+  if (!rc) rc = probe_bandwidth(&c);
+  if (!rc) rc = probe_local(&c);
+  if (!rc) rc = probe_flops(&c);
+  if (!rc) rc = probe_gather(&c);
+  if (!rc) rc = probe_launch(&c);
+  if (!rc) rc = probe_span(&c);
+  if (!rc && cfg->host) rc = probe_transfers(&c);
+  if (!rc && cfg->host) rc = probe_build(&c);
+done:
+  if (c.a) clReleaseMemObject(c.a);
+  if (c.b) clReleaseMemObject(c.b);
+  if (c.small) clReleaseMemObject(c.small);
+  if (rc) { free(c.fs.f); return rc; }
+  *out = c.fs;
+  return 0;
+}
+
+/* The figures as the JSON stored on a device row (malloc'd; NULL when out of memory). */
+static char *figs_json(const figs *fs) {
+  size_t cap = 256 + (size_t)fs->n * 160, o = 0;
+  char *json = malloc(cap);
+  if (!json) return NULL;
+  o += (size_t)snprintf(json + o, cap - o, "{");
+  for (int i = 0; i < fs->n; i++)
+    o += (size_t)snprintf(json + o, cap - o, "%s\"%s\":{\"value\":%.6g,\"spread\":%.4g,\"unit\":\"%s\"}", i ? "," : "", fs->f[i].name, fs->f[i].value,
+                          fs->f[i].spread, fs->f[i].unit);
+  snprintf(json + o, cap - o, "}");
+  return json;
+}
+
+int kiln_probe(kiln_device *d, kiln_db *db, kiln_probe_figure **out, int *nout, kiln_error *err) {
+  figs fs = {0};
+  int rc = run_probe(d, &full_cfg, &fs, err);
+  if (rc) return rc;
+  if (db) { /* stored as JSON on the device row */
+    char *json = figs_json(&fs);
     if (json) {
-      o += (size_t)snprintf(json + o, cap - o, "{");
-      for (int i = 0; i < fs.n; i++)
-        o += (size_t)snprintf(json + o, cap - o, "%s\"%s\":{\"value\":%.6g,\"spread\":%.4g,\"unit\":\"%s\"}", i ? "," : "", fs.f[i].name, fs.f[i].value, fs.f[i].spread, fs.f[i].unit);
-      snprintf(json + o, cap - o, "}");
       int64_t id;
       if ((rc = kiln_db_device(db, &d->info, &id, err)) == 0) rc = kiln_db_set_probe(db, id, json, err);
       free(json);
-      if (rc) goto done;
+      if (rc) { free(fs.f); return rc; }
     }
   }
-done:
-  if (a) clReleaseMemObject(a);
-  if (b) clReleaseMemObject(b);
-  if (small) clReleaseMemObject(small);
-  if (rc) { free(fs.f); return rc; }
   *out = fs.f;
   *nout = fs.n;
   return 0;
+}
+
+int kiln_probe_quick(kiln_device *d, char **json, kiln_error *err) {
+  figs fs = {0};
+  *json = NULL;
+  int rc = run_probe(d, &quick_cfg, &fs, err);
+  if (rc) return rc;
+  *json = figs_json(&fs);
+  free(fs.f);
+  return *json ? 0 : kiln__err(err, KILN_ENOMEM, "out of memory");
 }

@@ -372,6 +372,24 @@ int kiln_session_set_db(kiln_session *s, kiln_db *db, kiln_error *err);
  * before the first run): measured records, cost-model predictions, defaults. */
 typedef struct kiln_param_stats { int tunable, tuned, predicted, defaulted; } kiln_param_stats;
 void kiln_session_param_stats(const kiln_session *s, kiln_param_stats *ps);
+/* What the "predicted" parameters of the last plan rest on: the cost model's
+ * built-in prior for devices of this kind (per-family corrections) on device
+ * figures that come from the database's probe of this device ("probe"), the
+ * quick probe measured on first use ("quick probe", about a second) or kept
+ * from then in the user's cache ("cached quick probe"), or the prior's own
+ * figures ("prior": probing off, no cache directory, or the probe failed).
+ * figures is "" before the first plan. cache: the quick probe's cache file;
+ * note: why the cache was not used or written (never an error of the run);
+ * probe_ms: the quick probe's time when it ran in this session (else 0),
+ * probe_compile_ms the part of it spent building its programs (also counted
+ * in kiln_run_stats.compile_ms). */
+typedef struct kiln_param_basis {
+  char figures[32];
+  char cache[640];
+  char note[1024];
+  double probe_ms, probe_compile_ms;
+} kiln_param_basis;
+void kiln_session_param_basis(const kiln_session *s, kiln_param_basis *b);
 
 /* ---- Device probe ----------------------------------------------------- */
 
@@ -423,6 +441,11 @@ typedef struct kiln_tune_progress {
   int trial, ntrials;            /* candidates measured so far / planned */
   double best_ns, default_ns;    /* so far */
   double elapsed_s, eta_s;
+  /* instances are tuned in order of their predicted share of the model's time
+   * (the cost model's time of each times its count), largest first; those
+   * below 0.5% only with budget left over. share: this instance's; covered:
+   * the share of the instances done so far plus this one's part done (0..1) */
+  double share, covered;
 } kiln_tune_progress;
 
 typedef struct kiln_tune_result {
@@ -441,6 +464,7 @@ typedef struct kiln_tune_result {
   int cmp_space, cmp_measured;    /* candidates compared (a spread subset under --max-trials) */
   double cmp_cold_ns, cmp_warm_ns, cmp_pick_ns, cmp_best_ns;
   char cmp_params[256];
+  double share;                   /* predicted share of the model's time (0..1; the tuning order) */
 } kiln_tune_result;
 
 #define KILN_TUNE_PROBE_MIN_BUDGET 120.0 /* s */

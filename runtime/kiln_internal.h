@@ -291,7 +291,13 @@ int kiln_tunable_enumerate(const kiln_tunable *t, const kiln_device_info *dev, i
 /* Cost-model state of a session (costmodel/): the device model and fitted
  * corrections. kiln_cm_choose picks the candidate with the lowest prediction. */
 typedef struct kiln_cm_state kiln_cm_state;
-kiln_cm_state *kiln_cm_state_new(struct kiln_db *db, int64_t device, const kiln_device_info *info);
+/* The state for a session on device d: the figures of db's probe of the
+ * device, else (db NULL, or no probe there) the quick probe's figures of d
+ * from the user's cache (measured and cached on first use, probe_cache.c),
+ * else the built-in prior's. NULL only when out of memory or no figures apply. */
+kiln_cm_state *kiln_cm_state_for_device(struct kiln_db *db, int64_t device, kiln_device *d);
+/* What the state's figures are (kiln_param_basis of include/kiln.h). */
+void kiln_cm_state_basis(const kiln_cm_state *st, kiln_param_basis *b);
 void kiln_cm_state_free(kiln_cm_state *st);
 int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred_ns);
 /* Probed launch overhead (us) and bandwidth (GB/s) for fusion decisions; 0

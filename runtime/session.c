@@ -541,13 +541,13 @@ static int plan(kiln_session *s, kiln_error *err) {
   if ((rc = check_nodes(g, true, err)) != 0) return rc;
   /* GroupNorm pattern, norm + activation, scale/mask + softmax (passes.c) */
   if (!s->no_fusion && !getenv("KILN_NO_FUSION") && (rc = kiln_graph_fuse_patterns(g, NULL, NULL, NULL, err)) != 0) return rc;
-  if (!s->no_fusion && !getenv("KILN_NO_FUSION")) { /* attention (passes.c): the cost model decides, the built-in prior without a db */
+  /* the cost model: on the database's probe of the device, else the quick
+   * probe's figures (measured once, then from the user's cache) */
+  if (!s->cm) s->cm = kiln_cm_state_for_device(s->db, s->db_device, s->d);
+  if (!s->no_fusion && !getenv("KILN_NO_FUSION")) { /* attention (passes.c): the cost model decides */
     kiln_fusion_costs fc = {0};
-    kiln_cm_state *cm = s->cm ? s->cm : kiln_cm_state_new(NULL, 0, &s->d->info);
-    if (cm && kiln_cm_fusion_costs(cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
-    rc = kiln_graph_fuse_attention(g, cm, &fc, NULL, err);
-    if (cm != s->cm) kiln_cm_state_free(cm);
-    if (rc) return rc;
+    if (s->cm && kiln_cm_fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
+    if ((rc = kiln_graph_fuse_attention(g, s->cm, &fc, NULL, err)) != 0) return rc;
   }
   for (int i = 0; i < g->nnodes; i++) { g->nodes[i].fuse_root = -1; g->nodes[i].fgroup = NULL; g->nodes[i].epi = NULL; }
   g->fusion = !s->no_fusion && !getenv("KILN_NO_FUSION");
@@ -804,8 +804,7 @@ int kiln_session_set_db(kiln_session *s, kiln_db *db, kiln_error *err) {
   s->db = id >= 0 || (db && kiln_db_nshared(db) > 0) ? db : NULL;
   s->db_device = id;
   kiln_cm_state_free(s->cm);
-  /* a database that does not know this device yet: the cost model's built-in prior */
-  s->cm = db ? kiln_cm_state_new(s->db, id, &s->d->info) : NULL;
+  s->cm = NULL; /* made again at the next plan, on this database's figures */
   kiln_device_set_binary_db(s->d, s->db);
   s->planned = false; /* parameters are chosen again on the next run */
   return 0;
@@ -822,6 +821,11 @@ void kiln_session_param_stats(const kiln_session *s, kiln_param_stats *ps) {
     else if (!strcmp(o, "predicted")) ps->predicted++;
     else ps->defaulted++;
   }
+}
+
+void kiln_session_param_basis(const kiln_session *s, kiln_param_basis *b) {
+  if (s->cm) kiln_cm_state_basis(s->cm, b);
+  else memset(b, 0, sizeof *b);
 }
 
 int kiln__session_ensure_plan(kiln_session *s, kiln_error *err) {

@@ -57,13 +57,17 @@ int kiln_tunable_enumerate(const kiln_tunable *t, const kiln_device_info *dev, i
   int dflt[KILN_MAX_KPARAMS];
   for (int i = 0; i < np; i++) dflt[i] = t->params[i].dflt;
   if (!t->valid || t->valid(t, dflt, dev) == 0) { memcpy(all, dflt, sizeof(int) * (size_t)np); n++; }
+  /* combination c as an odometer (the last parameter turns fastest): one
+   * increment per step instead of a division per parameter, which was most of
+   * a first run's time spent predicting without a database */
+  int idx[KILN_MAX_KPARAMS] = {0}, p[KILN_MAX_KPARAMS];
+  for (int i = 0; i < np; i++) p[i] = t->params[i].nvals > 0 ? t->params[i].vals[0] : t->params[i].dflt;
   for (int64_t c = 0; c < total; c++) {
-    int p[KILN_MAX_KPARAMS];
-    int64_t r = c;
-    for (int i = np - 1; i >= 0; i--) {
-      int nv = t->params[i].nvals > 0 ? t->params[i].nvals : 1;
-      p[i] = t->params[i].nvals > 0 ? t->params[i].vals[r % nv] : t->params[i].dflt;
-      r /= nv;
+    for (int i = np - 1; c > 0 && i >= 0; i--) {
+      const kiln_kparam *kp = &t->params[i];
+      if (kp->nvals > 0 && ++idx[i] < kp->nvals) { p[i] = kp->vals[idx[i]]; break; }
+      idx[i] = 0;
+      p[i] = kp->nvals > 0 ? kp->vals[0] : kp->dflt;
     }
     if (!memcmp(p, dflt, sizeof(int) * (size_t)np)) continue;
     if (t->valid && t->valid(t, p, dev) != 0) continue;

@@ -125,6 +125,53 @@ double kiln__tune_output_error(kiln_exec *x, kiln_node *n, void **ref, kiln_erro
   return worst;
 }
 
+/* ---- order of the instances: by expected gain ---- */
+
+/* Instances predicted below this share of the model's time are tuned only
+ * with budget left over once the larger ones are done (until then, and when
+ * the budget runs out first, they keep the cost model's predictions). */
+#define TUNE_SHARE_MIN 0.005
+
+typedef struct { double ns; int idx; } share_key;
+
+static int cmp_share(const void *a, const void *b) {
+  const share_key *x = a, *y = b;
+  if (x->ns != y->ns) return x->ns > y->ns ? -1 : 1;
+  return x->idx - y->idx;
+}
+
+/* Sorts inst[0..n) by predicted share of the model's time, largest first:
+ * the time a run would take each instance (kiln_cm_predict_run: its
+ * database record's, else the cost model's prediction of its pick, else the
+ * base estimate of its defaults) times its count. share[i] gets the sorted
+ * instance i's share of the sum (all 0 when nothing could be predicted, and
+ * the order is kept). Instances without cost-model features count 0. */
+static int order_by_share(kiln_db *db, int64_t device, kiln_device *d, instance *inst, int n, double *share) {
+  share_key *k = calloc((size_t)n + 1, sizeof *k);
+  instance *tmp = calloc((size_t)n + 1, sizeof *tmp);
+  if (!k || !tmp) { free(k); free(tmp); return KILN_ENOMEM; }
+  kiln_cm_state *cm = kiln_cm_state_for_device(db, device, d);
+  double total = 0;
+  for (int i = 0; i < n; i++) {
+    double ns = 0;
+    int how;
+    if (!cm || kiln_cm_predict_run(cm, &inst[i].t, &ns, &how) != 0 || !(ns > 0) || !isfinite(ns)) ns = 0;
+    k[i].ns = ns * inst[i].count;
+    k[i].idx = i;
+    total += k[i].ns;
+  }
+  kiln_cm_state_free(cm);
+  qsort(k, (size_t)n, sizeof *k, cmp_share);
+  for (int i = 0; i < n; i++) {
+    tmp[i] = inst[k[i].idx];
+    share[i] = total > 0 ? k[i].ns / total : 0;
+  }
+  memcpy(inst, tmp, sizeof *inst * (size_t)n);
+  free(k);
+  free(tmp);
+  return 0;
+}
+
 /* ---- one candidate's measurement ---- */
 
 typedef struct {
@@ -147,6 +194,7 @@ typedef struct {
   int best_k, measured;
   int rc;                     /* a database failure stops the run */
   kiln_error *err;
+  double share, share_before; /* the instance's predicted share of the model's time, and the instances' before it */
 } trial_ctx;
 
 /* Measures candidate k of the instance and stores its record. Returns its
@@ -243,7 +291,10 @@ static double measure_candidate(trial_ctx *c, int k) {
     kiln_tune_progress pg = {.instance = c->ii + 1, .ninstances = c->ninst, .family = t->family, .shape_key = t->shape_key,
                              .trial = c->measured, .ntrials = c->limit, .best_ns = isfinite(c->best) ? c->best : -1,
                              .default_ns = r->default_ns, .elapsed_s = el};
-    double frac = (c->ii + (double)c->measured / (c->limit > 0 ? c->limit : 1)) / c->ninst;
+    double done = (double)c->measured / (c->limit > 0 ? c->limit : 1);
+    pg.share = c->share;
+    pg.covered = c->share_before + c->share * done;
+    double frac = (c->ii + done) / c->ninst;
     pg.eta_s = frac > 0 ? el / frac - el : 0;
     c->opt->progress(&pg, c->opt->ctx);
   }
@@ -793,8 +844,14 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     have_dm = kiln_cm_load(db, s->db_device, &d->info, &dm, NULL) == 0;
   }
   if (opt.compare && !have_dm) { free(inst); free(res); free(host); return kiln__err(err, KILN_ENOTFOUND, "comparing strategies needs the device's probe"); }
+  /* the instances that matter most first: small ones get what budget is left */
+  double *share = calloc((size_t)ninst + 1, sizeof(double));
+  if (!share || (rc = order_by_share(db, s->db_device, d, inst, ninst, share)) != 0) {
+    free(share); free(inst); free(res); free(host);
+    return kiln__err(err, KILN_ENOMEM, "out of memory");
+  }
   for (int ii = 0; ii < ninst && !rc; ii++) rc = refresh_features(db, s->db_device, &inst[ii].t, &res[ii].refreshed, err);
-  if (rc) { free(inst); free(res); free(host); return rc; }
+  if (rc) { free(share); free(inst); free(res); free(host); return rc; }
   kiln_exec x = {.d = d, .g = g, .db = NULL, .ov_node = -1, .profile = true,
                  .evict_bytes = o && o->evict_mb > 0 ? (size_t)(o->evict_mb * 1048576.0) : 0};
   char hash[24];
@@ -804,6 +861,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     snprintf(res[ii].shape_key, sizeof res[ii].shape_key, "%s", inst[ii].t.shape_key);
     snprintf(res[ii].dtype, sizeof res[ii].dtype, "%s", kiln_dtype_name(inst[ii].t.dtype));
     res[ii].default_ns = res[ii].best_ns = -1;
+    res[ii].share = share[ii];
     res[ii].cmp_cold_ns = res[ii].cmp_warm_ns = res[ii].cmp_pick_ns = res[ii].cmp_best_ns = -1;
   }
   for (int ii = 0; ii < ninst; ii++) {
@@ -908,7 +966,8 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     }
     trial_ctx tc = {.s = s, .db = db, .x = &x, .n = n, .node = in->node, .t = t, .host = host, .hash = hash, .opt = &opt, .r = r,
                     .ii = ii, .ninst = ninst, .limit = limit, .t0 = t0, .cands = cands, .feat = t->features ? feat : NULL,
-                    .pred = use_model ? pred : NULL, .best = INFINITY, .best_k = -1, .err = err};
+                    .pred = use_model ? pred : NULL, .best = INFINITY, .best_k = -1, .err = err, .share = share[ii]};
+    for (int q = 0; q < ii; q++) tc.share_before += share[q];
     int stopped = 0;
     if (opt.compare) {
       /* every candidate's time: from this device's records of the instance
@@ -1045,6 +1104,7 @@ done:
   for (int i = 0; i < g->nvals; i++) free(host[i]);
   free(host);
   free(inst);
+  free(share);
   /* the next run chooses parameters from the database again */
   for (int i = 0; i < g->nnodes; i++) g->nodes[i].tparams_origin = NULL;
   if (rc) { free(res); return rc; }
