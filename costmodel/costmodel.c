@@ -1039,3 +1039,7 @@ int kiln_cm_fusion_costs(const kiln_cm_state *st, double *launch_us, double *bw_
   *bw_gbps = st->dm.bw[st->dm.nbw > 2 ? 2 : st->dm.nbw - 1]; /* a few-MiB working set */
   return 0;
 }
+
+/* The cost model as the runtime's predictor (kiln_internal.h: kiln_predictor). */
+const kiln_predictor kiln_cm_predictor = {kiln_cm_state_for_device, kiln_cm_state_free, kiln_cm_state_basis,
+                                          kiln_cm_choose, kiln_cm_fusion_costs, kiln_cm_predict_run};

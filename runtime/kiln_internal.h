@@ -310,6 +310,25 @@ int kiln_cm_fusion_costs(const kiln_cm_state *st, double *launch_us, double *bw_
  * KILN_EUNSUPPORTED when t has no features. */
 int kiln_cm_predict_run(kiln_cm_state *st, const kiln_tunable *t, double *pred_ns, int *how);
 
+/* A predictor of kernel times, which the session asks for the parameters
+ * of instances nothing measured, for predicted times (attention fusion) and
+ * for the device's launch and bandwidth figures (fusion decisions). The cost
+ * model (costmodel/) is one: kiln_cm_predictor, handed to sessions by the
+ * public kiln_session_create (costmodel/session_cm.c). Runtime calls only
+ * through this table, so it links without the layers above it. */
+typedef struct kiln_predictor {
+  kiln_cm_state *(*open)(struct kiln_db *db, int64_t device, kiln_device *d); /* NULL: no figures apply */
+  void (*close)(kiln_cm_state *st);
+  void (*basis)(const kiln_cm_state *st, kiln_param_basis *b);
+  int (*choose)(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred_ns);
+  int (*fusion_costs)(const kiln_cm_state *st, double *launch_us, double *bw_gbps);
+  int (*predict_run)(kiln_cm_state *st, const kiln_tunable *t, double *pred_ns, int *how);
+} kiln_predictor;
+extern const kiln_predictor kiln_cm_predictor; /* costmodel/costmodel.c */
+/* A session whose parameters for what nothing measured come from pred
+ * (NULL: descriptor defaults); kiln_session_create hands it the cost model. */
+int kiln__session_create(kiln_model *m, kiln_device *d, const kiln_predictor *pred, kiln_session **out, kiln_error *err);
+
 /* Value of parameter `name` in the parameter vector p (or -1). */
 int kiln_tunable_get(const kiln_tunable *t, const int *p, const char *name);
 /* Appends " -DNAME=V" for every parameter to buf. */
@@ -328,7 +347,8 @@ typedef struct kiln_exec {
   int setup_launches;       /* one-time launches (a constant operand packed on the first run) */
   struct kiln_db *db;       /* tuning records (optional) */
   int64_t db_device;        /* device row in db */
-  kiln_cm_state *cm;        /* cost model (optional): picks parameters nothing measured */
+  const kiln_predictor *pred; /* with cm (optional): picks parameters nothing measured */
+  kiln_cm_state *cm;
   /* tuner override: node index whose tunable params are forced to ov_params */
   int ov_node;
   const int *ov_params;
@@ -539,7 +559,8 @@ int kiln_graph_fuse_patterns(kiln_graph *g, int *ngroupnorm, int *nact, int *nso
  * (NULL: counted traffic and launches with costs) predicts it faster; every
  * candidate is recorded in g->pdec, fused or rejected. KILN_ATTENTION_FUSE=0/1
  * forces the choice (experiments). Count of rewrites into *nfused. */
-int kiln_graph_fuse_attention(kiln_graph *g, kiln_cm_state *cm, const kiln_fusion_costs *costs, int *nfused, kiln_error *err);
+int kiln_graph_fuse_attention(kiln_graph *g, const kiln_predictor *pred, kiln_cm_state *cm, const kiln_fusion_costs *costs, int *nfused,
+                              kiln_error *err);
 /* Binds input shapes (and, for small integer inputs, values) and runs shape
  * inference and constant folding over the graph. */
 int kiln_graph_plan(kiln_graph *g, kiln_error *err);
@@ -559,7 +580,8 @@ struct kiln_session {
   bool bind_floats;        /* small float inputs are bound by value too */
   kiln_db *db;             /* tuning records, not owned; NULL = defaults */
   int64_t db_device;
-  kiln_cm_state *cm;       /* owned; NULL when the device was never probed */
+  const kiln_predictor *pred; /* asked for what nothing measured (NULL: descriptor defaults) */
+  kiln_cm_state *cm;       /* owned, made by pred at plan time; NULL when no figures apply */
   bool no_fusion;          /* --no-fusion */
   kiln_fusion_decision *fdec;
   int nfdec;

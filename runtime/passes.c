@@ -902,11 +902,11 @@ static int push_ints(kiln_node *n, const char *name, int cnt, const int64_t *v) 
  * (measured record, corrected prediction or base estimate: counted in
  * how[2], how[1], how[0]), or for nodes without one (movement ops) a copy of
  * its output: launch + read and write at bandwidth (counted in how[3]). */
-static double node_pred(kiln_graph *g, kiln_node *n, kiln_cm_state *cm, double launch_ns, double bw, int how[4]) {
+static double node_pred(kiln_graph *g, kiln_node *n, const kiln_predictor *pred, kiln_cm_state *cm, double launch_ns, double bw, int how[4]) {
   kiln_tunable t;
   double ns;
   int h = 0;
-  if (cm && n->op && n->op->tunable && n->op->tunable(g, n, &t) == 0 && kiln_cm_predict_run(cm, &t, &ns, &h) == 0) {
+  if (cm && pred && n->op && n->op->tunable && n->op->tunable(g, n, &t) == 0 && pred->predict_run(cm, &t, &ns, &h) == 0) {
     how[h]++;
     return ns;
   }
@@ -942,7 +942,7 @@ static int note_attention(kiln_graph *g, const char *root, const char *ops, int 
 
 /* Rewrites the attention pattern around Softmax node si. 1 when rewritten,
  * 0 if not (a rejected candidate is still recorded), <0 on error. */
-static int fuse_attention(kiln_graph *g, int si, kiln_cm_state *cm, const kiln_fusion_costs *costs, kiln_error *err) {
+static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kiln_cm_state *cm, const kiln_fusion_costs *costs, kiln_error *err) {
   kiln_node *sm = &g->nodes[si];
   if (!is_op(sm, "Softmax") || sm->nin < 1 || sm->nout != 1 || sm->out[0] < 0) return 0;
   kiln_value *pv = &g->vals[sm->out[0]];
@@ -984,12 +984,12 @@ static int fuse_attention(kiln_graph *g, int si, kiln_cm_state *cm, const kiln_f
   /* predictions: the separate kernels against one attention kernel */
   double launch_ns = costs && costs->launch_us > 0 ? costs->launch_us * 1e3 : 30e3, bw = costs && costs->bw_gbps > 0 ? costs->bw_gbps : 10.0;
   int how_u[4] = {0, 0, 0, 0}, how_f = 3;
-  double unfused = node_pred(g, A, cm, launch_ns, bw, how_u) + node_pred(g, sm, cm, launch_ns, bw, how_u) + node_pred(g, B, cm, launch_ns, bw, how_u);
+  double unfused = node_pred(g, A, pred, cm, launch_ns, bw, how_u) + node_pred(g, sm, pred, cm, launch_ns, bw, how_u) + node_pred(g, B, pred, cm, launch_ns, bw, how_u);
   int rm[8], nrm = 0;
   rm[nrm++] = m1;
   rm[nrm++] = m2;
   for (int k = 0; k < 4; k++)
-    if (tn[k] >= 0) { unfused += node_pred(g, &g->nodes[tn[k]], cm, launch_ns, bw, how_u); rm[nrm++] = tn[k]; }
+    if (tn[k] >= 0) { unfused += node_pred(g, &g->nodes[tn[k]], pred, cm, launch_ns, bw, how_u); rm[nrm++] = tn[k]; }
   /* the candidate node, built on a scratch copy to describe its kernel */
   kiln_node cand;
   memset(&cand, 0, sizeof cand);
@@ -1021,7 +1021,7 @@ static int fuse_attention(kiln_graph *g, int si, kiln_cm_state *cm, const kiln_f
   if (!ok) { free_attrs(&cand); return 0; }
   kiln_tunable t;
   double fused = 0;
-  if (cm && cand.op->tunable(g, &cand, &t) == 0 && kiln_cm_predict_run(cm, &t, &fused, &how_f) == 0) {
+  if (cm && pred && cand.op->tunable(g, &cand, &t) == 0 && pred->predict_run(cm, &t, &fused, &how_f) == 0) {
   } else { /* counted traffic: the operands once, no scores or probabilities */
     fused = launch_ns;
     for (int k = 0; k < cand.nin; k++) fused += (double)kiln_value_bytes(&g->vals[cin[k]]) / bw;
@@ -1078,7 +1078,8 @@ static int fuse_attention(kiln_graph *g, int si, kiln_cm_state *cm, const kiln_f
   return 1;
 }
 
-int kiln_graph_fuse_attention(kiln_graph *g, kiln_cm_state *cm, const kiln_fusion_costs *costs, int *nfused, kiln_error *err) {
+int kiln_graph_fuse_attention(kiln_graph *g, const kiln_predictor *pred, kiln_cm_state *cm, const kiln_fusion_costs *costs, int *nfused,
+                              kiln_error *err) {
   int cnt = 0, rc = 0;
   /* each Softmax is looked at once: a rejected candidate stays as it is */
   int nsm = 0;
@@ -1092,7 +1093,7 @@ int kiln_graph_fuse_attention(kiln_graph *g, kiln_cm_state *cm, const kiln_fusio
     for (int i = 0; i < g->nnodes && si < 0; i++)
       if (is_op(&g->nodes[i], "Softmax") && !strcmp(g->nodes[i].name, names[k])) si = i;
     if (si < 0) continue;
-    int r = fuse_attention(g, si, cm, costs, err);
+    int r = fuse_attention(g, si, pred, cm, costs, err);
     if (r < 0) rc = r;
     else cnt += r;
   }

@@ -207,13 +207,14 @@ int kiln_model_check_supported(const kiln_model *m, kiln_error *err) { return ch
 
 /* ---- sessions ---- */
 
-int kiln_session_create(kiln_model *m, kiln_device *d, kiln_session **out, kiln_error *err) {
+int kiln__session_create(kiln_model *m, kiln_device *d, const kiln_predictor *pred, kiln_session **out, kiln_error *err) {
   int rc = kiln_model_check_supported(m, err);
   if (rc) return rc;
   kiln_session *s = calloc(1, sizeof *s);
   if (!s) return kiln__err(err, KILN_ENOMEM, "out of memory");
   s->m = m;
   s->d = d;
+  s->pred = pred;
   s->in = calloc((size_t)m->g->ninputs + 1, sizeof *s->in);
   s->out = calloc((size_t)m->g->noutputs + 1, sizeof *s->out);
   if (!s->in || !s->out) { kiln_session_free(s); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
@@ -247,7 +248,7 @@ static void release_plan(kiln_session *s) {
 void kiln_session_free(kiln_session *s) {
   if (!s) return;
   release_plan(s);
-  kiln_cm_state_free(s->cm);
+  if (s->cm) s->pred->close(s->cm);
   free(s->ev_lo);
   free(s->ev_hi);
   if (s->in) for (int i = 0; i < s->m->g->ninputs; i++) kiln_tensor_free(s->in[i]);
@@ -543,17 +544,17 @@ static int plan(kiln_session *s, kiln_error *err) {
   if (!s->no_fusion && !getenv("KILN_NO_FUSION") && (rc = kiln_graph_fuse_patterns(g, NULL, NULL, NULL, err)) != 0) return rc;
   /* the cost model: on the database's probe of the device, else the quick
    * probe's figures (measured once, then from the user's cache) */
-  if (!s->cm) s->cm = kiln_cm_state_for_device(s->db, s->db_device, s->d);
+  if (!s->cm && s->pred) s->cm = s->pred->open(s->db, s->db_device, s->d);
   if (!s->no_fusion && !getenv("KILN_NO_FUSION")) { /* attention (passes.c): the cost model decides */
     kiln_fusion_costs fc = {0};
-    if (s->cm && kiln_cm_fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
-    if ((rc = kiln_graph_fuse_attention(g, s->cm, &fc, NULL, err)) != 0) return rc;
+    if (s->cm && s->pred->fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
+    if ((rc = kiln_graph_fuse_attention(g, s->pred, s->cm, &fc, NULL, err)) != 0) return rc;
   }
   for (int i = 0; i < g->nnodes; i++) { g->nodes[i].fuse_root = -1; g->nodes[i].fgroup = NULL; g->nodes[i].epi = NULL; }
   g->fusion = !s->no_fusion && !getenv("KILN_NO_FUSION");
   if (g->fusion) {
     kiln_fusion_costs fc = {0};
-    if (s->cm && kiln_cm_fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
+    if (s->cm && s->pred->fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
     if (s->db) { fc.lookup = fusion_lookup; fc.lookup_ctx = s; }
     fc.force_sig = s->force_sig;
     fc.force_fused = s->force_fused;
@@ -606,7 +607,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     const void *src = v->dtype == KILN_DT_STRING ? v->data : s->in[i]->data;
     if (v->buf && (rc = kiln_cl_write(d, v->buf, src, kiln_value_bytes(v), err)) != 0) return rc;
   }
-  kiln_exec x = {.d = d, .g = g, .db = s->db, .db_device = s->db_device, .cm = s->cm, .ov_node = -1, .profile = s->profile};
+  kiln_exec x = {.d = d, .g = g, .db = s->db, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1, .profile = s->profile};
   int *ev_first = NULL;
   if (s->profile) {
     free(s->ev_lo);
@@ -803,7 +804,7 @@ int kiln_session_set_db(kiln_session *s, kiln_db *db, kiln_error *err) {
    * shared layers (KILN_DB_PATH) that do */
   s->db = id >= 0 || (db && kiln_db_nshared(db) > 0) ? db : NULL;
   s->db_device = id;
-  kiln_cm_state_free(s->cm);
+  if (s->cm) s->pred->close(s->cm);
   s->cm = NULL; /* made again at the next plan, on this database's figures */
   kiln_device_set_binary_db(s->d, s->db);
   s->planned = false; /* parameters are chosen again on the next run */
@@ -824,7 +825,7 @@ void kiln_session_param_stats(const kiln_session *s, kiln_param_stats *ps) {
 }
 
 void kiln_session_param_basis(const kiln_session *s, kiln_param_basis *b) {
-  if (s->cm) kiln_cm_state_basis(s->cm, b);
+  if (s->cm) s->pred->basis(s->cm, b);
   else memset(b, 0, sizeof *b);
 }
 

@@ -106,9 +106,9 @@ const int *kiln_exec_tparams(kiln_exec *x, kiln_node *n, const kiln_tunable *t) 
     }
   }
   /* nothing measured: the cost model's choice, when the device was probed */
-  if (x->cm) {
+  if (x->cm && x->pred) {
     int p[KILN_MAX_KPARAMS];
-    if (kiln_cm_choose(x->cm, t, p, NULL) == 0) {
+    if (x->pred->choose(x->cm, t, p, NULL) == 0) {
       memcpy(n->tparams, p, sizeof(int) * (size_t)t->nparams);
       n->tparams_origin = "predicted";
     }
