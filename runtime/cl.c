@@ -160,7 +160,13 @@ int kiln_device_open(const char *sel, kiln_device **out, kiln_error *err) {
     for (int i = 0; i < count && pick < 0; i++)
       if (ci_contains(infos[i].name, sel) || ci_contains(infos[i].platform, sel) || ci_contains(infos[i].vendor, sel)) pick = i;
   }
-  if (pick < 0) return kiln__err(err, KILN_ENODEVICE, "no OpenCL device matches '%s' (see `kiln devices`)", sel);
+  if (pick < 0) { /* name the devices there are, as P:D selectors */
+    char have[700] = "";
+    size_t o = 0;
+    for (int i = 0; i < count && o < sizeof have; i++)
+      o += (size_t)snprintf(have + o, sizeof have - o, "%s%d:%d %s", i ? ", " : "", infos[i].platform_index, infos[i].device_index, infos[i].name);
+    return kiln__err(err, KILN_ENODEVICE, "no OpenCL device matches '%s'; the devices: %s (`kiln devices` for details)", sel, have);
+  }
   kiln_device *d = calloc(1, sizeof *d);
   if (!d) return kiln__err(err, KILN_ENOMEM, "out of memory");
   d->info = infos[pick];
