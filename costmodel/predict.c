@@ -19,7 +19,7 @@ static int measure_nodes(kiln_session *s, double *ns, kiln_error *err) {
   int rc = kiln_session_run(s, err);
   if (rc) return rc;
   kiln_graph *g = s->m->g;
-  kiln_exec x = {.d = s->d, .g = g, .db = s->db, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1, .profile = true};
+  kiln_exec x = {.d = s->d, .g = g, .db = s->db, .recs = s->recs, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1, .profile = true};
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
     ns[i] = -1;

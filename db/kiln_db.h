@@ -309,4 +309,19 @@ typedef struct kiln_coverage {
 } kiln_coverage;
 int kiln_db_coverage(kiln_session *s, kiln_db *db, kiln_coverage **out, int *nout, kiln_error *err);
 
+/* The tuning records as the runtime reads them. runtime/ calls the database
+ * only through this table, which the public kiln_session_set_db
+ * (db/session_db.c) hands to a session, so runtime/ links without db/
+ * (tests/layering.sh, kiln_layer_check_runtime). */
+typedef struct kiln_record_source {
+  int (*device)(kiln_db *db, const kiln_device_info *info, int64_t *id, kiln_error *err);
+  int (*nshared)(const kiln_db *db);
+  int (*each)(kiln_db *db, int64_t device, const char *family, int dtype, const char *shape_key, const char *epilogue,
+              void (*fn)(const kiln_record *r, void *ctx), void *ctx, kiln_error *err);
+  int (*best_layered)(kiln_db *db, int64_t device, const kiln_device_info *info, const char *family, int dtype, const char *shape_key,
+                      const char *epilogue, const char *source_hash, kiln_lookup *out, kiln_error *err);
+  int (*binary_get)(kiln_db *db, const char *key, unsigned char **bin, size_t *len);
+} kiln_record_source;
+extern const kiln_record_source kiln_db_records;
+
 #endif /* KILN_DB_H */

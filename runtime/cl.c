@@ -270,11 +270,11 @@ static void mkdirs(const char *path) {
  * export made --with-binaries, or one written by an older kiln) are read when
  * the file cache lacks them (kiln_device_set_binary_db). */
 static int cache_get(kiln_device *d, const char *key, unsigned char **bin, size_t *len) {
-  if (!d->cache_dir[0]) return d->bin_db && kiln_db_binary_get(d->bin_db, key, bin, len) == 0 ? 0 : -1;
+  if (!d->cache_dir[0]) return d->bin_db && d->bin_src && d->bin_src->binary_get(d->bin_db, key, bin, len) == 0 ? 0 : -1;
   char path[700];
   snprintf(path, sizeof path, "%s/%s.bin", d->cache_dir, key);
   FILE *f = fopen(path, "rb");
-  if (!f) return d->bin_db && kiln_db_binary_get(d->bin_db, key, bin, len) == 0 ? 0 : -1;
+  if (!f) return d->bin_db && d->bin_src && d->bin_src->binary_get(d->bin_db, key, bin, len) == 0 ? 0 : -1;
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
@@ -299,7 +299,10 @@ static void cache_put(kiln_device *d, const char *key, const unsigned char *bin,
   else remove(tmp);
 }
 
-void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db) { d->bin_db = db; }
+void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const kiln_record_source *src) {
+  d->bin_db = db;
+  d->bin_src = src;
+}
 
 static cl_program build_program_opts(kiln_device *d, const char *file, const char *src, const char *opts, const char *bopts,
                                      const char *key, kiln_error *err);

@@ -193,6 +193,7 @@ struct kiln_device {
   int nprogs, capprogs;
   char cache_dir[512];       /* binary cache files, "" = off (used when bin_db is NULL) */
   struct kiln_db *bin_db;    /* binary cache in the tuning database (not owned) */
+  const struct kiln_record_source *bin_src; /* how bin_db is read (db/: kiln_db_records) */
   int programs_compiled;
   cl_mem evict;              /* the tuner's cache-eviction buffer (kiln_tune_options.evict_mb), or NULL */
   size_t evict_bytes;
@@ -208,7 +209,7 @@ struct kiln_device {
  * Prepends "#define T <ctype>" style options given by the caller. */
 cl_kernel kiln_cl_kernel(kiln_device *d, const char *file, const char *options, const char *name, kiln_error *err);
 /* Keeps compiled programs in db's binary cache instead of files (NULL: files). */
-void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db);
+void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const struct kiln_record_source *src);
 /* Like kiln_cl_kernel for generated source text (fused kernels), found by
  * key, the source's hash from kiln_cl_src_key: callers keep it, because
  * hashing a 30 kB source per launch (conv.cl behind an epilogue) leaves the
@@ -328,6 +329,10 @@ extern const kiln_predictor kiln_cm_predictor; /* costmodel/costmodel.c */
 /* A session whose parameters for what nothing measured come from pred
  * (NULL: descriptor defaults); kiln_session_create hands it the cost model. */
 int kiln__session_create(kiln_model *m, kiln_device *d, const kiln_predictor *pred, kiln_session **out, kiln_error *err);
+/* The session's tuning database, read through src (db/: kiln_db_records);
+ * the public kiln_session_set_db (db/session_db.c) passes the database's own. */
+struct kiln_record_source;
+int kiln__session_set_db(kiln_session *s, kiln_db *db, const struct kiln_record_source *src, kiln_error *err);
 
 /* Value of parameter `name` in the parameter vector p (or -1). */
 int kiln_tunable_get(const kiln_tunable *t, const int *p, const char *name);
@@ -345,7 +350,8 @@ typedef struct kiln_exec {
   kiln_graph *g;
   int launches;             /* kernels enqueued in this run, one-time setup launches excluded */
   int setup_launches;       /* one-time launches (a constant operand packed on the first run) */
-  struct kiln_db *db;       /* tuning records (optional) */
+  struct kiln_db *db;       /* tuning records (optional), read through recs */
+  const struct kiln_record_source *recs;
   int64_t db_device;        /* device row in db */
   const kiln_predictor *pred; /* with cm (optional): picks parameters nothing measured */
   kiln_cm_state *cm;
@@ -579,6 +585,7 @@ struct kiln_session {
   kiln_run_stats st;
   bool bind_floats;        /* small float inputs are bound by value too */
   kiln_db *db;             /* tuning records, not owned; NULL = defaults */
+  const struct kiln_record_source *recs; /* how db is read */
   int64_t db_device;
   const kiln_predictor *pred; /* asked for what nothing measured (NULL: descriptor defaults) */
   kiln_cm_state *cm;       /* owned, made by pred at plan time; NULL when no figures apply */

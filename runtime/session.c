@@ -501,7 +501,7 @@ static void fusion_rec(const kiln_record *r, void *ctx) {
 static int fusion_lookup(void *ctx, const char *sig, double *fused_ns, double *unfused_ns) {
   kiln_session *s = ctx;
   fusion_meas m = {-1, -1};
-  if (!s->db || s->db_device < 0 || kiln_db_each(s->db, s->db_device, "fusion", 0, sig, "", fusion_rec, &m, NULL)) return 1;
+  if (!s->db || s->db_device < 0 || s->recs->each(s->db, s->db_device, "fusion", 0, sig, "", fusion_rec, &m, NULL)) return 1;
   *fused_ns = m.f;
   *unfused_ns = m.u;
   return m.f > 0 && m.u > 0 ? 0 : 1;
@@ -607,7 +607,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     const void *src = v->dtype == KILN_DT_STRING ? v->data : s->in[i]->data;
     if (v->buf && (rc = kiln_cl_write(d, v->buf, src, kiln_value_bytes(v), err)) != 0) return rc;
   }
-  kiln_exec x = {.d = d, .g = g, .db = s->db, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1, .profile = s->profile};
+  kiln_exec x = {.d = d, .g = g, .db = s->db, .recs = s->recs, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1, .profile = s->profile};
   int *ev_first = NULL;
   if (s->profile) {
     free(s->ev_lo);
@@ -793,20 +793,22 @@ int kiln_exec_launch(kiln_exec *x, cl_kernel k, int dims, const size_t *gws, con
   return rc;
 }
 
-int kiln_session_set_db(kiln_session *s, kiln_db *db, kiln_error *err) {
+int kiln__session_set_db(kiln_session *s, kiln_db *db, const kiln_record_source *src, kiln_error *err) {
   int64_t id = -1;
+  if (db && !src) return kiln__err(err, KILN_EINVAL, "a tuning database needs its record source");
   if (db) {
-    int rc = kiln_db_device(db, &s->d->info, &id, err);
+    int rc = src->device(db, &s->d->info, &id, err);
     if (rc == KILN_ENOTFOUND) id = -1; /* read-only and unknown device: no records */
     else if (rc) return rc;
   }
   /* a read-only database that does not know this device may still carry
    * shared layers (KILN_DB_PATH) that do */
-  s->db = id >= 0 || (db && kiln_db_nshared(db) > 0) ? db : NULL;
+  s->db = id >= 0 || (db && src->nshared(db) > 0) ? db : NULL;
+  s->recs = s->db ? src : NULL;
   s->db_device = id;
   if (s->cm) s->pred->close(s->cm);
   s->cm = NULL; /* made again at the next plan, on this database's figures */
-  kiln_device_set_binary_db(s->d, s->db);
+  kiln_device_set_binary_db(s->d, s->db, s->recs);
   s->planned = false; /* parameters are chosen again on the next run */
   return 0;
 }
