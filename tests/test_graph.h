@@ -1,0 +1,52 @@
+/* test_graph.h: building small graphs node by node in the C tests
+ * (attention_test.c, norm_pattern_test.c). Include after kiln_internal.h. */
+#ifndef KILN_TESTS_TEST_GRAPH_H
+#define KILN_TESTS_TEST_GRAPH_H
+
+/* Node op(in...) with an optional INTS attribute (na >= 0 values) or INT
+ * attribute (na < 0: ints[0]); returns its output value. */
+static int gnode(kiln_graph *g, const char *op, int nin, const int *in, const char *aname, int na, const int64_t *ints) {
+  if (g->nnodes == g->capnodes) {
+    g->capnodes = g->capnodes ? 2 * g->capnodes : 16;
+    g->nodes = realloc(g->nodes, sizeof(kiln_node) * (size_t)g->capnodes);
+  }
+  int i = g->nnodes++;
+  kiln_node *n = &g->nodes[i];
+  memset(n, 0, sizeof *n);
+  char nm[64];
+  snprintf(nm, sizeof nm, "n%d_%s", i, op);
+  n->name = strdup(nm);
+  n->op_type = strdup(op);
+  n->domain = strdup("");
+  n->opset = g->opset;
+  n->nin = nin;
+  n->in = malloc(sizeof(int) * (size_t)(nin + 1));
+  memcpy(n->in, in, sizeof(int) * (size_t)nin);
+  n->nout = 1;
+  n->out = malloc(sizeof(int));
+  n->fuse_root = -1;
+  n->op = kiln_op_lookup("", op);
+  if (aname) {
+    n->attrs = calloc(1, sizeof(kiln_attr));
+    n->nattr = 1;
+    n->attrs[0].name = strdup(aname);
+    if (na < 0) { n->attrs[0].type = KILN_ATTR_INT; n->attrs[0].i = ints[0]; }
+    else {
+      n->attrs[0].type = KILN_ATTR_INTS;
+      n->attrs[0].n = na;
+      n->attrs[0].ints = malloc(sizeof(int64_t) * (size_t)na);
+      memcpy(n->attrs[0].ints, ints, sizeof(int64_t) * (size_t)na);
+    }
+  }
+  char vn[64];
+  snprintf(vn, sizeof vn, "v%d_%s", i, op);
+  n->out[0] = kiln_graph_add_value(g, vn);
+  g->vals[n->out[0]].producer = i;
+  return n->out[0];
+}
+static int g1(kiln_graph *g, const char *op, int a) { return gnode(g, op, 1, &a, NULL, 0, NULL); }
+static int g2(kiln_graph *g, const char *op, int a, int b) {
+  int in[2] = {a, b};
+  return gnode(g, op, 2, in, NULL, 0, NULL);
+}
+#endif
