@@ -118,26 +118,11 @@ static void run_case(const char *label, kiln_graph *g, int y, bool fusion, int w
   void **host = calloc((size_t)g->nvals + 1, sizeof(void *));
   float *ref = NULL, *got = NULL;
   int bad = 0, tested = 0, nodes_before = g->nnodes;
-  /* the reference of the unfused graph */
-  for (int i = 0; i < g->nnodes; i++) {
-    kiln_node *n = &g->nodes[i];
-    if (n->op->infer(g, n, &err) || kiln_node_run_ref_host(g, n, host, &err)) { printf("FAIL %-48s reference: %s\n", label, err.msg); fails++; goto done; }
-  }
+  /* the reference of the unfused graph, then the session */
+  if (tg_ref_and_run(g, m, dev, y, fusion, label, host, ins, &ref, &s)) { fails++; goto done; }
   int64_t ne = kiln_value_numel(&g->vals[y]);
   size_t yb = sizeof(float) * (size_t)ne;
-  ref = malloc(yb + 4);
   got = malloc(yb + 4);
-  memcpy(ref, host[y], yb);
-  for (int i = 0; i < g->ninputs; i++) {
-    kiln_value *v = &g->vals[g->inputs[i]];
-    ins[i] = kiln_tensor_new(v->dtype, v->rank, v->dims);
-    memcpy(ins[i]->data, v->data, kiln_value_bytes(v));
-  }
-  if (kiln_session_create(m, dev, &s, &err)) { printf("FAIL %-48s session: %s\n", label, err.msg); fails++; goto done; }
-  kiln_session_set_fusion(s, fusion);
-  for (int i = 0; i < g->ninputs; i++)
-    if (kiln_session_set_input(s, g->vals[g->inputs[i]].name, ins[i], &err)) { printf("FAIL %-48s input: %s\n", label, err.msg); fails++; goto done; }
-  if (kiln_session_run(s, &err)) { printf("FAIL %-48s run: %s\n", label, err.msg); fails++; goto done; }
   /* the rewrite */
   int attn = -1, nattn = 0, ndec = 0, nfused = 0;
   for (int i = 0; i < g->nnodes; i++)

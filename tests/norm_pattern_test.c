@@ -155,7 +155,6 @@ static double max_err(const float *ref, const float *got, int64_t ne, double *ma
  * want LayerNormalization nodes and "pattern" decisions naming a decomposed
  * norm, and the output against the unfused reference. */
 static void run_case(const char *label, kiln_graph *g, int y, bool fusion, int want) {
-  kiln_error err = {0};
   kiln_model *m = calloc(1, sizeof *m);
   m->g = g;
   kiln_session *s = NULL;
@@ -163,24 +162,8 @@ static void run_case(const char *label, kiln_graph *g, int y, bool fusion, int w
   void **host = calloc((size_t)g->nvals + 1, sizeof(void *));
   float *ref = NULL;
   int bad = 0, nodes_before = g->nnodes;
-  for (int i = 0; i < g->nnodes; i++) {
-    kiln_node *n = &g->nodes[i];
-    if (n->op->infer(g, n, &err) || kiln_node_run_ref_host(g, n, host, &err)) { printf("FAIL %-56s reference: %s\n", label, err.msg); fails++; goto done; }
-  }
+  if (tg_ref_and_run(g, m, dev, y, fusion, label, host, ins, &ref, &s)) { fails++; goto done; }
   int64_t ne = kiln_value_numel(&g->vals[y]);
-  size_t yb = sizeof(float) * (size_t)ne;
-  ref = malloc(yb + 4);
-  memcpy(ref, host[y], yb);
-  for (int i = 0; i < g->ninputs; i++) {
-    kiln_value *v = &g->vals[g->inputs[i]];
-    ins[i] = kiln_tensor_new(v->dtype, v->rank, v->dims);
-    memcpy(ins[i]->data, v->data, kiln_value_bytes(v));
-  }
-  if (kiln_session_create(m, dev, &s, &err)) { printf("FAIL %-56s session: %s\n", label, err.msg); fails++; goto done; }
-  kiln_session_set_fusion(s, fusion);
-  for (int i = 0; i < g->ninputs; i++)
-    if (kiln_session_set_input(s, g->vals[g->inputs[i]].name, ins[i], &err)) { printf("FAIL %-56s input: %s\n", label, err.msg); fails++; goto done; }
-  if (kiln_session_run(s, &err)) { printf("FAIL %-56s run: %s\n", label, err.msg); fails++; goto done; }
   int nln = 0, ndec = 0;
   for (int i = 0; i < g->nnodes; i++) nln += !strcmp(g->nodes[i].op_type, "LayerNormalization");
   kiln_fusion_info *f = NULL;

@@ -49,4 +49,38 @@ static int g2(kiln_graph *g, const char *op, int a, int b) {
   int in[2] = {a, b};
   return gnode(g, op, 2, in, NULL, 0, NULL);
 }
+
+/* The CPU reference of graph g (every node's reference in order; values in
+ * host[]), value y copied into a new block *ref; then a session on dev with
+ * fusion on or off, its inputs set from the graph's input values (tensors
+ * into ins[]) and run once. 0, or 1 after printing "FAIL label stage: why". */
+static int tg_ref_and_run(kiln_graph *g, kiln_model *m, kiln_device *dev, int y, bool fusion, const char *label, void **host, kiln_tensor **ins,
+                          float **ref, kiln_session **s) {
+  kiln_error err = {0};
+  const char *stage = "reference";
+  for (int i = 0; i < g->nnodes; i++) {
+    kiln_node *n = &g->nodes[i];
+    if (n->op->infer(g, n, &err) || kiln_node_run_ref_host(g, n, host, &err)) goto fail;
+  }
+  size_t yb = sizeof(float) * (size_t)kiln_value_numel(&g->vals[y]);
+  if (!(*ref = malloc(yb + 4))) { snprintf(err.msg, sizeof err.msg, "out of memory"); goto fail; }
+  memcpy(*ref, host[y], yb);
+  for (int i = 0; i < g->ninputs; i++) {
+    kiln_value *v = &g->vals[g->inputs[i]];
+    ins[i] = kiln_tensor_new(v->dtype, v->rank, v->dims);
+    memcpy(ins[i]->data, v->data, kiln_value_bytes(v));
+  }
+  stage = "session";
+  if (kiln_session_create(m, dev, s, &err)) goto fail;
+  kiln_session_set_fusion(*s, fusion);
+  stage = "input";
+  for (int i = 0; i < g->ninputs; i++)
+    if (kiln_session_set_input(*s, g->vals[g->inputs[i]].name, ins[i], &err)) goto fail;
+  stage = "run";
+  if (kiln_session_run(*s, &err)) goto fail;
+  return 0;
+fail:
+  printf("FAIL %-48s %s: %s\n", label, stage, err.msg);
+  return 1;
+}
 #endif
