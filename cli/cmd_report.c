@@ -115,7 +115,8 @@ static int group_instances(kiln_db *db, device_rep *d) {
     if (!strcmp(r->status, "ok") && kiln_record_ns(r) > 0) {
       if (in->ok == 0 && in->failed == 0) in->default_ns = kiln_record_ns(r); /* the first candidate is the default */
       in->ok++;
-      if (in->best_ns < 0 || kiln_record_ns(r) < in->best_ns) { in->best_ns = kiln_record_ns(r); in->best_i = i; }
+      /* the best as lookups rank it (kiln_record_rank_cmp: contenders re-timed together first) */
+      if (in->best_i < 0 || kiln_record_rank_cmp(r, &d->recs.r[in->best_i]) < 0) { in->best_ns = kiln_record_ns(r); in->best_i = i; }
     } else in->failed++;
   }
   return 0;

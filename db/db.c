@@ -565,7 +565,7 @@ int kiln_db_best(kiln_db *db, int64_t device, const char *family, int dtype, con
                  const char *source_hash, kiln_record *out, kiln_error *err) {
   sqlite3_stmt *st;
   int rc = prep_instance(db, &st, "SELECT " RECORD_COLS " FROM records WHERE device=? AND family=? AND dtype=? AND shape_key=? AND epilogue=?"
-                                  " AND status='ok' AND (?6 IS NULL OR source_hash=?6) ORDER BY " KILN_RECORD_NS_SQL " ASC LIMIT 1",
+                                  " AND status='ok' AND (?6 IS NULL OR source_hash=?6) ORDER BY " KILN_RECORD_RANK_SQL " LIMIT 1",
                          device, family, dtype, shape_key, epilogue, err);
   if (rc) return rc;
   if (source_hash) sqlite3_bind_text(st, 6, source_hash, -1, SQLITE_TRANSIENT);

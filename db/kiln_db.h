@@ -61,6 +61,7 @@ static inline double kiln_record_ns(const kiln_record *r) { return r->min_ns > 0
 /* The same in SQL over a records row. */
 #define KILN_RECORD_NS_SQL "(CASE WHEN min_ns>0 THEN min_ns ELSE median_ns END)"
 
+
 /* Record flags. DISAGREE: a merge found measurements of this candidate that
  * disagree beyond their noise (or on correctness) and kept them all;
  * VERIFIED: an imported record was re-timed on this machine (verified_ns);
@@ -68,9 +69,34 @@ static inline double kiln_record_ns(const kiln_record *r) { return r->min_ns > 0
  * instance's space (kiln tune --compare-strategies), min_ns the fastest of
  * all passes;
  * RETIMED: one of an instance's contenders for best, timed again together
- * with the others in alternating rounds; median_ns and min_ns come from that
- * re-timing. */
+ * with the others in alternating rounds; median_ns (the interquartile mean of
+ * those rounds' times) and min_ns (their fastest) come from that re-timing. */
 enum { KILN_REC_DISAGREE = 1, KILN_REC_VERIFIED = 2, KILN_REC_SECOND = 4, KILN_REC_RETIMED = 8, KILN_REC_THIRD = 16 };
+
+/* How an instance's records rank for "best" (kiln_db_pick_best, every
+ * lookup, `kiln db show`). A single measurement's fastest repeat
+ * (kiln_record_ns) is what screens candidates: measured at different moments
+ * on a shared machine, interference only adds time. But it is a poor judge
+ * between close candidates: on POCL some kernels are bimodal (a winner by
+ * fastest repeat read 36 us fastest / 75 us median against a runner-up's
+ * 47 / 59 us, and `kiln db verify --retime`, timing the two together again,
+ * failed 7 of 10 idle runs). So the contenders for best are timed
+ * again together in alternating rounds (KILN_REC_RETIMED), where all of them
+ * meet the same noise, and a re-timed record ranks by its typical time there
+ * (median_ns: the interquartile mean of those rounds). Re-timed records rank
+ * before any record that was not (they won a fair comparison; the others
+ * only a screening), then by that time; the rest by kiln_record_ns. */
+static inline int kiln_record_retimed(const kiln_record *r) { return (r->flags & KILN_REC_RETIMED) && r->median_ns > 0; }
+static inline double kiln_record_rank_ns(const kiln_record *r) { return kiln_record_retimed(r) ? r->median_ns : kiln_record_ns(r); }
+/* -1, 0, 1 as a ranks before, with, after b */
+static inline int kiln_record_rank_cmp(const kiln_record *a, const kiln_record *b) {
+  int ca = !kiln_record_retimed(a), cb = !kiln_record_retimed(b);
+  if (ca != cb) return ca < cb ? -1 : 1;
+  double ta = kiln_record_rank_ns(a), tb = kiln_record_rank_ns(b);
+  return ta < tb ? -1 : ta > tb ? 1 : 0;
+}
+/* The same order in SQL (two ORDER BY terms). */
+#define KILN_RECORD_RANK_SQL "((flags & 8) = 0 OR NOT median_ns > 0), (CASE WHEN (flags & 8) <> 0 AND median_ns > 0 THEN median_ns WHEN min_ns > 0 THEN min_ns ELSE median_ns END)"
 
 /* Relative tolerance of agreement: two medians agree (and an imported record
  * holds on re-timing) when they differ by at most max(KILN_DB_TOLERANCE,
@@ -82,7 +108,7 @@ int kiln_db_each_family(kiln_db *db, int64_t device, const char *family, void (*
 
 /* Inserts or replaces the record with the same (device, instance, params). */
 int kiln_db_put(kiln_db *db, int64_t device, const kiln_record *r, kiln_error *err);
-/* Best "ok" record (lowest median) for an instance on a device whose
+/* Best "ok" record (first by KILN_RECORD_RANK_SQL) for an instance on a device whose
  * source hash matches `source_hash` (NULL: any). KILN_ENOTFOUND if none. */
 int kiln_db_best(kiln_db *db, int64_t device, const char *family, int dtype, const char *shape_key, const char *epilogue,
                  const char *source_hash, kiln_record *out, kiln_error *err);
@@ -152,7 +178,7 @@ typedef struct kiln_lookup {
  * `kiln db show`: among the usable records of v (status "ok", not a
  * prediction, positive time, this kiln version, and no "wrong", "nan" or
  * "demoted" row of the same candidate (params and source hash) in the same
- * layer), the lowest kiln_record_ns, where disagreeing measurements of one
+ * layer), the first by kiln_record_rank_cmp, where disagreeing measurements of one
  * candidate count with their slowest (the first row carrying it stands for
  * it); ties go to the earlier index. layer (NULL: all one layer) tells which
  * rows came from the same file. Returns the index, or -1 when none is usable. */
@@ -265,14 +291,16 @@ int kiln_db_prune(kiln_db *db, int stale, int binaries, kiln_prune_stats *st, ki
 typedef struct kiln_verify_result {
   char family[32], shape_key[192], epilogue[64], params[256], from[512];
   int dtype;
-  double recorded_ns, measured_ns; /* medians (measured: in the alternating rounds) */
+  double recorded_ns;              /* its time as ranked (kiln_record_rank_ns) */
+  double measured_ns;              /* its typical time in the alternating rounds (interquartile mean) */
   double measured_min_ns;          /* its fastest time in those rounds */
   char rival[256];                 /* what it was timed against: the runner-up record's
                                       parameters, else the defaults; "" when neither */
-  double rival_ns;                 /* the rival's fastest time in the same rounds; < 0 if none */
+  double rival_ns;                 /* the rival's typical time in the same rounds; < 0 if none */
   double tolerance;                /* noise margin: the larger spread measured in those rounds (>= 5%) */
   double max_err;                  /* vs the CPU reference */
   int passed;                      /* 0 (demoted): wrong, or slower than the rival beyond the margin */
+  double rival_min_ns;             /* the rival's fastest time in the same rounds; < 0 if none */
 } kiln_verify_result;
 typedef struct kiln_verify_options {
   int dry_run;       /* only report; write nothing */
@@ -284,8 +312,9 @@ typedef struct kiln_verify_options {
  * an imported or shared record for this exact device not verified yet (inputs
  * must be set). Demotion needs evidence: the record's parameters are checked
  * against the CPU reference and timed against the runner-up (else the
- * defaults) in alternating rounds; a record that is wrong, or slower than its
- * rival by more than the spread measured in those rounds, is demoted
+ * defaults) in alternating rounds; a record that is wrong, or whose typical
+ * time there (the interquartile mean, as the tuner ranks contenders) is
+ * slower than its rival's by more than the spread measured in those rounds, is demoted
  * (kiln_db_set_verdict) and the next choice is checked in turn; one that holds
  * is flagged verified. A busy machine makes both slower alike, so a record is
  * never demoted for missing its recorded time. The

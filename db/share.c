@@ -194,25 +194,25 @@ static int same_candidate(const kiln_record *a, const kiln_record *b) {
 
 int kiln_db_pick_best(const kiln_record *const *v, const int *layer, int n) {
   int best = -1;
-  double bs = INFINITY;
+  const kiln_record *bs = NULL;
   for (int i = 0; i < n; i++) {
     if (!pickable(v[i])) continue;
-    double own = kiln_record_ns(v[i]), eff = own;
+    const kiln_record *eff = v[i];
     int out = 0, stands = 1;
     for (int j = 0; j < n && !out; j++) {
       if (j == i || (layer && layer[j] != layer[i]) || !same_candidate(v[j], v[i])) continue;
       const char *st = v[j]->status;
       if (!strcmp(st, "wrong") || !strcmp(st, "nan") || !strcmp(st, "demoted")) out = 1; /* failed or demoted in its file */
       else if (pickable(v[j])) {
-        double t = kiln_record_ns(v[j]);
-        if (t > eff) eff = t;
-        if (t > own || (t == own && j < i)) stands = 0;
+        int c = kiln_record_rank_cmp(v[j], v[i]);
+        if (kiln_record_rank_cmp(v[j], eff) > 0) eff = v[j];
+        if (c > 0 || (c == 0 && j < i)) stands = 0;
       }
     }
     /* disagreeing measurements of one candidate count with their slowest,
      * and the (first) row that carries it stands for the candidate */
     if (out || !stands) continue;
-    if (eff < bs) { bs = eff; best = i; }
+    if (!bs || kiln_record_rank_cmp(eff, bs) < 0) { bs = eff; best = i; }
   }
   return best;
 }
@@ -746,7 +746,7 @@ int kiln_db_device_info(kiln_db *db, int64_t id, kiln_device_info *out, kiln_err
 int kiln_db_each_record(kiln_db *db, int64_t device, void (*fn)(int64_t device, const kiln_record *r, void *ctx), void *ctx, kiln_error *err) {
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db->h, "SELECT " RECORD_COLS ",device FROM records WHERE ?1<0 OR device=?1"
-                                " ORDER BY device,family,dtype,shape_key,epilogue,status<>'ok'," KILN_RECORD_NS_SQL ",alt", -1, &st, NULL) != SQLITE_OK)
+                                " ORDER BY device,family,dtype,shape_key,epilogue,status<>'ok'," KILN_RECORD_RANK_SQL ",alt", -1, &st, NULL) != SQLITE_OK)
     return kiln__db_sqlerr(db, err, "listing records");
   sqlite3_bind_int64(st, 1, device);
   int rc;

@@ -503,10 +503,10 @@ static int test_verify(void) {
     if (twin) {
       CHECK(kiln_verify_imported(s, u, NULL, &vr, &nv, &err) == 0 && nv >= 1);
       if (nv >= 1) {
-        printf("verify: %s vs runner-up %s: fastest %.0f ns vs %.0f ns, margin %.0f%%: %s\n", vr[0].params, vr[0].rival, vr[0].measured_min_ns, vr[0].rival_ns,
+        printf("verify: %s vs runner-up %s: typical %.0f ns vs %.0f ns, margin %.0f%%: %s\n", vr[0].params, vr[0].rival, vr[0].measured_ns, vr[0].rival_ns,
                vr[0].tolerance * 100, vr[0].passed ? "holds" : "demoted");
         CHECK(!strcmp(vr[0].rival, r.params)); /* its rival is the runner-up record */
-        CHECK(vr[0].passed == !(vr[0].measured_min_ns > vr[0].rival_ns * (1 + vr[0].tolerance)));
+        CHECK(vr[0].passed == !(vr[0].measured_ns > vr[0].rival_ns * (1 + vr[0].tolerance)));
       }
       free(vr);
     }

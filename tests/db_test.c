@@ -81,6 +81,21 @@ static void pick_rule(void) {
   v[7].min_ns = 95;
   CHECK(kiln_db_pick_best(pv, NULL, 1) == 0);
   CHECK(kiln_db_pick_best(pv, NULL, 8) == 7);
+  /* contenders re-timed together rank first, by their typical time there
+   * (median_ns); the fastest repeat only screens */
+  kiln_record w[4];
+  const kiln_record *pw[4] = {&w[0], &w[1], &w[2], &w[3]};
+  w[0] = rec("B=1", 36, 75, "ok", "measured");    /* bimodal: a lucky fastest repeat */
+  w[1] = rec("B=2", 47, 59, "ok", "measured");
+  w[2] = rec("B=3", 30, 90, "ok", "measured");    /* never re-timed: screened only */
+  w[3] = rec("B=4", 50, 80, "ok", "measured");
+  w[0].flags = w[1].flags = w[3].flags = KILN_REC_RETIMED;
+  CHECK(kiln_db_pick_best(pw, NULL, 4) == 1);     /* B=2: typical 59 beats 75 and 80; B=3's 30 does not count */
+  CHECK(kiln_record_rank_cmp(&w[1], &w[0]) < 0 && kiln_record_rank_cmp(&w[0], &w[2]) < 0 && kiln_record_rank_cmp(&w[1], &w[1]) == 0);
+  w[1].flags = 0;                                 /* without re-timing, the fastest repeat decides among the rest */
+  CHECK(kiln_db_pick_best(pw, NULL, 4) == 0);
+  w[0].flags = w[3].flags = 0;
+  CHECK(kiln_db_pick_best(pw, NULL, 4) == 2);
 }
 
 /* A database file the user cannot write (mode 0444) opens read-only and

@@ -452,10 +452,13 @@ static double meas_replay(void *ctx, int k) { const replay_ctx *r = ctx; return 
  * count: like the repeats of a single measurement, the counted runs find the
  * caches holding the candidate's own data, not another candidate's (timed
  * strictly alternating, every run paid for the other's traffic and the
- * re-timed finalists lost rank to candidates measured alone). med[i] and mn[i]
- * receive the median and the fastest of candidate i's `reps` times (< 0 when
- * none succeeded), spread[i] (if not NULL) (p90 - p10) / median, cnt[i] (if
- * not NULL) how many runs succeeded. */
+ * re-timed finalists lost rank to candidates measured alone). med[i]
+ * receives candidate i's typical time, the interquartile mean of its counted
+ * runs (the middle half, averaged: a kernel whose runs fall in two modes on
+ * POCL counts each mode as often as it occurs, and a stall at either end
+ * counts not at all), mn[i] the fastest (both < 0 when none succeeded),
+ * spread[i] (if not NULL) (p90 - p10) / typical, cnt[i] (if not NULL) how
+ * many runs succeeded. */
 void kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
                               int *cnt) {
   double v[TOGETHER_MAX][TOGETHER_REPS * (TOGETHER_BLOCK - 1)];
@@ -476,7 +479,10 @@ void kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *c
   x->ov_node = -1;
   for (int i = 0; i < k; i++) {
     qsort(v[i], (size_t)nv[i], sizeof(double), cmpd);
-    med[i] = nv[i] ? v[i][nv[i] / 2] : -1;
+    int lo = nv[i] / 4, hi = nv[i] - nv[i] / 4;
+    double sum = 0;
+    for (int q = lo; q < hi; q++) sum += v[i][q];
+    med[i] = nv[i] ? sum / (hi - lo) : -1;
     mn[i] = nv[i] ? v[i][0] : -1;
     if (spread) spread[i] = nv[i] ? (v[i][nv[i] - 1 - nv[i] / 10] - v[i][nv[i] / 10]) / med[i] : 0;
     if (cnt) cnt[i] = nv[i];
@@ -541,12 +547,12 @@ static double another_look(trial_ctx *c, int k, kiln_record *rec, int flag, doub
  * So the contenders, every candidate within CONTEND_RATIO of the fastest (at
  * most TOGETHER_MAX, at least 2), are timed again back to back in alternating
  * rounds, where all of them meet the same noise, and their records take the
- * fastest repeat and the median of that re-timing (flag RETIMED): among the
- * contenders, which decides the best, every time comes from equally many
- * looks at the same moments. An instance with a record re-timed so among its
- * fastest is left as it is (reruns reproduce the same records; re-timed
- * slower, a contender can fall behind a candidate outside, so the best
- * record alone does not tell). */
+ * fastest repeat and the typical time (interquartile mean) of that re-timing
+ * (flag RETIMED). The typical time decides among them, and they rank before
+ * every record that was not re-timed (kiln_record_rank_cmp in db/kiln_db.h):
+ * the fastest repeat screens, a fair comparison decides. An instance with a
+ * record re-timed so among its fastest is left as it is (reruns reproduce the
+ * same records). */
 #define CONTEND_RATIO 1.3
 #define FINAL_ROUNDS 10
 
@@ -573,10 +579,13 @@ static void contender_rec(const kiln_record *r, void *ctx) {
 }
 
 /* Re-times the instance's contenders (see above) and stores their new
- * times. *best_ns / params (when not NULL) receive the fastest afterwards.
+ * times. *best_ns / params (when not NULL) receive, afterwards, the best as
+ * lookups rank it (its time and parameters), and *default_ns the defaults'
+ * time: when both were re-timed, their typical times in the same rounds,
+ * else (default_ns untouched) the best's fastest repeat.
  * Returns a database status (0 when nothing needed doing). */
 static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_node *n, int node, const kiln_tunable *t, const char *hash,
-                            double *best_ns, char *params, size_t plen, kiln_error *err) {
+                            double *best_ns, double *default_ns, char *params, size_t plen, kiln_error *err) {
   contender_ctx *f = calloc(1, sizeof *f);
   if (!f) return kiln__err(err, KILN_ENOMEM, "out of memory");
   f->hash = hash;
@@ -613,12 +622,6 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
   double med[TOGETHER_MAX], mn[TOGETHER_MAX], spread[TOGETHER_MAX];
   int cnt[TOGETHER_MAX];
   if (!rc && k) kiln__tune_time_together(x, n, node, pp, k, FINAL_ROUNDS, med, mn, spread, cnt);
-  double best = INFINITY;
-  if (k && k < f->n) { /* re-timed slower, a contender can fall behind the first candidate outside */
-    best = kiln_record_ns(&f->r[k]);
-    if (best_ns) *best_ns = best;
-    if (params) snprintf(params, plen, "%s", f->r[k].params);
-  }
   for (int i = 0; i < k && !rc; i++) {
     kiln_record *r = &f->r[i];
     if (cnt[i] >= 3) { /* else keep the first measurement */
@@ -627,13 +630,20 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
       r->spread = spread[i];
       r->samples = cnt[i];
       r->flags |= KILN_REC_RETIMED;
-      if ((rc = kiln_db_put(db, device, r, err)) != 0) break;
+      rc = kiln_db_put(db, device, r, err);
     }
-    if (kiln_record_ns(r) < best) {
-      best = kiln_record_ns(r);
-      if (best_ns) *best_ns = best;
-      if (params) snprintf(params, plen, "%s", r->params);
-    }
+  }
+  int b = -1, di = -1; /* the best as lookups will rank it; the defaults */
+  for (int i = 0; i < f->n && !rc; i++) {
+    if (b < 0 || kiln_record_rank_cmp(&f->r[i], &f->r[b]) < 0) b = i;
+    if (!strcmp(f->r[i].params, f->dparams)) di = i;
+  }
+  if (b >= 0) {
+    /* both re-timed in the same rounds: their typical times there compare */
+    int same = di >= 0 && kiln_record_retimed(&f->r[b]) && kiln_record_retimed(&f->r[di]);
+    if (best_ns) *best_ns = same ? kiln_record_rank_ns(&f->r[b]) : kiln_record_ns(&f->r[b]);
+    if (default_ns && same) *default_ns = kiln_record_rank_ns(&f->r[di]);
+    if (params) snprintf(params, plen, "%s", f->r[b].params);
   }
   free(f);
   return rc;
@@ -1027,7 +1037,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
         free(look);
         free(recs);
         if (!stopped && !rc) { /* the contenders timed again together; their times as recorded */
-          rc = retime_contenders(db, s->db_device, &x, n, in->node, t, hash, NULL, NULL, 0, err);
+          rc = retime_contenders(db, s->db_device, &x, n, in->node, t, hash, NULL, NULL, NULL, 0, err);
           if (!rc) rc = kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, err);
         }
         int bk = -1;
@@ -1081,7 +1091,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     if (!opt.compare && tc.best_k >= 0) {
       r->best_ns = tc.best;
       kiln_tunable_str(t, cands + (size_t)tc.best_k * (size_t)np, r->params, sizeof r->params);
-      if (!rc && !stopped) rc = retime_contenders(db, s->db_device, &x, n, in->node, t, hash, &r->best_ns, r->params, sizeof r->params, err);
+      if (!rc && !stopped) rc = retime_contenders(db, s->db_device, &x, n, in->node, t, hash, &r->best_ns, &r->default_ns, r->params, sizeof r->params, err);
     }
     if (!rc && !stopped && tc.best_k >= 0) {
       /* the search ran to its end (or its per-instance cap): resume may skip it */
