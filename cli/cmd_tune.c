@@ -197,7 +197,8 @@ static int run_tuner(kiln_session *s, kiln_db *db, kiln_tune_options *o, kiln_tu
   double spent = tune_clock() - t0;
   why[0] = 0;
   if (tune_interrupted) snprintf(why, len, "interrupted after %.0f s", spent);
-  else if (o->budget_s > 0 && spent > o->budget_s) snprintf(why, len, "the %.0f s budget is spent (%.0f s)", o->budget_s, spent);
+  else if (o->budget_s > 0 && (spent > o->budget_s || rc == KILN_ELIMIT)) /* ELIMIT: a compile that would end past it was not started */
+    snprintf(why, len, "the %.0f s budget is spent (%.0f s)", o->budget_s, spent);
   return rc;
 }
 
@@ -245,7 +246,21 @@ static int cmd_tune(int argc, char **argv) {
     free(pj);
   }
   char why[128];
-  if ((rc = run_tuner(s, db, &o, &res, &nres, why, sizeof why, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
+  if ((rc = run_tuner(s, db, &o, &res, &nres, why, sizeof why, &err)) != 0) {
+    if (rc == KILN_ELIMIT && why[0]) { /* stopped while compiling the model's kernels, before any instance */
+      FILE *f = json ? stderr : stdout;
+      kiln_run_stats st;
+      kiln_session_get_stats(s, &st);
+      if (json) {
+        printf("{\"model\":"); kiln_cli__json_str(stdout, path);
+        printf(",\"instances\":[],\"stopped\":\"compiling\",\"programs_compiled\":%d}\n", st.programs_compiled);
+      }
+      fprintf(f, "tuned 0 instances: %s while compiling the model's kernels (%d compiled so far, kept in the program cache); "
+                 "running the same `kiln tune` again resumes with them compiled\n", why, st.programs_compiled);
+      rc = tune_interrupted ? 130 : 0;
+    } else rc = kiln_cli__fail(&err, rc);
+    goto done;
+  }
   if (compare) rc = print_compare(path, di->name, dbpath, res, nres, json);
   else if (json) {
     printf("{\"model\":"); kiln_cli__json_str(stdout, path);

@@ -299,6 +299,11 @@ static void cache_put(kiln_device *d, const char *key, const unsigned char *bin,
   else remove(tmp);
 }
 
+void kiln__device_limit_builds(kiln_device *d, double seconds, volatile const int *stop) {
+  d->build_deadline_ms = seconds > 0 ? now_ms() + seconds * 1e3 : 0;
+  d->build_stop = stop;
+}
+
 void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const kiln_record_source *src) {
   d->bin_db = db;
   d->bin_src = src;
@@ -349,6 +354,14 @@ static cl_program build_program_opts(kiln_device *d, const char *file, const cha
     if (prog) { d->programs_from_cache++; return prog; }
   }
   double t0 = now_ms();
+  /* a build expected to end past the deadline (at this device's mean compile time so far) is not started */
+  double expect = d->programs_compiled ? d->compile_ms / d->programs_compiled : 0;
+  if ((d->build_deadline_ms > 0 && t0 + expect > d->build_deadline_ms) || (d->build_stop && *d->build_stop)) {
+    d->builds_refused++;
+    kiln__err(err, KILN_ELIMIT, "kernels/%s not compiled: the time budget is spent (%d programs compiled before, kept in the program cache)", file,
+              d->programs_compiled);
+    return NULL;
+  }
   prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &e);
   if (e != CL_SUCCESS) { kiln__err(err, KILN_ECL, "%s: clCreateProgramWithSource: %s", file, kiln__clerror(e)); return NULL; }
   e = clBuildProgram(prog, 1, &d->dev, bopts, NULL, NULL);

@@ -202,6 +202,9 @@ struct kiln_device {
   double compile_ms;
   int launches;              /* kernels enqueued since open */
   bool profile;
+  double build_deadline_ms;  /* > 0: a build from source that would start later is refused (kiln_tune's budget) */
+  volatile const int *build_stop; /* non-NULL and set: builds from source are refused (kiln_tune's stop) */
+  int builds_refused;
 };
 
 /* Returns the kernel `name` from kernels/`file` built with `options`
@@ -210,6 +213,12 @@ struct kiln_device {
 cl_kernel kiln_cl_kernel(kiln_device *d, const char *file, const char *options, const char *name, kiln_error *err);
 /* Keeps compiled programs in db's binary cache instead of files (NULL: files). */
 void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const struct kiln_record_source *src);
+/* From now on, refuse to build programs from source (KILN_ELIMIT) once
+ * `seconds` have passed (0: no limit) or while *stop is set (stop NULL: no
+ * stop). Programs in memory or in the binary cache still load. A compile on
+ * POCL takes 0.1-1.5 s and a model has dozens: a first `kiln tune --budget 30`
+ * with an empty program cache spent 75 s compiling before its first trial. */
+void kiln__device_limit_builds(kiln_device *d, double seconds, volatile const int *stop);
 /* Like kiln_cl_kernel for generated source text (fused kernels), found by
  * key, the source's hash from kiln_cl_src_key: callers keep it, because
  * hashing a 30 kB source per launch (conv.cl behind an epilogue) leaves the

@@ -685,7 +685,11 @@ const kiln_tensor *kiln_session_output(const kiln_session *s, int i) {
   return s->out[i];
 }
 
-void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st) { *st = s->st; }
+void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st) {
+  *st = s->st;
+  st->programs_compiled = s->d->programs_compiled; /* as of now, also after a run that stopped */
+  st->compile_ms = s->d->compile_ms;
+}
 
 int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts, kiln_error *err) {
   kiln_graph *g = s->m->g;

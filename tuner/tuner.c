@@ -232,6 +232,11 @@ static double measure_candidate(trial_ctx *c, int k) {
   x->ov_params = p;
   kiln_error e2 = {0};
   double w = kiln__tune_run_once(x, n, &e2); /* warm-up; compiles the candidate */
+  if (w < 0 && e2.status == KILN_ELIMIT) { /* the budget ran out before its compile: no verdict on it */
+    x->ov_params = NULL;
+    x->ov_node = -1;
+    return NAN;
+  }
   r->trials++;
   c->measured++;
   double best = c->best;
@@ -771,7 +776,7 @@ int kiln_tune_check_families(kiln_session *s, const char *families, kiln_error *
   return rc;
 }
 
-int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
+static int tune_body(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
   double t0 = now_s(); /* the budget covers everything from here: verification and the device probe too */
   kiln_tune_options opt = {0};
   if (o) opt = *o;
@@ -1127,4 +1132,16 @@ done:
   *results = res;
   *nresults = ninst;
   return 0;
+}
+
+/* The budget and the stop also hold for compiling: with an empty program
+ * cache, the model's own kernels (dozens, 0.1-1.5 s each on POCL) took
+ * longer than a short budget before the first trial. A build that would
+ * start after them is refused (KILN_ELIMIT, the count so far in the message);
+ * what was compiled stays in the program cache for the next run. */
+int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
+  kiln__device_limit_builds(s->d, o && o->budget_s > 0 ? o->budget_s : 0, o ? o->stop : NULL);
+  int rc = tune_body(s, db, o, results, nresults, err);
+  kiln__device_limit_builds(s->d, 0, NULL);
+  return rc;
 }
