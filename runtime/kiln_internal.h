@@ -60,6 +60,7 @@ typedef struct kiln_attr {
   int64_t *ints;
   char **strings;
   kiln_tensor *t;     /* KILN_ATTR_TENSOR */
+  struct kiln_graph *g; /* KILN_ATTR_GRAPH: the subgraph (owned) */
 } kiln_attr;
 
 /* A value (edge) of the graph. */
@@ -87,6 +88,7 @@ typedef struct kiln_node {
   char *op_type;
   char *domain;
   int nin, nout;
+  int nin_formal;            /* inputs the model names; those after are values its subgraphs capture */
   int *in;                   /* value ids; -1 for an omitted optional input */
   int *out;                  /* value ids; -1 for an omitted optional output */
   int nattr;
@@ -116,6 +118,7 @@ struct kiln_graph {
   kiln_node *nodes;
   int nnodes, capnodes;
   int *inputs, ninputs;      /* graph inputs that are not initializers */
+  int nformal;               /* declared inputs; a subgraph's later inputs are captured outer values */
   int *outputs, noutputs;
   int opset;                 /* default-domain opset */
   int ir_version;
@@ -434,6 +437,12 @@ typedef struct kiln_op_def {
   int (*tunable)(kiln_graph *g, kiln_node *n, kiln_tunable *t);
   /* (optional) KILN_OP_* hints for the memory planner; defaults to 0. */
   unsigned flags;
+  /* (optional) releases what n->state holds beyond plain memory (the device
+   * sessions of a control-flow node's bodies) before it is freed. */
+  void (*release)(kiln_node *n);
+  /* (optional, KILN_OP_DYNAMIC) after `dev` ran: reads back how many rows
+   * output 0 has (at most the planned count) and sets its dims[0]. */
+  int (*resolve)(kiln_exec *x, kiln_node *n, kiln_error *err);
 } kiln_op_def;
 
 /* Output 0 holds exactly input 0's bytes (Reshape, Flatten, Squeeze,
@@ -444,6 +453,14 @@ typedef struct kiln_op_def {
  * type): every work-item reads its own element of input 0 before writing the
  * same element of output 0 and nothing else. */
 #define KILN_OP_INPLACE 2u
+/* Output 0's leading dimension depends on the data (NonMaxSuppression):
+ * planned at its upper bound; `resolve` (device) or `ref` (host) sets the
+ * actual count, and the nodes after it are inferred again on the smaller
+ * shape (kiln__reinfer_after), their buffers being large enough. */
+#define KILN_OP_DYNAMIC 4u
+/* Shape inference again for nodes after..nnodes-1 (after a KILN_OP_DYNAMIC
+ * node settled its output); fails if a value would outgrow its plan. */
+int kiln__reinfer_after(kiln_graph *g, int after, kiln_error *err);
 
 /* Each op file exports a table terminated by {NULL}; op_registry.c lists them. */
 const kiln_op_def *kiln_op_lookup(const char *domain, const char *op_type);
@@ -584,6 +601,8 @@ struct kiln_session {
   bool planned;
   kiln_run_stats st;
   bool bind_floats;        /* small float inputs are bound by value too */
+  bool lazy_int_bind;      /* (control-flow bodies) small integer inputs are bound by value only once a plan */
+  bool bind_ints;          /* failed without their values: a loop's counter or token does not re-plan each iteration */
   kiln_db *db;             /* tuning records, not owned; NULL = defaults */
   const struct kiln_record_source *recs; /* how db is read */
   int64_t db_device;

@@ -233,6 +233,7 @@ static void release_plan(kiln_session *s) {
       if (n->scratch[k]) { clReleaseMemObject(n->scratch[k]); n->scratch[k] = NULL; }
       n->param_bytes[k] = n->scratch_bytes[k] = 0;
     }
+    if (n->state && n->op && n->op->release) n->op->release(n);
     free(n->state);
     n->state = NULL;
     n->tparams_origin = NULL;
@@ -314,7 +315,7 @@ int kiln_session_set_input(kiln_session *s, const char *name, const kiln_tensor 
 static bool value_bound_s(const kiln_session *s, const kiln_tensor *t) {
   if (t->dtype == KILN_DT_STRING) return true; /* strings are packed on the host anyway */
   if (kiln_tensor_numel(t) > VALUE_BIND_MAX) return false;
-  if (t->dtype == KILN_DT_INT64 || t->dtype == KILN_DT_INT32 || t->dtype == KILN_DT_BOOL) return true;
+  if (t->dtype == KILN_DT_INT64 || t->dtype == KILN_DT_INT32 || t->dtype == KILN_DT_BOOL) return !s->lazy_int_bind || s->bind_ints;
   return s->bind_floats && kiln_dtype_is_float(t->dtype);
 }
 #define value_bound(t) value_bound_s(s, t)
@@ -533,6 +534,7 @@ static int plan(kiln_session *s, kiln_error *err) {
     }
   }
   int rc = kiln_graph_plan(g, err);
+  if (rc == KILN_EUNSUPPORTED && s->lazy_int_bind && !s->bind_ints) { s->bind_ints = true; return plan(s, err); }
   if (rc == KILN_EUNSUPPORTED && !s->bind_floats) {
     bool any = false;
     for (int i = 0; i < g->ninputs; i++) if (kiln_dtype_is_float(s->in[i]->dtype) && kiln_tensor_numel(s->in[i]) <= VALUE_BIND_MAX) any = true;
@@ -622,7 +624,10 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     if (ev_first) ev_first[i] = x.nevents;
     if (n->folded || n->skip_dev) continue; /* skip_dev: output aliases the input's buffer */
     if (n->fuse_root >= 0 && !n->fgroup) continue; /* computed by its group's fused kernel */
-    if ((rc = kiln_node_dev(&x, n, err)) != 0) {
+    if ((rc = kiln_node_dev(&x, n, err)) == 0 && (n->op->flags & KILN_OP_DYNAMIC) && !n->fgroup) { /* the row count read back */
+      if (!n->op->resolve || (rc = n->op->resolve(&x, n, err)) == 0) rc = kiln__reinfer_after(g, i, err);
+    }
+    if (rc != 0) {
       free(ev_first);
       if (err && !strstr(err->msg, n->name)) {
         char m[1024];
@@ -703,7 +708,9 @@ int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts,
   for (int i = 0; i < g->nnodes && !rc; i++) {
     kiln_node *n = &g->nodes[i];
     if (n->folded) continue;
-    rc = kiln_node_run_ref_host(g, n, host, err);
+    if (n->op && (n->op->flags & KILN_OP_DYNAMIC)) rc = n->op->infer(g, n, err); /* back to the planned (largest) shape */
+    if (!rc) rc = kiln_node_run_ref_host(g, n, host, err);
+    if (!rc && n->op && (n->op->flags & KILN_OP_DYNAMIC)) rc = kiln__reinfer_after(g, i, err); /* ref set the row count */
   }
   kiln_tensor **o = NULL;
   if (!rc) {

@@ -1,0 +1,439 @@
+/* ops/control.c: control flow (Loop, If, Scan).
+ *
+ * The host orchestrates, the device computes: each body subgraph runs as a
+ * device session of its own (planned when its input shapes change, every
+ * op of the body on the device like any model's); between iterations the
+ * host reads back what it has to decide on (the loop condition, the If
+ * condition when it is not known at plan time) and hands the loop-carried
+ * values and scan slices to the next iteration. Those pass through host
+ * memory (a read and a write per value and iteration), which is fine for
+ * the small state of decoding loops and not meant for large tensors.
+ *
+ * Shapes: a Loop's trip count must be known when planning (the M input a
+ * constant or bound by value); scan outputs are planned for that many
+ * iterations, and a loop whose condition stops it earlier shrinks them
+ * (KILN_OP_DYNAMIC). An If whose condition is known at plan time takes that
+ * branch's shapes, else both branches must agree.
+ *
+ * The CPU reference runs the same bodies with their nodes' references. */
+#include "kiln_internal.h"
+
+typedef struct body_sess {
+  kiln_model m;      /* wraps the body graph (not owned) */
+  kiln_session *s;
+} body_sess;
+
+typedef struct ctl_state {
+  body_sess b[2];    /* If: then, else; Loop, Scan: b[0] */
+  int64_t trips;     /* Loop: planned iterations */
+  int branch;        /* If: the branch known at plan time, else -1 */
+} ctl_state;
+
+static kiln_graph *sub_graph(const kiln_node *n, const char *name) {
+  const kiln_attr *a = kiln_attr_find(n, name);
+  return a && a->type == KILN_ATTR_GRAPH ? a->g : NULL;
+}
+
+static ctl_state *state_of(kiln_node *n, kiln_error *err) {
+  if (!n->state) {
+    ctl_state *st = calloc(1, sizeof *st);
+    if (!st) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+    st->branch = -1;
+    n->state = st;
+  }
+  return n->state;
+}
+
+static void ctl_release(kiln_node *n) {
+  ctl_state *st = n->state;
+  for (int k = 0; k < 2; k++) {
+    kiln_session_free(st->b[k].s);
+    st->b[k].s = NULL;
+  }
+}
+
+/* The node input slot feeding body input `bi` (a capture, found by name), or -1. */
+static int capture_slot(kiln_graph *g, const kiln_node *n, const kiln_graph *b, int bi) {
+  const char *name = b->vals[b->inputs[bi]].name;
+  for (int k = n->nin_formal; k < n->nin; k++)
+    if (n->in[k] >= 0 && !strcmp(g->vals[n->in[k]].name, name)) return k;
+  return -1;
+}
+static kiln_value *capture_of(kiln_graph *g, const kiln_node *n, const kiln_graph *b, int bi) {
+  int k = capture_slot(g, n, b, bi);
+  return k >= 0 ? &g->vals[n->in[k]] : NULL;
+}
+
+/* ---- shape inference of a body ---- */
+
+/* Sets body input bi's type and shape (and its data when known) for planning. */
+static int bind_shape(kiln_graph *b, int bi, int dtype, int rank, const int64_t *dims, const void *data, kiln_error *err) {
+  kiln_value *v = &b->vals[b->inputs[bi]];
+  if (v->dtype && dtype && v->dtype != dtype && v->dtype != KILN_DT_SEQUENCE)
+    return kiln__err(err, KILN_ESHAPE, "body input '%s' is %s, given %s", v->name, kiln_dtype_name(v->dtype), kiln_dtype_name(dtype));
+  v->dtype = dtype;
+  v->rank = rank;
+  if (rank) memcpy(v->dims, dims, sizeof(int64_t) * (size_t)rank);
+  free(v->data);
+  v->data = NULL;
+  if (data) {
+    size_t bytes = kiln_value_bytes(v);
+    if (!(v->data = malloc(bytes ? bytes : 1))) return kiln__err(err, KILN_ENOMEM, "out of memory");
+    memcpy(v->data, data, bytes);
+  }
+  return 0;
+}
+
+static int bind_from(kiln_graph *b, int bi, const kiln_value *o, kiln_error *err) {
+  if (o->dtype == KILN_DT_SEQUENCE || o->dtype == KILN_DT_STRING)
+    return kiln__err(err, KILN_EUNSUPPORTED, "body input '%s': %s values are not supported in subgraphs", b->vals[b->inputs[bi]].name, o->dtype == KILN_DT_STRING ? "string" : "sequence");
+  return bind_shape(b, bi, o->dtype, o->rank, o->dims, o->data, err);
+}
+
+static int bind_captures(kiln_graph *g, const kiln_node *n, kiln_graph *b, kiln_error *err) {
+  for (int i = b->nformal; i < b->ninputs; i++) {
+    kiln_value *o = capture_of(g, n, b, i);
+    if (!o) return kiln__err(err, KILN_EINTERNAL, "capture '%s' not found", b->vals[b->inputs[i]].name);
+    int rc = bind_from(b, i, o, err);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int plan_body(kiln_graph *b, const char *what, kiln_error *err) {
+  int rc = kiln_graph_plan(b, err);
+  if (rc && err) {
+    char m[1024];
+    snprintf(m, sizeof m, "%s: %s", what, err->msg);
+    snprintf(err->msg, sizeof err->msg, "%s", m);
+  }
+  return rc;
+}
+
+/* ---- host side of a body run (reference and device) ---- */
+
+static kiln_tensor *tensor_of(const kiln_value *v, const void *data) {
+  kiln_tensor *t = kiln_tensor_new(v->dtype, v->rank, v->dims);
+  if (t && data) memcpy(t->data, data, kiln_value_bytes(v));
+  return t;
+}
+
+/* Runs body b on host tensors in[0..b->ninputs) with the nodes' CPU
+ * references; out[0..b->noutputs) are new tensors. */
+static int body_ref(kiln_graph *b, kiln_tensor **in, kiln_tensor **out, kiln_error *err) {
+  int rc = 0;
+  for (int i = 0; i < b->ninputs && !rc; i++) rc = bind_shape(b, i, in[i]->dtype, in[i]->rank, in[i]->dims, in[i]->data, err);
+  if (!rc) rc = plan_body(b, "body", err);
+  if (rc) return rc;
+  void **host = calloc((size_t)b->nvals + 1, sizeof(void *));
+  if (!host) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  for (int i = 0; i < b->nnodes && !rc; i++) {
+    kiln_node *bn = &b->nodes[i];
+    if (bn->folded) continue;
+    rc = kiln_node_run_ref_host(b, bn, host, err);
+    if (!rc && bn->op && (bn->op->flags & KILN_OP_DYNAMIC)) rc = kiln__reinfer_after(b, i, err);
+  }
+  for (int i = 0; i < b->noutputs && !rc; i++) {
+    kiln_value *v = &b->vals[b->outputs[i]];
+    const void *src = host[b->outputs[i]] ? host[b->outputs[i]] : v->data;
+    if (!src) rc = kiln__err(err, KILN_EINTERNAL, "body output '%s' has no data", v->name);
+    else if (!(out[i] = tensor_of(v, src))) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+  }
+  for (int i = 0; i < b->nvals; i++) free(host[i]);
+  free(host);
+  return rc;
+}
+
+/* Runs body b on the device through its session (made on first use). */
+static int body_dev(kiln_exec *x, body_sess *bs, kiln_graph *b, kiln_tensor **in, kiln_tensor **out, kiln_error *err) {
+  int rc;
+  if (!bs->s) {
+    bs->m.g = b;
+    if ((rc = kiln__session_create(&bs->m, x->d, x->pred, &bs->s, err)) != 0) return rc;
+    bs->s->lazy_int_bind = true;
+  }
+  for (int i = 0; i < b->ninputs; i++)
+    if ((rc = kiln_session_set_input(bs->s, b->vals[b->inputs[i]].name, in[i], err)) != 0) return rc;
+  if ((rc = kiln_session_run(bs->s, err)) != 0) return rc;
+  x->launches += bs->s->st.kernels_launched;
+  for (int i = 0; i < b->noutputs; i++) {
+    const kiln_tensor *t = kiln_session_output(bs->s, i);
+    out[i] = kiln_tensor_new(t->dtype, t->rank, t->dims);
+    if (!out[i]) return kiln__err(err, KILN_ENOMEM, "out of memory");
+    memcpy(out[i]->data, t->data, (size_t)kiln_tensor_numel(t) * kiln_dtype_size(t->dtype));
+  }
+  return 0;
+}
+
+/* A node input's current contents as a host tensor: read from its device
+ * buffer (x set), else from host[] of the reference. */
+static kiln_tensor *input_tensor(kiln_exec *x, kiln_value *v, const void *host, kiln_error *err) {
+  kiln_tensor *t = kiln_tensor_new(v->dtype, v->rank, v->dims);
+  if (!t) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+  size_t bytes = kiln_value_bytes(v);
+  if (x && v->buf) {
+    if (kiln_cl_read(x->d, v->buf, t->data, bytes, err)) { kiln_tensor_free(t); return NULL; }
+  } else if (host || v->data) memcpy(t->data, host ? host : v->data, bytes);
+  else { kiln_tensor_free(t); kiln__err(err, KILN_EINTERNAL, "value '%s' has no data", v->name); return NULL; }
+  return t;
+}
+
+/* Body input bi (a capture) as a host tensor. */
+static int capture_tensor(kiln_exec *x, kiln_graph *g, kiln_node *n, kiln_graph *b, int bi, void **in, kiln_tensor **t, kiln_error *err) {
+  int k = capture_slot(g, n, b, bi);
+  if (k < 0) return kiln__err(err, KILN_EINTERNAL, "capture '%s' not found", b->vals[b->inputs[bi]].name);
+  *t = input_tensor(x, &g->vals[n->in[k]], in ? in[k] : NULL, err);
+  return *t ? 0 : err->status;
+}
+
+static void free_tensors(kiln_tensor **t, int n) {
+  for (int i = 0; i < n; i++) { kiln_tensor_free(t[i]); t[i] = NULL; }
+}
+
+/* Output i of the node from a host tensor: to its device buffer, or to
+ * host out[i] (reference). Checks the shape the plan gave it. */
+static int store_output(kiln_exec *x, kiln_graph *g, kiln_node *n, int i, const kiln_tensor *t, void **out, kiln_error *err) {
+  kiln_value *v = kiln_out(g, n, i);
+  if (!v) return 0;
+  if (t->dtype != v->dtype || t->rank != v->rank || memcmp(t->dims, v->dims, sizeof(int64_t) * (size_t)t->rank))
+    return kiln__err(err, KILN_EUNSUPPORTED, "output '%s': the body gave a %s tensor of %lld elements whose shape differs from the one planned (shapes that change between runs of a body)", v->name,
+                     kiln_dtype_name(t->dtype), (long long)kiln_tensor_numel(t));
+  size_t bytes = kiln_value_bytes(v);
+  if (x) return bytes ? kiln_cl_write(x->d, v->buf, t->data, bytes, err) : 0;
+  memcpy(out[i], t->data, bytes);
+  return 0;
+}
+
+/* ---- If ---- */
+
+static int if_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
+  kiln_graph *br[2] = {sub_graph(n, "then_branch"), sub_graph(n, "else_branch")};
+  if (!br[0] || !br[1]) return kiln__err(err, KILN_EPARSE, "If needs then_branch and else_branch");
+  kiln_value *c = kiln_in(g, n, 0);
+  if (kiln_value_numel(c) != 1) return kiln__err(err, KILN_ESHAPE, "the condition must have one element");
+  ctl_state *st = state_of(n, err);
+  if (!st) return KILN_ENOMEM;
+  st->branch = c->data ? (kiln_value_geti(c, 0) ? 0 : 1) : -1;
+  int first = st->branch >= 0 ? st->branch : 0, last = st->branch >= 0 ? st->branch : 1;
+  for (int k = first; k <= last; k++) {
+    int rc = bind_captures(g, n, br[k], err);
+    if (!rc) rc = plan_body(br[k], k ? "else_branch" : "then_branch", err);
+    if (rc) return rc;
+    if (br[k]->noutputs != n->nout) return kiln__err(err, KILN_EPARSE, "the branch has %d outputs, the node %d", br[k]->noutputs, n->nout);
+  }
+  for (int i = 0; i < n->nout; i++) {
+    kiln_value *a = &br[first]->vals[br[first]->outputs[i]], *b = &br[last]->vals[br[last]->outputs[i]];
+    if (a->dtype == KILN_DT_SEQUENCE) return kiln__err(err, KILN_EUNSUPPORTED, "sequence outputs of If are not supported");
+    if (a->dtype != b->dtype || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
+      return kiln__err(err, KILN_EUNSUPPORTED, "output %d: the branches give different shapes or types and the condition is not known when planning", i);
+    kiln_set_out(g, n, i, a->dtype, a->rank, a->dims);
+  }
+  return 0;
+}
+
+/* Runs the If on the device (x set) or with the references (x NULL). */
+static int if_run(kiln_exec *x, kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
+  ctl_state *st = state_of(n, err);
+  if (!st) return KILN_ENOMEM;
+  int k = st->branch;
+  if (k < 0) { /* the condition, read back */
+    kiln_tensor *c = input_tensor(x, kiln_in(g, n, 0), in ? in[0] : NULL, err);
+    if (!c) return err->status;
+    k = kiln_load_i(c->data, c->dtype, 0) ? 0 : 1;
+    kiln_tensor_free(c);
+  }
+  kiln_graph *b = sub_graph(n, k ? "else_branch" : "then_branch");
+  kiln_tensor **bin = calloc((size_t)b->ninputs + 1, sizeof *bin), **bout = calloc((size_t)b->noutputs + 1, sizeof *bout);
+  int rc = bin && bout ? 0 : kiln__err(err, KILN_ENOMEM, "out of memory");
+  for (int i = 0; i < b->ninputs && !rc; i++) rc = capture_tensor(x, g, n, b, i, in, &bin[i], err);
+  if (!rc) rc = x ? body_dev(x, &st->b[k], b, bin, bout, err) : body_ref(b, bin, bout, err);
+  for (int i = 0; i < n->nout && !rc; i++) rc = store_output(x, g, n, i, bout[i], out, err);
+  if (bin) free_tensors(bin, b->ninputs);
+  if (bout) free_tensors(bout, b->noutputs);
+  free(bin);
+  free(bout);
+  if (!x && st->b[k].s) kiln__session_replan(st->b[k].s); /* the reference planned the shared body graph */
+  return rc;
+}
+
+static int if_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return if_run(NULL, g, n, in, out, err); }
+static int if_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return if_run(x, x->g, n, NULL, NULL, err); }
+
+/* ---- Loop ---- */
+
+static bool same_shape(const kiln_value *a, int dtype, int rank, const int64_t *dims) {
+  return a->dtype == dtype && a->rank == rank && !memcmp(a->dims, dims, sizeof(int64_t) * (size_t)rank);
+}
+
+/* Plans the body for iteration `it` with carried values shaped like cur[]
+ * (cur[j] are values of the outer graph or of the body's last plan). */
+static int loop_plan_iter(kiln_graph *g, kiln_node *n, kiln_graph *b, int64_t it, kiln_value *cur, int N, kiln_error *err) {
+  int64_t none[1] = {0};
+  int rc = bind_shape(b, 0, KILN_DT_INT64, 0, none, &it, err);
+  if (!rc) rc = bind_shape(b, 1, KILN_DT_BOOL, 0, none, NULL, err);
+  for (int j = 0; j < N && !rc; j++) rc = bind_shape(b, 2 + j, cur[j].dtype, cur[j].rank, cur[j].dims, NULL, err);
+  if (!rc) rc = bind_captures(g, n, b, err);
+  if (!rc) rc = plan_body(b, "body", err);
+  return rc;
+}
+
+static int loop_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
+  kiln_graph *b = sub_graph(n, "body");
+  if (!b) return kiln__err(err, KILN_EPARSE, "Loop needs a body");
+  int N = n->nin_formal - 2, K = b->noutputs - 1 - N;
+  if (N < 0 || b->nformal != 2 + N || K < 0 || n->nout != N + K)
+    return kiln__err(err, KILN_EPARSE, "the body takes %d inputs and gives %d outputs for %d loop-carried values", b->nformal, b->noutputs, N);
+  ctl_state *st = state_of(n, err);
+  if (!st) return KILN_ENOMEM;
+  kiln_value *m = kiln_in(g, n, 0), *c = kiln_in(g, n, 1);
+  if (!m) return kiln__err(err, KILN_EUNSUPPORTED, "a Loop without a trip count (a while loop) is not supported: its iteration count is only known at run time");
+  if (!m->data) return kiln__err(err, KILN_EUNSUPPORTED, "the trip count '%s' must be known when planning (a constant or an input bound by value)", m->name);
+  st->trips = kiln_value_geti(m, 0);
+  if (st->trips < 0) st->trips = 0;
+  if (c && c->data && !kiln_value_geti(c, 0)) st->trips = 0;
+  kiln_value *cur = calloc((size_t)N + 1, sizeof *cur);
+  int64_t scan_dims[16][KILN_MAX_RANK];
+  if (!cur) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  if (K > 16) { free(cur); return kiln__err(err, KILN_ELIMIT, "more than 16 scan outputs"); }
+  for (int j = 0; j < N; j++) cur[j] = *kiln_in(g, n, 2 + j), cur[j].data = NULL;
+  int rc = 0;
+  /* carried shapes may change in the first iterations (a growing state):
+   * planned again until they settle, at most once per iteration */
+  for (int64_t it = 0; !rc; it++) {
+    if ((rc = loop_plan_iter(g, n, b, it, cur, N, err)) != 0) break;
+    bool settled = true;
+    for (int j = 0; j < N; j++) {
+      kiln_value *o = &b->vals[b->outputs[1 + j]];
+      if (o->dtype == KILN_DT_SEQUENCE) { rc = kiln__err(err, KILN_EUNSUPPORTED, "sequence loop-carried values are not supported"); break; }
+      if (it < st->trips && !same_shape(&cur[j], o->dtype, o->rank, o->dims)) settled = false;
+      if (it < st->trips) { cur[j].dtype = o->dtype; cur[j].rank = o->rank; memcpy(cur[j].dims, o->dims, sizeof o->dims); }
+    }
+    for (int k = 0; k < K && !rc; k++) {
+      kiln_value *o = &b->vals[b->outputs[1 + N + k]];
+      if (o->dtype == KILN_DT_SEQUENCE || o->rank + 1 > KILN_MAX_RANK) { rc = kiln__err(err, KILN_EUNSUPPORTED, "scan output %d: type or rank not supported", k); break; }
+      if (it > 0 && memcmp(scan_dims[k] + 1, o->dims, sizeof(int64_t) * (size_t)o->rank)) { rc = kiln__err(err, KILN_EUNSUPPORTED, "scan output %d changes shape between iterations", k); break; }
+      scan_dims[k][0] = st->trips;
+      memcpy(scan_dims[k] + 1, o->dims, sizeof(int64_t) * (size_t)o->rank);
+    }
+    if (rc || settled || it + 1 >= st->trips) break;
+  }
+  for (int j = 0; j < N && !rc; j++) kiln_set_out(g, n, j, cur[j].dtype, cur[j].rank, cur[j].dims);
+  for (int k = 0; k < K && !rc; k++) {
+    kiln_value *o = &b->vals[b->outputs[1 + N + k]];
+    kiln_set_out(g, n, N + k, o->dtype, o->rank + 1, scan_dims[k]);
+  }
+  free(cur);
+  return rc;
+}
+
+/* Bytes of one iteration's slice of scan output value v. */
+static size_t slice_bytes(const kiln_value *v) {
+  size_t b = kiln_dtype_size(v->dtype);
+  for (int k = 1; k < v->rank; k++) b *= (size_t)v->dims[k];
+  return b;
+}
+
+static int loop_run(kiln_exec *x, kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
+  kiln_graph *b = sub_graph(n, "body");
+  ctl_state *st = state_of(n, err);
+  if (!st) return KILN_ENOMEM;
+  int N = n->nin_formal - 2, K = b->noutputs - 1 - N, rc = 0;
+  kiln_tensor **bin = calloc((size_t)b->ninputs + 1, sizeof *bin), **bout = calloc((size_t)b->noutputs + 1, sizeof *bout);
+  char **acc = calloc((size_t)K + 1, sizeof *acc);
+  if (!bin || !bout || !acc) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+  for (int i = b->nformal; i < b->ninputs && !rc; i++) rc = capture_tensor(x, g, n, b, i, in, &bin[i], err);
+  for (int j = 0; j < N && !rc; j++)
+    if (!(bin[2 + j] = input_tensor(x, kiln_in(g, n, 2 + j), in ? in[2 + j] : NULL, err))) rc = err->status;
+  bool cond = true;
+  if (!rc && kiln_has_in(n, 1)) {
+    kiln_tensor *c = input_tensor(x, kiln_in(g, n, 1), in ? in[1] : NULL, err);
+    if (!c) rc = err->status;
+    else cond = kiln_load_i(c->data, c->dtype, 0) != 0;
+    kiln_tensor_free(c);
+  }
+  for (int k = 0; k < K && !rc; k++)
+    if (!(acc[k] = malloc(slice_bytes(kiln_out(g, n, N + k)) * (size_t)st->trips + 1))) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+  int64_t it = 0, zero = 0;
+  for (; it < st->trips && cond && !rc; it++) {
+    kiln_tensor_free(bin[0]);
+    kiln_tensor_free(bin[1]);
+    bin[0] = kiln_tensor_new(KILN_DT_INT64, 0, &zero);
+    bin[1] = kiln_tensor_new(KILN_DT_BOOL, 0, &zero);
+    if (!bin[0] || !bin[1]) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
+    *(int64_t *)bin[0]->data = it;
+    *(uint8_t *)bin[1]->data = 1;
+    if ((rc = x ? body_dev(x, &st->b[0], b, bin, bout, err) : body_ref(b, bin, bout, err)) != 0) break;
+    cond = kiln_load_i(bout[0]->data, bout[0]->dtype, 0) != 0; /* the condition, read back */
+    for (int j = 0; j < N; j++) { kiln_tensor_free(bin[2 + j]); bin[2 + j] = bout[1 + j]; bout[1 + j] = NULL; }
+    for (int k = 0; k < K && !rc; k++) {
+      size_t sb = slice_bytes(kiln_out(g, n, N + k));
+      kiln_tensor *t = bout[1 + N + k];
+      if ((size_t)kiln_tensor_numel(t) * kiln_dtype_size(t->dtype) != sb || t->dtype != kiln_out(g, n, N + k)->dtype)
+        rc = kiln__err(err, KILN_EUNSUPPORTED, "scan output %d of iteration %lld differs from the planned shape", k, (long long)it);
+      else memcpy(acc[k] + sb * (size_t)it, t->data, sb);
+    }
+    free_tensors(bout, b->noutputs);
+  }
+  for (int j = 0; j < N && !rc; j++) rc = store_output(x, g, n, j, bin[2 + j], out, err);
+  for (int k = 0; k < K && !rc; k++) { /* a loop stopped by its condition has fewer rows (KILN_OP_DYNAMIC) */
+    kiln_value *v = kiln_out(g, n, N + k);
+    if (!v) continue;
+    v->dims[0] = it;
+    size_t bytes = slice_bytes(v) * (size_t)it;
+    if (x) rc = bytes ? kiln_cl_write(x->d, v->buf, acc[k], bytes, err) : 0;
+    else memcpy(out[N + k], acc[k], bytes);
+  }
+  if (bin) free_tensors(bin, b->ninputs);
+  if (bout) free_tensors(bout, b->noutputs);
+  for (int k = 0; acc && k < K; k++) free(acc[k]);
+  free(acc);
+  free(bin);
+  free(bout);
+  if (!x && st->b[0].s) kiln__session_replan(st->b[0].s);
+  return rc;
+}
+
+static int loop_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return loop_run(NULL, g, n, in, out, err); }
+static int loop_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return loop_run(x, x->g, n, NULL, NULL, err); }
+
+const kiln_op_def kiln_ops_control[] = {
+  {.name = "If", .infer = if_infer, .ref = if_ref, .dev = if_dev, .release = ctl_release},
+  {.name = "Loop", .infer = loop_infer, .ref = loop_ref, .dev = loop_dev, .release = ctl_release, .flags = KILN_OP_DYNAMIC},
+  {NULL},
+};
+
+/* ---- data-dependent shapes (KILN_OP_DYNAMIC) ---- */
+
+int kiln__reinfer_after(kiln_graph *g, int after, kiln_error *err) {
+  char *changed = calloc((size_t)g->nvals + 1, 1);
+  if (!changed) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  kiln_node *d = &g->nodes[after];
+  for (int k = 0; k < d->nout; k++) if (d->out[k] >= 0) changed[d->out[k]] = 1;
+  int rc = 0;
+  for (int i = after + 1; i < g->nnodes && !rc; i++) {
+    kiln_node *n = &g->nodes[i];
+    bool dep = false;
+    for (int k = 0; k < n->nin; k++) dep |= n->in[k] >= 0 && changed[n->in[k]];
+    if (!dep) continue;
+    if (n->fuse_root >= 0 || n->epi) {
+      rc = kiln__err(err, KILN_EUNSUPPORTED, "node '%s' (%s) is fused, and its input's shape depends on the data of node '%s' (plan with fusion off)", n->name, n->op_type, d->name);
+      break;
+    }
+    if ((rc = n->op->infer(g, n, err)) != 0) break;
+    bool outs_const = true;
+    for (int k = 0; k < n->nout; k++) if (n->out[k] >= 0 && !g->vals[n->out[k]].is_const) outs_const = false;
+    if (n->folded && !outs_const && (rc = kiln_node_run_ref(g, n, err)) != 0) break; /* a shape computation folded on the planned shape */
+    for (int k = 0; k < n->nout; k++) {
+      if (n->out[k] < 0) continue;
+      kiln_value *v = &g->vals[n->out[k]];
+      changed[n->out[k]] = 1;
+      size_t have = 0;
+      if (v->buf && clGetMemObjectInfo(v->buf, CL_MEM_SIZE, sizeof have, &have, NULL) == CL_SUCCESS && have < kiln_value_bytes(v)) {
+        rc = kiln__err(err, KILN_EUNSUPPORTED, "value '%s' of node '%s' grows past its planned size with the data-dependent shape of node '%s'", v->name, n->name, d->name);
+        break;
+      }
+    }
+  }
+  free(changed);
+  return rc;
+}
