@@ -186,6 +186,13 @@ static int capture_tensor(kiln_exec *x, kiln_graph *g, kiln_node *n, kiln_graph 
   return *t ? 0 : err->status;
 }
 
+/* A blocking upload: the host tensors are freed right after. */
+static int write_sync(kiln_exec *x, cl_mem b, const void *src, size_t bytes, kiln_error *err) {
+  if (!bytes) return 0;
+  cl_int e = clEnqueueWriteBuffer(x->d->q, b, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+  return e == CL_SUCCESS ? 0 : kiln__err(err, KILN_ECL, "clEnqueueWriteBuffer(%zu bytes): %s", bytes, kiln__clerror(e));
+}
+
 static void free_tensors(kiln_tensor **t, int n) {
   for (int i = 0; i < n; i++) { kiln_tensor_free(t[i]); t[i] = NULL; }
 }
@@ -199,7 +206,7 @@ static int store_output(kiln_exec *x, kiln_graph *g, kiln_node *n, int i, const 
     return kiln__err(err, KILN_EUNSUPPORTED, "output '%s': the body gave a %s tensor of %lld elements whose shape differs from the one planned (shapes that change between runs of a body)", v->name,
                      kiln_dtype_name(t->dtype), (long long)kiln_tensor_numel(t));
   size_t bytes = kiln_value_bytes(v);
-  if (x) return bytes ? kiln_cl_write(x->d, v->buf, t->data, bytes, err) : 0;
+  if (x) return write_sync(x, v->buf, t->data, bytes, err);
   memcpy(out[i], t->data, bytes);
   return 0;
 }
@@ -380,7 +387,7 @@ static int loop_run(kiln_exec *x, kiln_graph *g, kiln_node *n, void **in, void *
     if (!v) continue;
     v->dims[0] = it;
     size_t bytes = slice_bytes(v) * (size_t)it;
-    if (x) rc = bytes ? kiln_cl_write(x->d, v->buf, acc[k], bytes, err) : 0;
+    if (x) rc = write_sync(x, v->buf, acc[k], bytes, err);
     else memcpy(out[N + k], acc[k], bytes);
   }
   if (bin) free_tensors(bin, b->ninputs);

@@ -127,7 +127,11 @@ static int nms_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   /* the total sits after the counts in the same scratch buffer: a sub-buffer would need alignment, so nms_compact gets it as a second buffer */
   cl_mem total = kiln_exec_param(x, n, 0, &(cl_long){0}, sizeof(cl_long), err);
   if (!total) return err->status;
-  if (BC == 0 || N == 0) return kiln_cl_write(x->d, total, &(cl_long){0}, sizeof(cl_long), err);
+  if (BC == 0 || N == 0) { /* nothing kept */
+    cl_long zero = 0;
+    cl_int e = clEnqueueWriteBuffer(x->d->q, total, CL_TRUE, 0, sizeof zero, &zero, 0, NULL, NULL);
+    return e == CL_SUCCESS ? 0 : kiln__err(err, KILN_ECL, "clEnqueueWriteBuffer: %s", kiln__clerror(e));
+  }
   if (kiln_cl_args(k[0], err, KARG(boxes), KARG(sup), KARG(N), KARG(center), KARG(thr), KARG(has_thr), KEND) ||
       kiln_cl_args(k[1], err, KARG(scores), KARG(order), KARG(N), KARG(sth), KARG(has_sth), KEND) ||
       kiln_cl_args(k[2], err, KARG(scores), KARG(order), KARG(sup), KARG(keep), KARG(cnt), KARG(N), KARG(C), KARG(maxo_plan), KARG(maxo), KARG(has_maxo), KARG(sth),
