@@ -403,8 +403,182 @@ static int loop_run(kiln_exec *x, kiln_graph *g, kiln_node *n, void **in, void *
 static int loop_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return loop_run(NULL, g, n, in, out, err); }
 static int loop_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return loop_run(x, x->g, n, NULL, NULL, err); }
 
+/* ---- Scan ----
+ * opset 9 and later: inputs N states, then M scanned tensors (scanned along
+ * scan_input_axes, in scan_input_directions); outputs N final states and K
+ * outputs stacked along scan_output_axes. Opset 8 adds sequence_lens first
+ * (not supported when given) and a batch axis 0 before the scanned one: the
+ * body then runs over each batch row in turn. */
+
+typedef struct scan_geom {
+  int N, M, K, v8;     /* v8: opset 8 layout (batch axis 0) */
+  int64_t B, T;        /* batch rows (1 after opset 8), iterations */
+  int in_axis[16], in_rev[16], out_axis[16], out_rev[16];
+} scan_geom;
+
+static int scan_geom_of(kiln_graph *g, kiln_node *n, kiln_graph *b, scan_geom *sg, kiln_error *err) {
+  memset(sg, 0, sizeof *sg);
+  sg->v8 = n->opset < 9;
+  int first = sg->v8 ? 1 : 0;
+  if (sg->v8 && kiln_has_in(n, 0)) return kiln__err(err, KILN_EUNSUPPORTED, "sequence_lens is not supported");
+  sg->M = (int)kiln_attr_int(n, "num_scan_inputs", 0);
+  sg->N = n->nin_formal - first - sg->M;
+  sg->K = b->noutputs - sg->N;
+  if (sg->M <= 0 || sg->M > 16 || sg->N < 0 || sg->K < 0 || sg->K > 16 || b->nformal != sg->N + sg->M || n->nout != sg->N + sg->K)
+    return kiln__err(err, KILN_EPARSE, "the body's %d inputs and %d outputs do not fit %d scan inputs", b->nformal, b->noutputs, sg->M);
+  const int64_t *v;
+  int c;
+  for (int i = 0; i < sg->M; i++) {
+    kiln_value *x = kiln_in(g, n, first + sg->N + i);
+    int r = x->rank - sg->v8;
+    c = kiln_attr_ints(n, "scan_input_axes", &v);
+    sg->in_axis[i] = c > i ? kiln_axis(v[i], r) : 0;
+    c = kiln_attr_ints(n, sg->v8 ? "directions" : "scan_input_directions", &v);
+    sg->in_rev[i] = c > i ? (int)v[i] : 0;
+    if (sg->in_axis[i] < 0) return kiln__err(err, KILN_EINVAL, "scan input axis out of range");
+    int64_t t = x->dims[sg->v8 + sg->in_axis[i]];
+    if (i && t != sg->T) return kiln__err(err, KILN_ESHAPE, "scan inputs of different lengths");
+    sg->T = t;
+    sg->B = sg->v8 ? x->dims[0] : 1;
+  }
+  for (int k = 0; k < sg->K; k++) {
+    c = kiln_attr_ints(n, "scan_output_axes", &v);
+    sg->out_axis[k] = c > k ? (int)v[k] : 0;
+    c = kiln_attr_ints(n, "scan_output_directions", &v);
+    sg->out_rev[k] = c > k ? (int)v[k] : 0;
+  }
+  return 0;
+}
+
+/* outer x [pre.., L, post..] -> [pre.., post..] at index idx of axis ax (after `skip` leading batch rows) */
+static void axis_geom(int rank, const int64_t *dims, int ax, int64_t *outer, int64_t *len, int64_t *inner) {
+  *outer = 1, *inner = 1, *len = dims[ax];
+  for (int k = 0; k < ax; k++) *outer *= dims[k];
+  for (int k = ax + 1; k < rank; k++) *inner *= dims[k];
+}
+
+static int scan_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
+  kiln_graph *b = sub_graph(n, "body");
+  if (!b) return kiln__err(err, KILN_EPARSE, "Scan needs a body");
+  scan_geom sg;
+  int rc = scan_geom_of(g, n, b, &sg, err), first = sg.v8 ? 1 : 0;
+  if (rc) return rc;
+  for (int j = 0; j < sg.N && !rc; j++) {
+    kiln_value *s = kiln_in(g, n, first + j);
+    rc = bind_shape(b, j, s->dtype, s->rank - sg.v8, s->dims + sg.v8, NULL, err);
+  }
+  for (int i = 0; i < sg.M && !rc; i++) {
+    kiln_value *x = kiln_in(g, n, first + sg.N + i);
+    int64_t d[KILN_MAX_RANK];
+    int r = 0;
+    for (int k = sg.v8; k < x->rank; k++) if (k != sg.v8 + sg.in_axis[i]) d[r++] = x->dims[k];
+    rc = bind_shape(b, sg.N + i, x->dtype, r, d, NULL, err);
+  }
+  if (!rc) rc = bind_captures(g, n, b, err);
+  if (!rc) rc = plan_body(b, "body", err);
+  for (int j = 0; j < sg.N + sg.K && !rc; j++) {
+    kiln_value *o = &b->vals[b->outputs[j]];
+    int64_t d[KILN_MAX_RANK];
+    int r = 0;
+    if (o->rank + 2 > KILN_MAX_RANK) return kiln__err(err, KILN_ELIMIT, "rank");
+    if (sg.v8) d[r++] = sg.B;
+    int ax = j < sg.N ? -1 : kiln_axis(sg.out_axis[j - sg.N], o->rank + 1);
+    if (j >= sg.N && ax < 0) return kiln__err(err, KILN_EINVAL, "scan output axis out of range");
+    for (int k = 0, q = 0; k <= o->rank; k++) {
+      if (k == ax) d[r++] = sg.T;
+      else if (q < o->rank) d[r++] = o->dims[q++];
+    }
+    if (j < sg.N && memcmp(o->dims, kiln_in(g, n, first + j)->dims + sg.v8, sizeof(int64_t) * (size_t)o->rank)) return kiln__err(err, KILN_EUNSUPPORTED, "state %d changes shape", j);
+    if (j >= sg.N) sg.out_axis[j - sg.N] = ax;
+    kiln_set_out(g, n, j, o->dtype, r, d);
+  }
+  return rc;
+}
+
+/* Copies between row-major [outer, L, inner] element idx and a contiguous [outer, inner] block. */
+static void axis_copy(char *big, char *small, int64_t outer, int64_t len, int64_t inner, int64_t idx, size_t es, int to_small) {
+  for (int64_t o = 0; o < outer; o++) {
+    char *p = big + ((o * len + idx) * inner) * (int64_t)es, *q = small + o * inner * (int64_t)es;
+    if (to_small) memcpy(q, p, (size_t)inner * es);
+    else memcpy(p, q, (size_t)inner * es);
+  }
+}
+
+static int scan_run(kiln_exec *x, kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
+  kiln_graph *b = sub_graph(n, "body");
+  ctl_state *st = state_of(n, err);
+  if (!st) return KILN_ENOMEM;
+  scan_geom sg;
+  int rc = scan_geom_of(g, n, b, &sg, err), first = sg.v8 ? 1 : 0;
+  if (rc) return rc;
+  int nio = sg.N + sg.M;
+  kiln_tensor **full = calloc((size_t)nio + 1, sizeof *full), **outs = calloc((size_t)n->nout + 1, sizeof *outs);
+  kiln_tensor **bin = calloc((size_t)b->ninputs + 1, sizeof *bin), **bout = calloc((size_t)b->noutputs + 1, sizeof *bout);
+  if (!full || !outs || !bin || !bout) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+  for (int i = 0; i < nio && !rc; i++)
+    if (!(full[i] = input_tensor(x, kiln_in(g, n, first + i), in ? in[first + i] : NULL, err))) rc = err->status;
+  for (int j = 0; j < n->nout && !rc; j++) {
+    kiln_value *v = kiln_out(g, n, j);
+    if (!(outs[j] = kiln_tensor_new(v->dtype, v->rank, v->dims))) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+  }
+  for (int i = b->nformal; i < b->ninputs && !rc; i++) rc = capture_tensor(x, g, n, b, i, in, &bin[i], err);
+  for (int64_t bb = 0; bb < sg.B && !rc; bb++) {
+    for (int j = 0; j < sg.N && !rc; j++) { /* initial state of batch row bb */
+      kiln_tensor *s = full[j];
+      kiln_tensor_free(bin[j]);
+      if (!(bin[j] = kiln_tensor_new(s->dtype, s->rank - sg.v8, s->dims + sg.v8))) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
+      size_t bytes = (size_t)kiln_tensor_numel(bin[j]) * kiln_dtype_size(s->dtype);
+      memcpy(bin[j]->data, (char *)s->data + bytes * (size_t)bb, bytes);
+    }
+    for (int64_t t = 0; t < sg.T && !rc; t++) {
+      for (int i = 0; i < sg.M && !rc; i++) { /* the slice of scan input i */
+        kiln_tensor *f = full[sg.N + i];
+        int ax = sg.v8 + sg.in_axis[i];
+        int64_t d[KILN_MAX_RANK], outer, len, inner;
+        int r = 0;
+        for (int k = sg.v8; k < f->rank; k++) if (k != ax) d[r++] = f->dims[k];
+        axis_geom(f->rank, f->dims, ax, &outer, &len, &inner);
+        kiln_tensor_free(bin[sg.N + i]);
+        if (!(bin[sg.N + i] = kiln_tensor_new(f->dtype, r, d))) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
+        int64_t per_b = outer / sg.B;
+        size_t es = kiln_dtype_size(f->dtype);
+        axis_copy((char *)f->data + (size_t)(bb * per_b * len * inner) * es, bin[sg.N + i]->data, per_b, len, inner, sg.in_rev[i] ? len - 1 - t : t, es, 1);
+      }
+      if (rc || (rc = x ? body_dev(x, &st->b[0], b, bin, bout, err) : body_ref(b, bin, bout, err)) != 0) break;
+      for (int j = 0; j < sg.N; j++) { kiln_tensor_free(bin[j]); bin[j] = bout[j]; bout[j] = NULL; }
+      for (int k = 0; k < sg.K && !rc; k++) {
+        kiln_tensor *o = outs[sg.N + k], *piece = bout[sg.N + k];
+        int ax = sg.v8 + sg.out_axis[k];
+        int64_t outer, len, inner;
+        axis_geom(o->rank, o->dims, ax, &outer, &len, &inner);
+        int64_t per_b = outer / sg.B;
+        size_t es = kiln_dtype_size(o->dtype);
+        if ((int64_t)kiln_tensor_numel(piece) != per_b * inner) { rc = kiln__err(err, KILN_EUNSUPPORTED, "scan output %d changes shape", k); break; }
+        axis_copy((char *)o->data + (size_t)(bb * per_b * len * inner) * es, piece->data, per_b, len, inner, sg.out_rev[k] ? len - 1 - t : t, es, 0);
+      }
+      free_tensors(bout, b->noutputs);
+    }
+    for (int j = 0; j < sg.N && !rc; j++) { /* final state of row bb */
+      size_t bytes = (size_t)kiln_tensor_numel(bin[j]) * kiln_dtype_size(bin[j]->dtype);
+      memcpy((char *)outs[j]->data + bytes * (size_t)bb, bin[j]->data, bytes);
+    }
+  }
+  for (int j = 0; j < n->nout && !rc; j++) rc = store_output(x, g, n, j, outs[j], out, err);
+  if (full) free_tensors(full, nio);
+  if (outs) free_tensors(outs, n->nout);
+  if (bin) free_tensors(bin, b->ninputs);
+  if (bout) free_tensors(bout, b->noutputs);
+  free(full); free(outs); free(bin); free(bout);
+  if (!x && st->b[0].s) kiln__session_replan(st->b[0].s);
+  return rc;
+}
+
+static int scan_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return scan_run(NULL, g, n, in, out, err); }
+static int scan_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return scan_run(x, x->g, n, NULL, NULL, err); }
+
 const kiln_op_def kiln_ops_control[] = {
   {.name = "If", .infer = if_infer, .ref = if_ref, .dev = if_dev, .release = ctl_release},
+  {.name = "Scan", .infer = scan_infer, .ref = scan_ref, .dev = scan_dev, .release = ctl_release},
   {.name = "Loop", .infer = loop_infer, .ref = loop_ref, .dev = loop_dev, .release = ctl_release, .flags = KILN_OP_DYNAMIC},
   {NULL},
 };
