@@ -31,7 +31,6 @@ const char *kiln__clerror(cl_int e);
 /* Internal type of sequence values (ONNX seq(tensor)). A sequence is resolved
  * at plan time: its value's `data` is a kiln_seq listing views of tensor
  * values; the tensors themselves stay in device buffers. */
-#define KILN_DT_SEQUENCE 100
 typedef struct kiln_seq_item {
   int vid;          /* tensor value holding the element */
   int axis;         /* -1: the whole tensor; else a slice [start, start+len) along axis */
@@ -600,6 +599,7 @@ struct kiln_session {
   kiln_tensor **out;       /* per graph output, owned */
   bool planned;
   kiln_run_stats st;
+  struct kiln_seq_io *sio; /* sequence-typed inputs and outputs (seq_io.c), NULL when none were used */
   bool bind_floats;        /* small float inputs are bound by value too */
   bool lazy_int_bind;      /* (control-flow bodies) small integer inputs are bound by value only once a plan */
   bool bind_ints;          /* failed without their values: a loop's counter or token does not re-plan each iteration */
@@ -616,6 +616,17 @@ struct kiln_session {
   int64_t *ev_lo, *ev_hi;  /* profile: per node, first start and last end (ns) of its kernels in the last run */
   bool profile;
 };
+/* Sequence-typed graph inputs and outputs (seq_io.c): at plan time, each
+ * sequence input's items become values of their own ("name[i]", inputs
+ * with host data) listed by the input's kiln_seq; before a run they are
+ * uploaded; after a run (host NULL) or a reference run (host[] the values'
+ * host buffers) sequence outputs are gathered into the session. */
+int kiln__seq_bind(kiln_session *s, kiln_error *err);
+int kiln__seq_upload(kiln_session *s, kiln_error *err);
+int kiln__seq_collect(kiln_session *s, void **host, kiln_error *err);
+bool kiln__seq_is_input(const kiln_session *s, int i);
+void kiln__seq_free(kiln_session *s);
+
 /* kiln tune's measurement of close fusion calls (tuner/fusion_tune.c):
  * appends one result per grouping measured. */
 int kiln__tune_fusion(kiln_session *s, struct kiln_db *db, double close, kiln_tune_result **res, int *nres, kiln_error *err);

@@ -229,6 +229,7 @@ static int convert_attr(const Onnx__AttributeProto *ap, kiln_attr *a, const char
 
 static int set_value_info(kiln_graph *g, int id, const Onnx__ValueInfoProto *vi) {
   kiln_value *v = &g->vals[id];
+  if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) { v->dtype = KILN_DT_SEQUENCE; v->rank = 0; return 0; }
   if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type) return 0;
   const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
   if (tt->has_elem_type) v->dtype = tt->elem_type;

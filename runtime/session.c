@@ -250,6 +250,7 @@ void kiln_session_free(kiln_session *s) {
   if (!s) return;
   release_plan(s);
   if (s->cm) s->pred->close(s->cm);
+  kiln__seq_free(s);
   free(s->ev_lo);
   free(s->ev_hi);
   if (s->in) for (int i = 0; i < s->m->g->ninputs; i++) kiln_tensor_free(s->in[i]);
@@ -390,6 +391,11 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
     slot[v] = -1;
     pinned[v] = no_plan || val->is_input || val->is_output || val->is_const || val->dtype == KILN_DT_SEQUENCE;
   }
+  for (int i = 0; i < g->noutputs; i++) { /* items of sequence outputs are read after the run */
+    const kiln_value *ov = &g->vals[g->outputs[i]];
+    if (ov->dtype == KILN_DT_SEQUENCE && ov->data)
+      for (int j = 0; j < ((const kiln_seq *)ov->data)->n; j++) pinned[((const kiln_seq *)ov->data)->items[j].vid] = true;
+  }
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
     n->skip_dev = false;
@@ -517,6 +523,7 @@ static int plan(kiln_session *s, kiln_error *err) {
   for (int i = 0; i < g->ninputs; i++) {
     kiln_tensor *t = s->in[i];
     kiln_value *v = &g->vals[g->inputs[i]];
+    if (kiln__seq_is_input(s, i)) continue; /* kiln__seq_bind */
     v->dtype = t->dtype;
     v->rank = t->rank;
     memcpy(v->dims, t->dims, sizeof v->dims);
@@ -533,7 +540,8 @@ static int plan(kiln_session *s, kiln_error *err) {
       memcpy(v->data, t->data, b);
     }
   }
-  int rc = kiln_graph_plan(g, err);
+  int rc = kiln__seq_bind(s, err);
+  if (!rc) rc = kiln_graph_plan(g, err);
   if (rc == KILN_EUNSUPPORTED && s->lazy_int_bind && !s->bind_ints) { s->bind_ints = true; return plan(s, err); }
   if (rc == KILN_EUNSUPPORTED && !s->bind_floats) {
     bool any = false;
@@ -609,6 +617,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     const void *src = v->dtype == KILN_DT_STRING ? v->data : s->in[i]->data;
     if (v->buf && (rc = kiln_cl_write(d, v->buf, src, kiln_value_bytes(v), err)) != 0) return rc;
   }
+  if ((rc = kiln__seq_upload(s, err)) != 0) return rc;
   kiln_exec x = {.d = d, .g = g, .db = s->db, .recs = s->recs, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1, .profile = s->profile};
   int *ev_first = NULL;
   if (s->profile) {
@@ -641,6 +650,11 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
   for (int i = 0; i < g->noutputs; i++) {
     kiln_value *v = &g->vals[g->outputs[i]];
     kiln_tensor *t = s->out[i];
+    if (v->dtype == KILN_DT_SEQUENCE) { /* kiln__seq_collect; an empty tensor stands in */
+      kiln_tensor_free(t);
+      if (!(s->out[i] = kiln_tensor_new(KILN_DT_UINT8, 1, (int64_t[]){0}))) return kiln__err(err, KILN_ENOMEM, "out of memory");
+      continue;
+    }
     if (!t || t->dtype != v->dtype || t->rank != v->rank || memcmp(t->dims, v->dims, sizeof(int64_t) * (size_t)v->rank)) {
       kiln_tensor_free(t);
       t = s->out[i] = kiln_tensor_new(v->dtype, v->rank, v->dims);
@@ -662,6 +676,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
       if (b) memcpy(t->data, src, b);
     } else if ((rc = kiln_cl_read(d, v->buf, t->data, b, err)) != 0) return rc;
   }
+  if ((rc = kiln__seq_collect(s, NULL, err)) != 0) return rc;
   cl_int e = clFinish(d->q);
   if (ev_first) {
     ev_first[g->nnodes] = x.nevents;
@@ -699,6 +714,7 @@ int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts,
   void **host = calloc((size_t)g->nvals, sizeof(void *));
   if (!host) return kiln__err(err, KILN_ENOMEM, "out of memory");
   for (int i = 0; i < g->ninputs; i++) {
+    if (kiln__seq_is_input(s, i)) continue; /* its items' host data are the values' own */
     size_t b = kiln_value_bytes(&g->vals[g->inputs[i]]);
     host[g->inputs[i]] = malloc(b ? b : 1);
     const void *src = g->vals[g->inputs[i]].dtype == KILN_DT_STRING ? g->vals[g->inputs[i]].data : s->in[i]->data;
@@ -717,6 +733,10 @@ int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts,
     o = calloc((size_t)g->noutputs + 1, sizeof *o);
     for (int i = 0; o && i < g->noutputs; i++) {
       kiln_value *v = &g->vals[g->outputs[i]];
+      if (v->dtype == KILN_DT_SEQUENCE) { /* its items: kiln__seq_collect */
+        if (!(o[i] = kiln_tensor_new(KILN_DT_UINT8, 1, (int64_t[]){0}))) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
+        continue;
+      }
       o[i] = kiln_tensor_new(v->dtype, v->rank, v->dims);
       if (!o[i]) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
       o[i]->name = strdup(v->name);
@@ -725,6 +745,7 @@ int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts,
       else if (src) memcpy(o[i]->data, src, kiln_value_bytes(v));
     }
     if (!o) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+    if (!rc) rc = kiln__seq_collect(s, host, err);
   }
   for (int i = 0; i < g->nvals; i++) free(host[i]);
   free(host);
