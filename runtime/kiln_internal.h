@@ -625,6 +625,9 @@ int kiln__seq_bind(kiln_session *s, kiln_error *err);
 int kiln__seq_upload(kiln_session *s, kiln_error *err);
 int kiln__seq_collect(kiln_session *s, void **host, kiln_error *err);
 bool kiln__seq_is_input(const kiln_session *s, int i);
+/* Sequence item `it` as a new host tensor, copied from src (the whole
+ * source value's bytes), or shaped only when src is NULL. */
+kiln_tensor *kiln__seq_item_tensor(kiln_graph *g, const kiln_seq_item *it, const void *src);
 void kiln__seq_free(kiln_session *s);
 
 /* kiln tune's measurement of close fusion calls (tuner/fusion_tune.c):

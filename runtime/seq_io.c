@@ -197,8 +197,8 @@ int kiln__seq_upload(kiln_session *s, kiln_error *err) {
   return 0;
 }
 
-/* Item `it` of a sequence as a new tensor, from src (the whole source value's bytes). */
-static kiln_tensor *view_tensor(kiln_graph *g, const kiln_seq_item *it, const void *src) {
+/* Item `it` of a sequence as a new tensor, from src (the whole source value's bytes; NULL: shape only). */
+kiln_tensor *kiln__seq_item_tensor(kiln_graph *g, const kiln_seq_item *it, const void *src) {
   const kiln_value *v = &g->vals[it->vid];
   int64_t d[KILN_MAX_RANK];
   int r = 0;
@@ -207,7 +207,7 @@ static kiln_tensor *view_tensor(kiln_graph *g, const kiln_seq_item *it, const vo
     else d[r++] = v->dims[k];
   }
   kiln_tensor *t = kiln_tensor_new(v->dtype, r, d);
-  if (!t) return NULL;
+  if (!t || !src) return t;
   size_t es = kiln_dtype_size(v->dtype);
   if (it->axis < 0) { memcpy(t->data, src, kiln_value_bytes(v)); return t; }
   int64_t outer = 1, inner = 1;
@@ -247,7 +247,7 @@ int kiln__seq_collect(kiln_session *s, void **host, kiln_error *err) {
       }
       if (!src) src = v->data;
       if (!src) return kiln__err(err, KILN_EINTERNAL, "sequence item '%s' has no data", v->name);
-      items[k] = view_tensor(g, &sq->items[k], src);
+      items[k] = kiln__seq_item_tensor(g, &sq->items[k], src);
       free(tmp);
       if (!items[k]) return kiln__err(err, KILN_ENOMEM, "out of memory");
       q->out_n[which][i] = k + 1;

@@ -152,8 +152,10 @@ static int body_dev(kiln_exec *x, body_sess *bs, kiln_graph *b, kiln_tensor **in
     if ((rc = kiln__session_create(&bs->m, x->d, x->pred, &bs->s, err)) != 0) return rc;
     bs->s->lazy_int_bind = true;
   }
-  for (int i = 0; i < b->ninputs; i++)
+  for (int i = 0; i < b->ninputs; i++) {
+    b->vals[b->inputs[i]].rank = -1; /* shapes may change between runs (the session plans again) */
     if ((rc = kiln_session_set_input(bs->s, b->vals[b->inputs[i]].name, in[i], err)) != 0) return rc;
+  }
   if ((rc = kiln_session_run(bs->s, err)) != 0) return rc;
   x->launches += bs->s->st.kernels_launched;
   for (int i = 0; i < b->noutputs; i++) {
@@ -576,8 +578,134 @@ static int scan_run(kiln_exec *x, kiln_graph *g, kiln_node *n, void **in, void *
 static int scan_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return scan_run(NULL, g, n, in, out, err); }
 static int scan_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return scan_run(x, x->g, n, NULL, NULL, err); }
 
+/* ---- SequenceMap ----
+ * The body runs once per item of the input sequence (item i of every
+ * sequence input, the whole of every tensor input); each body output
+ * becomes a sequence whose item i is a value of its own ("<output>[i]",
+ * shaped by planning the body on item i's shapes). */
+
+/* Shape of body input j for item i: the item's view, or the tensor's. */
+static int smap_bind(kiln_graph *g, kiln_node *n, kiln_graph *b, int i, kiln_error *err) {
+  for (int j = 0; j < b->nformal; j++) {
+    kiln_value *v = kiln_in(g, n, j);
+    if (!v) return kiln__err(err, KILN_EINVAL, "input %d is missing", j);
+    if (v->dtype != KILN_DT_SEQUENCE) { int rc = bind_shape(b, j, v->dtype, v->rank, v->dims, NULL, err); if (rc) return rc; continue; }
+    const kiln_seq *sq = v->data;
+    if (!sq || i >= sq->n) return kiln__err(err, KILN_ESHAPE, "sequence input %d has %d items, input 0 more", j, sq ? sq->n : 0);
+    kiln_tensor *t = kiln__seq_item_tensor(g, &sq->items[i], NULL);
+    if (!t) return kiln__err(err, KILN_ENOMEM, "out of memory");
+    int rc = bind_shape(b, j, t->dtype, t->rank, t->dims, NULL, err);
+    kiln_tensor_free(t);
+    if (rc) return rc;
+  }
+  return bind_captures(g, n, b, err);
+}
+
+static int smap_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
+  kiln_graph *b = sub_graph(n, "body");
+  kiln_value *s0 = kiln_in(g, n, 0);
+  if (!b || b->nformal != n->nin_formal || b->noutputs != n->nout) return kiln__err(err, KILN_EPARSE, "the body does not fit the node's inputs and outputs");
+  if (s0->dtype != KILN_DT_SEQUENCE || !s0->data) return kiln__err(err, KILN_EUNSUPPORTED, "input 0 is not a sequence known when planning");
+  int cnt = ((const kiln_seq *)s0->data)->n, rc = 0;
+  kiln_seq **outs = calloc((size_t)n->nout + 1, sizeof *outs);
+  if (!outs) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  for (int k = 0; k < n->nout && !rc; k++) {
+    if (!(outs[k] = calloc(1, sizeof(kiln_seq) + sizeof(kiln_seq_item) * (size_t)(cnt + 1)))) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+    else outs[k]->n = cnt;
+  }
+  for (int i = 0; i < cnt && !rc; i++) {
+    if ((rc = smap_bind(g, n, b, i, err)) != 0 || (rc = plan_body(b, "body", err)) != 0) break;
+    for (int k = 0; k < n->nout && !rc; k++) {
+      kiln_value *o = &b->vals[b->outputs[k]];
+      if (o->dtype == KILN_DT_SEQUENCE) { rc = kiln__err(err, KILN_EUNSUPPORTED, "sequence outputs of the body are not supported"); break; }
+      char nm[512];
+      snprintf(nm, sizeof nm, "%s[%d]", n->out[k] >= 0 ? g->vals[n->out[k]].name : "?", i);
+      int vid = kiln_graph_add_value(g, nm);
+      if (vid < 0) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
+      kiln_value *v = &g->vals[vid];
+      v->dtype = o->dtype;
+      v->rank = o->rank;
+      memcpy(v->dims, o->dims, sizeof v->dims);
+      outs[k]->elem_dtype = o->dtype;
+      outs[k]->items[i] = (kiln_seq_item){.vid = vid, .axis = -1, .keepdims = 1};
+    }
+  }
+  for (int k = 0; k < n->nout; k++) {
+    kiln_value *o = kiln_out(g, n, k);
+    if (rc || !o) { free(outs[k]); continue; }
+    free(o->data);
+    o->data = outs[k];
+    o->dtype = KILN_DT_SEQUENCE;
+    o->rank = 0;
+  }
+  free(outs);
+  return rc;
+}
+
+/* Body input j for item i as a host tensor. */
+static kiln_tensor *smap_input(kiln_exec *x, kiln_graph *g, kiln_node *n, int j, int i, void **in, kiln_error *err) {
+  kiln_value *v = kiln_in(g, n, j);
+  if (v->dtype != KILN_DT_SEQUENCE) return input_tensor(x, v, in ? in[j] : NULL, err);
+  const kiln_seq_item *it = &((const kiln_seq *)v->data)->items[i];
+  kiln_value *src = &g->vals[it->vid];
+  const void *host = g->ref_host && g->ref_host[it->vid] ? g->ref_host[it->vid] : NULL;
+  kiln_tensor *whole = input_tensor(x && src->buf ? x : NULL, src, host, err);
+  if (!whole) return NULL;
+  kiln_tensor *t = kiln__seq_item_tensor(g, it, whole->data);
+  kiln_tensor_free(whole);
+  if (!t) kiln__err(err, KILN_ENOMEM, "out of memory");
+  return t;
+}
+
+static int smap_run(kiln_exec *x, kiln_graph *g, kiln_node *n, void **in, kiln_error *err) {
+  kiln_graph *b = sub_graph(n, "body");
+  ctl_state *st = state_of(n, err);
+  if (!st) return KILN_ENOMEM;
+  int cnt = ((const kiln_seq *)kiln_in(g, n, 0)->data)->n, rc = 0;
+  void **host = g->ref_host;
+  kiln_tensor **bin = calloc((size_t)b->ninputs + 1, sizeof *bin), **bout = calloc((size_t)b->noutputs + 1, sizeof *bout);
+  if (!bin || !bout) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+  for (int i = b->nformal; i < b->ninputs && !rc; i++) rc = capture_tensor(x, g, n, b, i, in, &bin[i], err);
+  for (int i = 0; i < cnt && !rc; i++) {
+    for (int j = 0; j < b->nformal && !rc; j++) {
+      kiln_tensor_free(bin[j]);
+      if (!(bin[j] = smap_input(x, g, n, j, i, in, err))) rc = err->status;
+    }
+    if (rc || (rc = x ? body_dev(x, &st->b[0], b, bin, bout, err) : body_ref(b, bin, bout, err)) != 0) break;
+    g->ref_host = host; /* body_ref planned another graph; this one's host buffers stay */
+    for (int k = 0; k < n->nout && !rc; k++) {
+      kiln_value *o = kiln_out(g, n, k);
+      if (!o) continue;
+      int vid = ((const kiln_seq *)o->data)->items[i].vid;
+      kiln_value *v = &g->vals[vid];
+      size_t bytes = kiln_value_bytes(v);
+      if ((size_t)kiln_tensor_numel(bout[k]) * kiln_dtype_size(bout[k]->dtype) != bytes) { rc = kiln__err(err, KILN_EINTERNAL, "item %d of output %d: size differs from its plan", i, k); break; }
+      if (x) {
+        if (!v->buf && !(v->buf = kiln_cl_alloc(x->d, bytes, err))) { rc = err->status; break; }
+        rc = write_sync(x, v->buf, bout[k]->data, bytes, err);
+      } else {
+        void *c = malloc(bytes ? bytes : 1);
+        if (!c) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
+        memcpy(c, bout[k]->data, bytes);
+        if (host) { free(host[vid]); host[vid] = c; }
+        else { free(v->data); v->data = c; }
+      }
+    }
+    free_tensors(bout, b->noutputs);
+  }
+  if (bin) free_tensors(bin, b->ninputs);
+  free(bin);
+  free(bout);
+  if (!x && st->b[0].s) kiln__session_replan(st->b[0].s);
+  return rc;
+}
+
+static int smap_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return smap_run(NULL, g, n, in, err); }
+static int smap_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return smap_run(x, x->g, n, NULL, err); }
+
 const kiln_op_def kiln_ops_control[] = {
   {.name = "If", .infer = if_infer, .ref = if_ref, .dev = if_dev, .release = ctl_release},
+  {.name = "SequenceMap", .infer = smap_infer, .ref = smap_ref, .dev = smap_dev, .release = ctl_release},
   {.name = "Scan", .infer = scan_infer, .ref = scan_ref, .dev = scan_dev, .release = ctl_release},
   {.name = "Loop", .infer = loop_infer, .ref = loop_ref, .dev = loop_dev, .release = ctl_release, .flags = KILN_OP_DYNAMIC},
   {NULL},
