@@ -143,6 +143,9 @@ int kiln_tensor_write(const char *path, const kiln_tensor *t, kiln_error *err);
  * kiln_sequence_free). KILN_EPARSE if the file is not one. */
 int kiln_sequence_read(const char *path, kiln_tensor ***items, int *n, kiln_error *err);
 void kiln_sequence_free(kiln_tensor **items, int n);
+/* Reads an OptionalProto (.pb): a tensor (*t), a sequence of tensors
+ * (*items, *n), or nothing (*t NULL, *items NULL, *n -1). */
+int kiln_optional_read(const char *path, kiln_tensor **t, kiln_tensor ***items, int *n, kiln_error *err);
 
 /* ---- Devices --------------------------------------------------------- */
 
@@ -211,6 +214,7 @@ typedef struct kiln_value_info {
   int rank;                       /* -1 if unknown */
   int64_t dims[KILN_MAX_RANK];    /* -1 for a dimension not yet bound */
   const char *dim_names[KILN_MAX_RANK]; /* symbolic names or NULL */
+  int optional;                   /* an ONNX optional: may hold nothing (kiln_session_set_input_none) */
 } kiln_value_info;
 
 /* Number of graph inputs (initializers excluded) and outputs. */
@@ -265,6 +269,8 @@ const kiln_tensor *kiln_session_output(const kiln_session *s, int i);
 /* A sequence-typed input (its value info's dtype is KILN_DT_SEQUENCE): n
  * tensors, copied. The plan is specialized to their count and shapes. */
 int kiln_session_set_input_sequence(kiln_session *s, const char *name, kiln_tensor *const *items, int n, kiln_error *err);
+/* An optional input (value info `optional`) that holds nothing. */
+int kiln_session_set_input_none(kiln_session *s, const char *name, kiln_error *err);
 /* Output i when it is a sequence, after kiln_session_run (ref = 0) or
  * kiln_session_run_reference (ref = 1, whose tensor for it is then empty):
  * its item count and *items (owned by the session); -1 when output i is not

@@ -73,6 +73,7 @@ typedef struct kiln_value {
   int64_t strw;              /* KILN_DT_STRING: bytes per element of the packed rows */
   bool is_const;             /* initializer, Constant output or folded */
   bool is_input, is_output, is_initializer;
+  bool optional, none;       /* an ONNX optional; none: it holds nothing (its dtype/shape then an empty stand-in) */
   int producer;              /* node index, -1 for inputs/initializers */
   int nconsumers;
   /* device side, owned by the session's plan */
@@ -625,6 +626,7 @@ int kiln__seq_bind(kiln_session *s, kiln_error *err);
 int kiln__seq_upload(kiln_session *s, kiln_error *err);
 int kiln__seq_collect(kiln_session *s, void **host, kiln_error *err);
 bool kiln__seq_is_input(const kiln_session *s, int i);
+void kiln__seq_clear_input(kiln_session *s, int i); /* input i is a tensor again */
 /* Sequence item `it` as a new host tensor, copied from src (the whole
  * source value's bytes), or shaped only when src is NULL. */
 kiln_tensor *kiln__seq_item_tensor(kiln_graph *g, const kiln_seq_item *it, const void *src);

@@ -229,7 +229,17 @@ static int convert_attr(const Onnx__AttributeProto *ap, kiln_attr *a, const char
 
 static int set_value_info(kiln_graph *g, int id, const Onnx__ValueInfoProto *vi) {
   kiln_value *v = &g->vals[id];
-  if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) { v->dtype = KILN_DT_SEQUENCE; v->rank = 0; return 0; }
+  const Onnx__TypeProto *ty = vi->type;
+  if (ty && ty->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && ty->optional_type && ty->optional_type->elem_type) {
+    v->optional = true;
+    ty = ty->optional_type->elem_type;
+  }
+  if (ty && ty->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) { v->dtype = KILN_DT_SEQUENCE; v->rank = 0; return 0; }
+  if (ty != vi->type) { /* the optional's tensor type */
+    Onnx__ValueInfoProto inner = *vi;
+    inner.type = (Onnx__TypeProto *)ty;
+    return set_value_info(g, id, &inner);
+  }
   if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type) return 0;
   const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
   if (tt->has_elem_type) v->dtype = tt->elem_type;
@@ -546,6 +556,7 @@ static int load_graph(const Onnx__GraphProto *gp, const Onnx__ModelProto *mp, co
     }
     if (id < 0) { rc = kiln__err(err, KILN_EPARSE, "%s: output '%s' is not produced by any node", label, gp->output[i]->name); goto fail; }
     g->vals[id].is_output = true;
+    if (gp->output[i]->type && gp->output[i]->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) g->vals[id].optional = true;
     g->outputs[g->noutputs++] = id;
   }
   if ((rc = topo_sort(g, err)) != 0) {

@@ -15,6 +15,7 @@ typedef struct kiln_seq_io {
   int nin, nout;
   kiln_tensor ***in;    /* per graph input: its items, or NULL when it is a tensor */
   int *in_n;
+  bool *in_none;        /* per graph input: an optional holding nothing */
   kiln_tensor ***out[2];/* per graph output, [0] device run, [1] reference run */
   int *out_n[2];
 } kiln_seq_io;
@@ -42,23 +43,32 @@ static int varint(const uint8_t *p, size_t len, size_t *o, uint64_t *v) {
   return -1;
 }
 
-int kiln_sequence_read(const char *path, kiln_tensor ***items, int *n, kiln_error *err) {
+static int read_all(const char *path, uint8_t **buf, size_t *len, kiln_error *err) {
   FILE *f = fopen(path, "rb");
   if (!f) return kiln__err(err, KILN_EIO, "%s: cannot open: %s", path, strerror(errno));
   fseek(f, 0, SEEK_END);
-  long len = ftell(f);
+  long l = ftell(f);
   fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc((size_t)(len > 0 ? len : 1));
-  if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) { fclose(f); free(buf); return kiln__err(err, KILN_EIO, "%s: read failed", path); }
+  *buf = malloc((size_t)(l > 0 ? l : 1));
+  if (!*buf || l < 0 || fread(*buf, 1, (size_t)l, f) != (size_t)l) { fclose(f); free(*buf); *buf = NULL; return kiln__err(err, KILN_EIO, "%s: read failed", path); }
   fclose(f);
+  *len = (size_t)l;
+  return 0;
+}
+
+/* Parses a SequenceProto (optional = 0) or an OptionalProto (optional = 1):
+ * name = 1, elem_type = 2, tensor(s) = 3, and for an optional a sequence
+ * (field 5) parsed again as a SequenceProto. */
+static int parse_value(const uint8_t *buf, size_t len, int optional, kiln_tensor ***items, int *n, int *has_seq, kiln_error *err) {
   int rc = 0, cnt = 0, cap = 0, elem = -1;
   kiln_tensor **v = NULL;
-  for (size_t o = 0; o < (size_t)len && !rc;) {
+  *has_seq = 0;
+  for (size_t o = 0; o < len && !rc;) {
     uint64_t tag, x;
-    if (varint(buf, (size_t)len, &o, &tag)) { rc = KILN_EPARSE; break; }
+    if (varint(buf, len, &o, &tag)) { rc = KILN_EPARSE; break; }
     int field = (int)(tag >> 3), wt = (int)(tag & 7);
-    if (wt == 0) { if (varint(buf, (size_t)len, &o, &x)) rc = KILN_EPARSE; else if (field == 2) elem = (int)x; continue; }
-    if (wt != 2 || varint(buf, (size_t)len, &o, &x) || x > (uint64_t)len - o) { rc = KILN_EPARSE; break; }
+    if (wt == 0) { if (varint(buf, len, &o, &x)) rc = KILN_EPARSE; else if (field == 2) elem = (int)x; continue; }
+    if (wt != 2 || varint(buf, len, &o, &x) || x > (uint64_t)len - o) { rc = KILN_EPARSE; break; }
     if (field == 3) {
       Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, (size_t)x, buf + o);
       kiln_tensor *t = NULL;
@@ -72,17 +82,49 @@ int kiln_sequence_read(const char *path, kiln_tensor ***items, int *n, kiln_erro
         v = nv;
       }
       if (!rc) v[cnt++] = t;
-    } else if (field != 1) rc = KILN_EUNSUPPORTED; /* sparse tensors, nested sequences, maps, optionals */
+    } else if (field == 5 && optional) {
+      int dummy;
+      kiln_sequence_free(v, cnt);
+      v = NULL;
+      cnt = 0;
+      rc = parse_value(buf + o, (size_t)x, 0, &v, &cnt, &dummy, err);
+      *has_seq = 1;
+    } else if (field != 1) rc = KILN_EUNSUPPORTED; /* sparse tensors, nested sequences, maps */
     o += (size_t)x;
   }
-  free(buf);
-  if (!rc && elem != 1 /* TENSOR */ && elem != 0) rc = KILN_EUNSUPPORTED;
-  if (rc) {
-    kiln_sequence_free(v, cnt);
-    return kiln__err(err, rc, "%s: not a SequenceProto of tensors%s", path, rc == KILN_EUNSUPPORTED ? " (sequences of sequences, maps or sparse tensors are not supported)" : "");
-  }
+  if (!rc && !optional && elem != 1 && elem != 0) rc = KILN_EUNSUPPORTED;
+  if (rc) { kiln_sequence_free(v, cnt); return rc; }
   *items = v;
   *n = cnt;
+  return 0;
+}
+
+int kiln_sequence_read(const char *path, kiln_tensor ***items, int *n, kiln_error *err) {
+  uint8_t *buf;
+  size_t len;
+  int rc = read_all(path, &buf, &len, err), has_seq;
+  if (rc) return rc;
+  rc = parse_value(buf, len, 0, items, n, &has_seq, err);
+  free(buf);
+  if (rc) return kiln__err(err, rc, "%s: not a SequenceProto of tensors%s", path, rc == KILN_EUNSUPPORTED ? " (sequences of sequences, maps or sparse tensors are not supported)" : "");
+  return 0;
+}
+
+int kiln_optional_read(const char *path, kiln_tensor **t, kiln_tensor ***items, int *n, kiln_error *err) {
+  uint8_t *buf;
+  size_t len;
+  kiln_tensor **v = NULL;
+  int cnt = 0, has_seq = 0;
+  int rc = read_all(path, &buf, &len, err);
+  if (rc) return rc;
+  rc = parse_value(buf, len, 1, &v, &cnt, &has_seq, err);
+  free(buf);
+  if (rc) return kiln__err(err, rc, "%s: not an OptionalProto of a tensor or a sequence of tensors", path);
+  *t = NULL, *items = NULL, *n = -1;
+  if (has_seq) *items = v, *n = cnt;
+  else if (cnt == 1) { *t = v[0]; free(v); }
+  else if (cnt == 0) free(v);
+  else { kiln_sequence_free(v, cnt); return kiln__err(err, KILN_EPARSE, "%s: an optional with %d tensors", path, cnt); }
   return 0;
 }
 
@@ -96,12 +138,13 @@ static kiln_seq_io *sio_of(kiln_session *s) {
     q->nout = s->m->g->noutputs;
     q->in = calloc((size_t)q->nin + 1, sizeof *q->in);
     q->in_n = calloc((size_t)q->nin + 1, sizeof *q->in_n);
+    q->in_none = calloc((size_t)q->nin + 1, sizeof *q->in_none);
     for (int k = 0; k < 2; k++) {
       q->out[k] = calloc((size_t)q->nout + 1, sizeof *q->out[k]);
       q->out_n[k] = calloc((size_t)q->nout + 1, sizeof *q->out_n[k]);
     }
     s->sio = q;
-    if (!q->in || !q->in_n || !q->out[0] || !q->out[1] || !q->out_n[0] || !q->out_n[1]) { kiln__seq_free(s); return NULL; }
+    if (!q->in || !q->in_n || !q->in_none || !q->out[0] || !q->out[1] || !q->out_n[0] || !q->out_n[1]) { kiln__seq_free(s); return NULL; }
   }
   return s->sio;
 }
@@ -117,11 +160,40 @@ void kiln__seq_free(kiln_session *s) {
   }
   free(q->in);
   free(q->in_n);
+  free(q->in_none);
   free(q);
   s->sio = NULL;
 }
 
-bool kiln__seq_is_input(const kiln_session *s, int i) { return s->sio && s->sio->in[i]; }
+void kiln__seq_clear_input(kiln_session *s, int i) {
+  kiln_seq_io *q = s->sio;
+  if (!q) return;
+  kiln_sequence_free(q->in[i], q->in_n[i]);
+  q->in[i] = NULL;
+  q->in_n[i] = 0;
+  q->in_none[i] = false;
+}
+
+bool kiln__seq_is_input(const kiln_session *s, int i) { return s->sio && (s->sio->in[i] || s->sio->in_none[i]); }
+
+int kiln_session_set_input_none(kiln_session *s, const char *name, kiln_error *err) {
+  kiln_graph *g = s->m->g;
+  int idx = -1;
+  for (int i = 0; i < g->ninputs; i++)
+    if (!strcmp(g->vals[g->inputs[i]].name, name)) idx = i;
+  if (idx < 0) return kiln__err(err, KILN_ENOTFOUND, "the model has no input named '%s'", name);
+  if (!g->vals[g->inputs[idx]].optional) return kiln__err(err, KILN_EINVAL, "input '%s' is not optional", name);
+  kiln_seq_io *q = sio_of(s);
+  if (!q) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  kiln_sequence_free(q->in[idx], q->in_n[idx]);
+  q->in[idx] = NULL;
+  q->in_n[idx] = 0;
+  q->in_none[idx] = true;
+  kiln_tensor_free(s->in[idx]);
+  s->in[idx] = kiln_tensor_new(KILN_DT_UINT8, 1, (int64_t[]){0});
+  s->planned = false;
+  return s->in[idx] ? 0 : kiln__err(err, KILN_ENOMEM, "out of memory");
+}
 
 int kiln_session_set_input_sequence(kiln_session *s, const char *name, kiln_tensor *const *items, int n, kiln_error *err) {
   kiln_graph *g = s->m->g;
@@ -132,6 +204,7 @@ int kiln_session_set_input_sequence(kiln_session *s, const char *name, kiln_tens
   if (g->vals[g->inputs[idx]].dtype != KILN_DT_SEQUENCE) return kiln__err(err, KILN_EINVAL, "input '%s' is not a sequence", name);
   kiln_seq_io *q = sio_of(s);
   if (!q) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  q->in_none[idx] = false;
   kiln_tensor **c = calloc((size_t)n + 1, sizeof *c);
   if (!c) return kiln__err(err, KILN_ENOMEM, "out of memory");
   for (int i = 0; i < n; i++)
@@ -150,6 +223,13 @@ int kiln__seq_bind(kiln_session *s, kiln_error *err) {
   kiln_seq_io *q = s->sio;
   kiln_graph *g = s->m->g;
   for (int i = 0; q && i < q->nin; i++) {
+    g->vals[g->inputs[i]].none = q->in_none[i];
+    if (q->in_none[i]) { /* an empty stand-in */
+      kiln_value *v = &g->vals[g->inputs[i]];
+      if (v->dtype == KILN_DT_SEQUENCE) { free(v->data); v->data = NULL; }
+      v->dtype = KILN_DT_UINT8, v->rank = 1, v->dims[0] = 0;
+      continue;
+    }
     if (!q->in[i]) continue;
     kiln_value *sv = &g->vals[g->inputs[i]];
     kiln_seq *sq = calloc(1, sizeof *sq + sizeof(kiln_seq_item) * (size_t)(q->in_n[i] + 1));

@@ -100,6 +100,7 @@ static void value_info(const kiln_value *v, kiln_value_info *info) {
   info->name = v->name;
   info->dtype = v->dtype;
   info->rank = v->rank;
+  info->optional = v->optional;
   for (int k = 0; k < v->rank && k < KILN_MAX_RANK; k++) { info->dims[k] = v->dims[k]; info->dim_names[k] = v->dim_param[k]; }
 }
 int kiln_model_input_info(const kiln_model *m, int i, kiln_value_info *info) {
@@ -306,6 +307,7 @@ int kiln_session_set_input(kiln_session *s, const char *name, const kiln_tensor 
   } else memcpy(c->data, t->data, (size_t)kiln_tensor_numel(t) * kiln_dtype_size(t->dtype));
   kiln_tensor_free(s->in[idx]);
   s->in[idx] = c;
+  kiln__seq_clear_input(s, idx);
   return 0;
 }
 

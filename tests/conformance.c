@@ -110,11 +110,12 @@ static int compare(const kiln_tensor *got, const kiln_tensor *want, double *maxe
 typedef enum { R_PASS, R_FAIL, R_UNSUP } result;
 
 /* Sequence output i of the device run and of the reference run against the SequenceProto at path. */
-static result compare_sequence(kiln_session *s, int i, const char *path, int set, char *msg, size_t ml) {
+static result compare_sequence(kiln_session *s, int i, const char *path, int optional, int set, char *msg, size_t ml) {
   kiln_error err = {0};
-  kiln_tensor **want = NULL;
+  kiln_tensor **want = NULL, *ot = NULL;
   int nw = 0;
-  int rc = kiln_sequence_read(path, &want, &nw, &err);
+  int rc = optional ? kiln_optional_read(path, &ot, &want, &nw, &err) : kiln_sequence_read(path, &want, &nw, &err);
+  if (!rc && optional && !want) { kiln_tensor_free(ot); snprintf(msg, ml, "set %d output %d: expected an optional without a sequence", set, i); return R_FAIL; }
   if (rc) { snprintf(msg, ml, "set %d: %s", set, err.msg); return rc == KILN_EUNSUPPORTED ? R_UNSUP : R_FAIL; }
   result res = R_PASS;
   for (int ref = 0; ref < 2 && res == R_PASS; ref++) {
@@ -158,6 +159,16 @@ static result run_test(const char *dir, kiln_device *dev, char *msg, size_t ml) 
       kiln_value_info vi;
       kiln_model_input_info(m, i, &vi);
       if (!exists(path)) { snprintf(msg, ml, "set %d: no input file for '%s' (optional inputs are unsupported)", set, vi.name); res = R_UNSUP; break; }
+      if (vi.optional) { /* an OptionalProto: a tensor, a sequence or nothing */
+        kiln_tensor *ot = NULL, **items = NULL;
+        int cnt = -1;
+        if ((rc = kiln_optional_read(path, &ot, &items, &cnt, &err)) == 0)
+          rc = ot ? kiln_session_set_input(s, vi.name, ot, &err) : items ? kiln_session_set_input_sequence(s, vi.name, items, cnt, &err) : kiln_session_set_input_none(s, vi.name, &err);
+        if (rc) { snprintf(msg, ml, "set %d: %s", set, err.msg); res = rc == KILN_EUNSUPPORTED ? R_UNSUP : R_FAIL; }
+        kiln_tensor_free(ot);
+        kiln_sequence_free(items, cnt);
+        continue;
+      }
       if (vi.dtype == KILN_DT_SEQUENCE) { /* a SequenceProto */
         kiln_tensor **items = NULL;
         int cnt = 0;
@@ -194,7 +205,7 @@ static result run_test(const char *dir, kiln_device *dev, char *msg, size_t ml) 
       kiln_value_info oi;
       kiln_model_output_info(m, i, &oi);
       if (oi.dtype == KILN_DT_SEQUENCE) {
-        res = compare_sequence(s, i, path, set, msg, ml);
+        res = compare_sequence(s, i, path, oi.optional, set, msg, ml);
         continue;
       }
       kiln_tensor *want = NULL;
