@@ -64,13 +64,99 @@ static kiln_value *capture_of(kiln_graph *g, const kiln_node *n, const kiln_grap
   return k >= 0 ? &g->vals[n->in[k]] : NULL;
 }
 
+/* ---- values passed to and from bodies ----
+ * A tensor, or a sequence: a kiln_tensor of dtype KILN_DT_SEQUENCE whose
+ * data is its items (kiln_tensor *[dims[0]]); free with free_val. In shape
+ * inference the items carry shapes (their data unused). */
+
+static kiln_tensor *seq_val(kiln_tensor **items, int n) {
+  kiln_tensor *t = calloc(1, sizeof *t);
+  if (!t) { kiln_sequence_free(items, n); return NULL; }
+  t->dtype = KILN_DT_SEQUENCE;
+  t->rank = 1;
+  t->dims[0] = n;
+  t->data = items;
+  return t;
+}
+
+static void free_val(kiln_tensor *t) {
+  if (t && t->dtype == KILN_DT_SEQUENCE) { kiln_sequence_free(t->data, (int)t->dims[0]); free(t->name); free(t); }
+  else kiln_tensor_free(t);
+}
+
+static void free_tensors(kiln_tensor **t, int n) {
+  for (int i = 0; i < n; i++) { free_val(t[i]); t[i] = NULL; }
+}
+
+/* A sequence value of graph g (its kiln_seq) as a seq_val; item data from
+ * the device (x), host[] of a reference run, or the values' own data; only
+ * shapes when want_data is 0. */
+static kiln_tensor *seq_of_value(kiln_exec *x, kiln_graph *g, const kiln_value *v, int want_data, kiln_error *err) {
+  const kiln_seq *sq = v->data;
+  if (!sq) { kiln__err(err, KILN_EUNSUPPORTED, "sequence '%s' not known when planning", v->name); return NULL; }
+  kiln_tensor **items = calloc((size_t)sq->n + 1, sizeof *items);
+  if (!items) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+  for (int k = 0; k < sq->n; k++) {
+    kiln_value *src = &g->vals[sq->items[k].vid];
+    void *tmp = NULL;
+    const void *data = NULL;
+    if (want_data) {
+      size_t b = kiln_value_bytes(src);
+      if (x && src->buf) {
+        if (!(tmp = malloc(b ? b : 1)) || kiln_cl_read(x->d, src->buf, tmp, b, err)) { free(tmp); kiln_sequence_free(items, k); if (!err->status) kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+        data = tmp;
+      } else data = g->ref_host && g->ref_host[sq->items[k].vid] ? g->ref_host[sq->items[k].vid] : src->data;
+      if (!data) { kiln_sequence_free(items, k); kiln__err(err, KILN_EINTERNAL, "sequence item '%s' has no data", src->name); return NULL; }
+    }
+    items[k] = kiln__seq_item_tensor(g, &sq->items[k], data);
+    free(tmp);
+    if (!items[k]) { kiln_sequence_free(items, k); kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+  }
+  kiln_tensor *t = seq_val(items, sq->n);
+  if (!t) kiln__err(err, KILN_ENOMEM, "out of memory");
+  return t;
+}
+
 /* ---- shape inference of a body ---- */
+
+/* Binds body input bi to sequence value t: its items become values
+ * "<input>[k]" of the body (with their data when with_data). */
+static int bind_seq(kiln_graph *b, int bi, const kiln_tensor *t, int with_data, kiln_error *err) {
+  int n = (int)t->dims[0];
+  kiln_tensor **items = t->data;
+  kiln_seq *sq = calloc(1, sizeof *sq + sizeof(kiln_seq_item) * (size_t)(n + 1));
+  if (!sq) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  sq->n = n;
+  sq->elem_dtype = n ? items[0]->dtype : KILN_DT_FLOAT;
+  for (int k = 0; k < n; k++) {
+    char nm[512];
+    snprintf(nm, sizeof nm, "%s[%d]", b->vals[b->inputs[bi]].name, k);
+    int vid = kiln_graph_add_value(b, nm);
+    if (vid < 0) { free(sq); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+    kiln_value *v = &b->vals[vid];
+    v->dtype = items[k]->dtype, v->rank = items[k]->rank, v->is_input = true;
+    memcpy(v->dims, items[k]->dims, sizeof v->dims);
+    free(v->data);
+    v->data = NULL;
+    size_t bytes = kiln_value_bytes(v);
+    if (with_data && !(v->data = malloc(bytes ? bytes : 1))) { free(sq); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+    if (with_data) memcpy(v->data, items[k]->data, bytes);
+    sq->items[k] = (kiln_seq_item){.vid = vid, .axis = -1, .keepdims = 1};
+  }
+  kiln_value *in = &b->vals[b->inputs[bi]];
+  free(in->data);
+  in->data = sq;
+  in->dtype = KILN_DT_SEQUENCE;
+  in->rank = 0;
+  return 0;
+}
 
 /* Sets body input bi's type and shape (and its data when known) for planning. */
 static int bind_shape(kiln_graph *b, int bi, int dtype, int rank, const int64_t *dims, const void *data, kiln_error *err) {
   kiln_value *v = &b->vals[b->inputs[bi]];
   if (v->dtype && dtype && v->dtype != dtype && v->dtype != KILN_DT_SEQUENCE)
     return kiln__err(err, KILN_ESHAPE, "body input '%s' is %s, given %s", v->name, kiln_dtype_name(v->dtype), kiln_dtype_name(dtype));
+  if (v->dtype == KILN_DT_SEQUENCE) { free(v->data); v->data = NULL; }
   v->dtype = dtype;
   v->rank = rank;
   if (rank) memcpy(v->dims, dims, sizeof(int64_t) * (size_t)rank);
@@ -84,9 +170,16 @@ static int bind_shape(kiln_graph *b, int bi, int dtype, int rank, const int64_t 
   return 0;
 }
 
-static int bind_from(kiln_graph *b, int bi, const kiln_value *o, kiln_error *err) {
-  if (o->dtype == KILN_DT_SEQUENCE || o->dtype == KILN_DT_STRING)
-    return kiln__err(err, KILN_EUNSUPPORTED, "body input '%s': %s values are not supported in subgraphs", b->vals[b->inputs[bi]].name, o->dtype == KILN_DT_STRING ? "string" : "sequence");
+/* Binds body input bi like value o of the enclosing graph g. */
+static int bind_from(kiln_graph *g, kiln_graph *b, int bi, const kiln_value *o, kiln_error *err) {
+  if (o->dtype == KILN_DT_STRING) return kiln__err(err, KILN_EUNSUPPORTED, "body input '%s': string values are not supported in subgraphs", b->vals[b->inputs[bi]].name);
+  if (o->dtype == KILN_DT_SEQUENCE) {
+    kiln_tensor *t = seq_of_value(NULL, g, o, 0, err);
+    if (!t) return err->status;
+    int rc = bind_seq(b, bi, t, 0, err);
+    free_val(t);
+    return rc;
+  }
   return bind_shape(b, bi, o->dtype, o->rank, o->dims, o->data, err);
 }
 
@@ -94,7 +187,7 @@ static int bind_captures(kiln_graph *g, const kiln_node *n, kiln_graph *b, kiln_
   for (int i = b->nformal; i < b->ninputs; i++) {
     kiln_value *o = capture_of(g, n, b, i);
     if (!o) return kiln__err(err, KILN_EINTERNAL, "capture '%s' not found", b->vals[b->inputs[i]].name);
-    int rc = bind_from(b, i, o, err);
+    int rc = bind_from(g, b, i, o, err);
     if (rc) return rc;
   }
   return 0;
@@ -110,6 +203,55 @@ static int plan_body(kiln_graph *b, const char *what, kiln_error *err) {
   return rc;
 }
 
+/* Body output i after a plan, shapes only (a seq_val for a sequence). */
+static kiln_tensor *out_shape(kiln_graph *b, int i, kiln_error *err) {
+  kiln_value *v = &b->vals[b->outputs[i]];
+  if (v->dtype == KILN_DT_SEQUENCE) return seq_of_value(NULL, b, v, 0, err);
+  kiln_tensor *t = calloc(1, sizeof *t); /* no data */
+  if (!t) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+  t->dtype = v->dtype, t->rank = v->rank;
+  memcpy(t->dims, v->dims, sizeof t->dims);
+  return t;
+}
+
+/* Same type and shapes (a sequence: count and every item). */
+static bool same_val_shape(const kiln_tensor *a, const kiln_tensor *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank)) return false;
+  if (a->dtype != KILN_DT_SEQUENCE) return true;
+  for (int64_t k = 0; k < a->dims[0]; k++)
+    if (!same_val_shape(((kiln_tensor **)a->data)[k], ((kiln_tensor **)b->data)[k])) return false;
+  return true;
+}
+
+/* Output i of the node shaped like t: a tensor, or a sequence whose items
+ * are values "<output>[k]" of g of their own. */
+static int set_out_like(kiln_graph *g, kiln_node *n, int i, const kiln_tensor *t, kiln_error *err) {
+  if (!kiln_has_out(n, i)) return 0;
+  if (t->dtype != KILN_DT_SEQUENCE) { kiln_set_out(g, n, i, t->dtype, t->rank, t->dims); return 0; }
+  int cnt = (int)t->dims[0];
+  kiln_tensor **items = t->data;
+  kiln_seq *sq = calloc(1, sizeof *sq + sizeof(kiln_seq_item) * (size_t)(cnt + 1));
+  if (!sq) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  sq->n = cnt;
+  sq->elem_dtype = cnt ? items[0]->dtype : KILN_DT_FLOAT;
+  for (int k = 0; k < cnt; k++) {
+    char nm[512];
+    snprintf(nm, sizeof nm, "%s[%d]", g->vals[n->out[i]].name, k);
+    int vid = kiln_graph_add_value(g, nm);
+    if (vid < 0) { free(sq); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+    kiln_value *v = &g->vals[vid];
+    v->dtype = items[k]->dtype, v->rank = items[k]->rank;
+    memcpy(v->dims, items[k]->dims, sizeof v->dims);
+    sq->items[k] = (kiln_seq_item){.vid = vid, .axis = -1, .keepdims = 1};
+  }
+  kiln_value *o = kiln_out(g, n, i);
+  free(o->data);
+  o->data = sq;
+  o->dtype = KILN_DT_SEQUENCE;
+  o->rank = 0;
+  return 0;
+}
+
 /* ---- host side of a body run (reference and device) ---- */
 
 static kiln_tensor *tensor_of(const kiln_value *v, const void *data) {
@@ -118,11 +260,12 @@ static kiln_tensor *tensor_of(const kiln_value *v, const void *data) {
   return t;
 }
 
-/* Runs body b on host tensors in[0..b->ninputs) with the nodes' CPU
- * references; out[0..b->noutputs) are new tensors. */
+/* Runs body b on host values in[0..b->ninputs) with the nodes' CPU
+ * references; out[0..b->noutputs) are new values. */
 static int body_ref(kiln_graph *b, kiln_tensor **in, kiln_tensor **out, kiln_error *err) {
   int rc = 0;
-  for (int i = 0; i < b->ninputs && !rc; i++) rc = bind_shape(b, i, in[i]->dtype, in[i]->rank, in[i]->dims, in[i]->data, err);
+  for (int i = 0; i < b->ninputs && !rc; i++)
+    rc = in[i]->dtype == KILN_DT_SEQUENCE ? bind_seq(b, i, in[i], 1, err) : bind_shape(b, i, in[i]->dtype, in[i]->rank, in[i]->dims, in[i]->data, err);
   if (!rc) rc = plan_body(b, "body", err);
   if (rc) return rc;
   void **host = calloc((size_t)b->nvals + 1, sizeof(void *));
@@ -135,6 +278,13 @@ static int body_ref(kiln_graph *b, kiln_tensor **in, kiln_tensor **out, kiln_err
   }
   for (int i = 0; i < b->noutputs && !rc; i++) {
     kiln_value *v = &b->vals[b->outputs[i]];
+    if (v->dtype == KILN_DT_SEQUENCE) {
+      b->ref_host = host;
+      out[i] = seq_of_value(NULL, b, v, 1, err);
+      b->ref_host = NULL;
+      if (!out[i]) rc = err->status;
+      continue;
+    }
     const void *src = host[b->outputs[i]] ? host[b->outputs[i]] : v->data;
     if (!src) rc = kiln__err(err, KILN_EINTERNAL, "body output '%s' has no data", v->name);
     else if (!(out[i] = tensor_of(v, src))) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
@@ -153,12 +303,30 @@ static int body_dev(kiln_exec *x, body_sess *bs, kiln_graph *b, kiln_tensor **in
     bs->s->lazy_int_bind = true;
   }
   for (int i = 0; i < b->ninputs; i++) {
-    b->vals[b->inputs[i]].rank = -1; /* shapes may change between runs (the session plans again) */
-    if ((rc = kiln_session_set_input(bs->s, b->vals[b->inputs[i]].name, in[i], err)) != 0) return rc;
+    kiln_value *bv = &b->vals[b->inputs[i]];
+    if (in[i]->dtype == KILN_DT_SEQUENCE) {
+      bv->dtype = KILN_DT_SEQUENCE;
+      rc = kiln_session_set_input_sequence(bs->s, bv->name, in[i]->data, (int)in[i]->dims[0], err);
+    } else {
+      if (bv->dtype == KILN_DT_SEQUENCE) { free(bv->data); bv->data = NULL; bv->dtype = 0; }
+      bv->rank = -1; /* shapes may change between runs (the session plans again) */
+      rc = kiln_session_set_input(bs->s, bv->name, in[i], err);
+    }
+    if (rc) return rc;
   }
   if ((rc = kiln_session_run(bs->s, err)) != 0) return rc;
   x->launches += bs->s->st.kernels_launched;
   for (int i = 0; i < b->noutputs; i++) {
+    kiln_tensor *const *items;
+    int cnt = kiln_session_output_sequence(bs->s, i, 0, &items);
+    if (cnt >= 0) {
+      kiln_tensor **c = calloc((size_t)cnt + 1, sizeof *c);
+      for (int k = 0; c && k < cnt; k++)
+        if (!(c[k] = kiln_tensor_new(items[k]->dtype, items[k]->rank, items[k]->dims))) { kiln_sequence_free(c, k); c = NULL; }
+        else memcpy(c[k]->data, items[k]->data, (size_t)kiln_tensor_numel(items[k]) * kiln_dtype_size(items[k]->dtype));
+      if (!c || !(out[i] = seq_val(c, cnt))) return kiln__err(err, KILN_ENOMEM, "out of memory");
+      continue;
+    }
     const kiln_tensor *t = kiln_session_output(bs->s, i);
     out[i] = kiln_tensor_new(t->dtype, t->rank, t->dims);
     if (!out[i]) return kiln__err(err, KILN_ENOMEM, "out of memory");
@@ -167,9 +335,10 @@ static int body_dev(kiln_exec *x, body_sess *bs, kiln_graph *b, kiln_tensor **in
   return 0;
 }
 
-/* A node input's current contents as a host tensor: read from its device
+/* A node input's current contents as a host value: read from its device
  * buffer (x set), else from host[] of the reference. */
-static kiln_tensor *input_tensor(kiln_exec *x, kiln_value *v, const void *host, kiln_error *err) {
+static kiln_tensor *input_val(kiln_exec *x, kiln_graph *g, kiln_value *v, const void *host, kiln_error *err) {
+  if (v->dtype == KILN_DT_SEQUENCE) return seq_of_value(x, g, v, 1, err);
   kiln_tensor *t = kiln_tensor_new(v->dtype, v->rank, v->dims);
   if (!t) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
   size_t bytes = kiln_value_bytes(v);
@@ -179,12 +348,13 @@ static kiln_tensor *input_tensor(kiln_exec *x, kiln_value *v, const void *host, 
   else { kiln_tensor_free(t); kiln__err(err, KILN_EINTERNAL, "value '%s' has no data", v->name); return NULL; }
   return t;
 }
+#define input_tensor(x, v, host, err) input_val(x, g, v, host, err)
 
-/* Body input bi (a capture) as a host tensor. */
+/* Body input bi (a capture) as a host value. */
 static int capture_tensor(kiln_exec *x, kiln_graph *g, kiln_node *n, kiln_graph *b, int bi, void **in, kiln_tensor **t, kiln_error *err) {
   int k = capture_slot(g, n, b, bi);
   if (k < 0) return kiln__err(err, KILN_EINTERNAL, "capture '%s' not found", b->vals[b->inputs[bi]].name);
-  *t = input_tensor(x, &g->vals[n->in[k]], in ? in[k] : NULL, err);
+  *t = input_val(x, g, &g->vals[n->in[k]], in ? in[k] : NULL, err);
   return *t ? 0 : err->status;
 }
 
@@ -195,21 +365,44 @@ static int write_sync(kiln_exec *x, cl_mem b, const void *src, size_t bytes, kil
   return e == CL_SUCCESS ? 0 : kiln__err(err, KILN_ECL, "clEnqueueWriteBuffer(%zu bytes): %s", bytes, kiln__clerror(e));
 }
 
-static void free_tensors(kiln_tensor **t, int n) {
-  for (int i = 0; i < n; i++) { kiln_tensor_free(t[i]); t[i] = NULL; }
+/* Value vid of g from host tensor t: its device buffer (made when missing),
+ * or its host buffer in a reference run. */
+static int store_value(kiln_exec *x, kiln_graph *g, int vid, const kiln_tensor *t, void *out, kiln_error *err) {
+  kiln_value *v = &g->vals[vid];
+  if (t->dtype != v->dtype || t->rank != v->rank || memcmp(t->dims, v->dims, sizeof(int64_t) * (size_t)t->rank))
+    return kiln__err(err, KILN_EUNSUPPORTED, "value '%s': the body gave a %s tensor of %lld elements whose shape differs from the one planned (shapes that change between runs of a body)", v->name,
+                     kiln_dtype_name(t->dtype), (long long)kiln_tensor_numel(t));
+  size_t bytes = kiln_value_bytes(v);
+  if (x) {
+    if (!v->buf && !(v->buf = kiln_cl_alloc(x->d, bytes, err))) return err->status;
+    return write_sync(x, v->buf, t->data, bytes, err);
+  }
+  if (!out) { /* a sequence item: its host buffer */
+    void *c = malloc(bytes ? bytes : 1);
+    if (!c) return kiln__err(err, KILN_ENOMEM, "out of memory");
+    memcpy(c, t->data, bytes);
+    if (g->ref_host) { free(g->ref_host[vid]); g->ref_host[vid] = c; }
+    else { free(v->data); v->data = c; }
+    return 0;
+  }
+  memcpy(out, t->data, bytes);
+  return 0;
 }
 
-/* Output i of the node from a host tensor: to its device buffer, or to
- * host out[i] (reference). Checks the shape the plan gave it. */
+/* Output i of the node from a host value (a sequence: into its items). */
 static int store_output(kiln_exec *x, kiln_graph *g, kiln_node *n, int i, const kiln_tensor *t, void **out, kiln_error *err) {
   kiln_value *v = kiln_out(g, n, i);
   if (!v) return 0;
-  if (t->dtype != v->dtype || t->rank != v->rank || memcmp(t->dims, v->dims, sizeof(int64_t) * (size_t)t->rank))
-    return kiln__err(err, KILN_EUNSUPPORTED, "output '%s': the body gave a %s tensor of %lld elements whose shape differs from the one planned (shapes that change between runs of a body)", v->name,
-                     kiln_dtype_name(t->dtype), (long long)kiln_tensor_numel(t));
-  size_t bytes = kiln_value_bytes(v);
-  if (x) return write_sync(x, v->buf, t->data, bytes, err);
-  memcpy(out[i], t->data, bytes);
+  if (v->dtype != KILN_DT_SEQUENCE) {
+    if (t->dtype == KILN_DT_SEQUENCE) return kiln__err(err, KILN_EUNSUPPORTED, "output '%s': the body gave a sequence", v->name);
+    return store_value(x, g, n->out[i], t, out ? out[i] : NULL, err);
+  }
+  const kiln_seq *sq = v->data;
+  if (t->dtype != KILN_DT_SEQUENCE || !sq || sq->n != t->dims[0]) return kiln__err(err, KILN_EUNSUPPORTED, "output '%s': the body gave another number of sequence items than planned", v->name);
+  for (int k = 0; k < sq->n; k++) {
+    int rc = store_value(x, g, sq->items[k].vid, ((kiln_tensor **)t->data)[k], NULL, err);
+    if (rc) return rc;
+  }
   return 0;
 }
 
@@ -230,14 +423,17 @@ static int if_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
     if (rc) return rc;
     if (br[k]->noutputs != n->nout) return kiln__err(err, KILN_EPARSE, "the branch has %d outputs, the node %d", br[k]->noutputs, n->nout);
   }
-  for (int i = 0; i < n->nout; i++) {
-    kiln_value *a = &br[first]->vals[br[first]->outputs[i]], *b = &br[last]->vals[br[last]->outputs[i]];
-    if (a->dtype == KILN_DT_SEQUENCE) return kiln__err(err, KILN_EUNSUPPORTED, "sequence outputs of If are not supported");
-    if (a->dtype != b->dtype || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
-      return kiln__err(err, KILN_EUNSUPPORTED, "output %d: the branches give different shapes or types and the condition is not known when planning", i);
-    kiln_set_out(g, n, i, a->dtype, a->rank, a->dims);
+  int rc = 0;
+  for (int i = 0; i < n->nout && !rc; i++) {
+    kiln_tensor *a = out_shape(br[first], i, err), *b = a ? out_shape(br[last], i, err) : NULL;
+    if (!a || !b) rc = err->status;
+    else if (!same_val_shape(a, b))
+      rc = kiln__err(err, KILN_EUNSUPPORTED, "output %d: the branches give different shapes or types and the condition is not known when planning", i);
+    else rc = set_out_like(g, n, i, a, err);
+    free_val(a);
+    free_val(b);
   }
-  return 0;
+  return rc;
 }
 
 /* Runs the If on the device (x set) or with the references (x NULL). */
@@ -270,17 +466,14 @@ static int if_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return if_run(x
 
 /* ---- Loop ---- */
 
-static bool same_shape(const kiln_value *a, int dtype, int rank, const int64_t *dims) {
-  return a->dtype == dtype && a->rank == rank && !memcmp(a->dims, dims, sizeof(int64_t) * (size_t)rank);
-}
 
-/* Plans the body for iteration `it` with carried values shaped like cur[]
- * (cur[j] are values of the outer graph or of the body's last plan). */
-static int loop_plan_iter(kiln_graph *g, kiln_node *n, kiln_graph *b, int64_t it, kiln_value *cur, int N, kiln_error *err) {
+/* Plans the body for iteration `it` with carried values shaped like cur[]. */
+static int loop_plan_iter(kiln_graph *g, kiln_node *n, kiln_graph *b, int64_t it, kiln_tensor **cur, int N, kiln_error *err) {
   int64_t none[1] = {0};
   int rc = bind_shape(b, 0, KILN_DT_INT64, 0, none, &it, err);
   if (!rc) rc = bind_shape(b, 1, KILN_DT_BOOL, 0, none, NULL, err);
-  for (int j = 0; j < N && !rc; j++) rc = bind_shape(b, 2 + j, cur[j].dtype, cur[j].rank, cur[j].dims, NULL, err);
+  for (int j = 0; j < N && !rc; j++)
+    rc = cur[j]->dtype == KILN_DT_SEQUENCE ? bind_seq(b, 2 + j, cur[j], 0, err) : bind_shape(b, 2 + j, cur[j]->dtype, cur[j]->rank, cur[j]->dims, NULL, err);
   if (!rc) rc = bind_captures(g, n, b, err);
   if (!rc) rc = plan_body(b, "body", err);
   return rc;
@@ -300,22 +493,30 @@ static int loop_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   st->trips = kiln_value_geti(m, 0);
   if (st->trips < 0) st->trips = 0;
   if (c && c->data && !kiln_value_geti(c, 0)) st->trips = 0;
-  kiln_value *cur = calloc((size_t)N + 1, sizeof *cur);
+  if (K > 16) return kiln__err(err, KILN_ELIMIT, "more than 16 scan outputs");
+  kiln_tensor **cur = calloc((size_t)N + 1, sizeof *cur);
   int64_t scan_dims[16][KILN_MAX_RANK];
   if (!cur) return kiln__err(err, KILN_ENOMEM, "out of memory");
-  if (K > 16) { free(cur); return kiln__err(err, KILN_ELIMIT, "more than 16 scan outputs"); }
-  for (int j = 0; j < N; j++) cur[j] = *kiln_in(g, n, 2 + j), cur[j].data = NULL;
   int rc = 0;
-  /* carried shapes may change in the first iterations (a growing state):
-   * planned again until they settle, at most once per iteration */
+  for (int j = 0; j < N && !rc; j++) {
+    kiln_value *v = kiln_in(g, n, 2 + j);
+    if (!v) rc = kiln__err(err, KILN_EUNSUPPORTED, "loop-carried input %d is missing", j);
+    else if (v->none) rc = kiln__err(err, KILN_EUNSUPPORTED, "loop-carried input %d is an optional holding nothing", j);
+    else if (v->dtype == KILN_DT_SEQUENCE) { if (!(cur[j] = seq_of_value(NULL, g, v, 0, err))) rc = err->status; }
+    else if (!(cur[j] = calloc(1, sizeof *cur[j]))) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+    else { cur[j]->dtype = v->dtype, cur[j]->rank = v->rank; memcpy(cur[j]->dims, v->dims, sizeof v->dims); }
+  }
+  /* carried shapes may change in the first iterations (a growing state or
+   * sequence): planned again until they settle, at most once per iteration */
   for (int64_t it = 0; !rc; it++) {
     if ((rc = loop_plan_iter(g, n, b, it, cur, N, err)) != 0) break;
     bool settled = true;
-    for (int j = 0; j < N; j++) {
-      kiln_value *o = &b->vals[b->outputs[1 + j]];
-      if (o->dtype == KILN_DT_SEQUENCE) { rc = kiln__err(err, KILN_EUNSUPPORTED, "sequence loop-carried values are not supported"); break; }
-      if (it < st->trips && !same_shape(&cur[j], o->dtype, o->rank, o->dims)) settled = false;
-      if (it < st->trips) { cur[j].dtype = o->dtype; cur[j].rank = o->rank; memcpy(cur[j].dims, o->dims, sizeof o->dims); }
+    for (int j = 0; j < N && !rc && it < st->trips; j++) {
+      kiln_tensor *o = out_shape(b, 1 + j, err);
+      if (!o) { rc = err->status; break; }
+      if (!same_val_shape(o, cur[j])) settled = false;
+      free_val(cur[j]);
+      cur[j] = o;
     }
     for (int k = 0; k < K && !rc; k++) {
       kiln_value *o = &b->vals[b->outputs[1 + N + k]];
@@ -326,11 +527,12 @@ static int loop_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
     }
     if (rc || settled || it + 1 >= st->trips) break;
   }
-  for (int j = 0; j < N && !rc; j++) kiln_set_out(g, n, j, cur[j].dtype, cur[j].rank, cur[j].dims);
+  for (int j = 0; j < N && !rc; j++) rc = set_out_like(g, n, j, cur[j], err);
   for (int k = 0; k < K && !rc; k++) {
     kiln_value *o = &b->vals[b->outputs[1 + N + k]];
     kiln_set_out(g, n, N + k, o->dtype, o->rank + 1, scan_dims[k]);
   }
+  free_tensors(cur, N);
   free(cur);
   return rc;
 }
