@@ -390,6 +390,37 @@ static int add_captures(kiln_graph *g, kiln_node *n, const kiln_graph *body, kil
   return 0;
 }
 
+/* Captured values that are initializers of the enclosing graph become
+ * initializers of the subgraph (a copy of their data), so that a body's
+ * weights are constants of its plan, not inputs uploaded on every
+ * iteration; nested subgraphs see them as initializers in turn. */
+static int inline_constant_captures(kiln_graph *g, kiln_error *err) {
+  for (int i = 0; i < g->nnodes; i++)
+    for (int a = 0; a < g->nodes[i].nattr; a++) {
+      kiln_graph *b = g->nodes[i].attrs[a].g;
+      if (!b) continue;
+      int keep = b->nformal;
+      for (int k = b->nformal; k < b->ninputs; k++) {
+        kiln_value *bv = &b->vals[b->inputs[k]];
+        int o = kiln_graph_find_value(g, bv->name);
+        if (o < 0 || !g->vals[o].is_initializer || !g->vals[o].data) { b->inputs[keep++] = b->inputs[k]; continue; }
+        const kiln_value *ov = &g->vals[o];
+        size_t bytes = ov->dtype == KILN_DT_STRING ? (size_t)kiln_value_numel(ov) * (size_t)ov->strw : kiln_value_bytes(ov);
+        free(bv->data);
+        if (!(bv->data = malloc(bytes ? bytes : 1))) return kiln__err(err, KILN_ENOMEM, "out of memory");
+        memcpy(bv->data, ov->data, bytes);
+        bv->dtype = ov->dtype, bv->rank = ov->rank, bv->strw = ov->strw;
+        memcpy(bv->dims, ov->dims, sizeof bv->dims);
+        bv->is_input = false;
+        bv->is_initializer = bv->is_const = true;
+      }
+      b->ninputs = keep;
+      int rc = inline_constant_captures(b, err);
+      if (rc) return rc;
+    }
+  return 0;
+}
+
 static int load_model(const void *buf, size_t len, const char *path, const char *base_dir, uint64_t max_bytes, kiln_graph **out, kiln_error *err) {
   const char *label = path ? path : "<memory>";
   if (!max_bytes) max_bytes = (uint64_t)4 << 30;
@@ -409,6 +440,7 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
   }
   uint64_t total = len;
   if ((rc = load_graph(mp->graph, mp, label, base_dir, max_bytes, &total, false, &g, err)) != 0) goto fail;
+  if ((rc = inline_constant_captures(g, err)) != 0) goto fail;
   if (path && !(g->path = strdup(path))) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto fail; }
   onnx__model_proto__free_unpacked(mp, NULL);
   *out = g;

@@ -102,7 +102,7 @@ static kiln_tensor *seq_of_value(kiln_exec *x, kiln_graph *g, const kiln_value *
     const void *data = NULL;
     if (want_data) {
       size_t b = kiln_value_bytes(src);
-      if (x && src->buf) {
+      if (x && src->buf && !(src->is_const && src->data)) {
         if (!(tmp = malloc(b ? b : 1)) || kiln_cl_read(x->d, src->buf, tmp, b, err)) { free(tmp); kiln_sequence_free(items, k); if (!err->status) kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
         data = tmp;
       } else data = g->ref_host && g->ref_host[sq->items[k].vid] ? g->ref_host[sq->items[k].vid] : src->data;
@@ -342,7 +342,7 @@ static kiln_tensor *input_val(kiln_exec *x, kiln_graph *g, kiln_value *v, const 
   kiln_tensor *t = kiln_tensor_new(v->dtype, v->rank, v->dims);
   if (!t) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
   size_t bytes = kiln_value_bytes(v);
-  if (x && v->buf) {
+  if (x && v->buf && !(v->is_const && v->data)) { /* constants from their host copy */
     if (kiln_cl_read(x->d, v->buf, t->data, bytes, err)) { kiln_tensor_free(t); return NULL; }
   } else if (host || v->data) memcpy(t->data, host ? host : v->data, bytes);
   else { kiln_tensor_free(t); kiln__err(err, KILN_EINTERNAL, "value '%s' has no data", v->name); return NULL; }
