@@ -98,7 +98,8 @@ typedef enum {
   KILN_DT_COMPLEX64 = 14,
   KILN_DT_COMPLEX128 = 15,
   KILN_DT_BFLOAT16 = 16,
-  KILN_DT_COUNT = 17
+  KILN_DT_COUNT = 17,
+  KILN_DT_SEQUENCE = 100  /* not a tensor type: a value info's dtype for an ONNX seq(tensor) input or output */
 } kiln_dtype;
 
 #define KILN_MAX_RANK 8
@@ -136,6 +137,15 @@ int kiln_tensor_read(const char *path, kiln_tensor **out, kiln_error *err);
 /* Writes .npy when the path ends in ".npy", a TensorProto otherwise; the file
  * is replaced. KILN_EIO on a write error. */
 int kiln_tensor_write(const char *path, const kiln_tensor *t, kiln_error *err);
+
+/* Sequences (ONNX seq(tensor)) travel as arrays of tensors. Reads a
+ * SequenceProto (.pb) of tensors into *items (n of them; free with
+ * kiln_sequence_free). KILN_EPARSE if the file is not one. */
+int kiln_sequence_read(const char *path, kiln_tensor ***items, int *n, kiln_error *err);
+void kiln_sequence_free(kiln_tensor **items, int n);
+/* Reads an OptionalProto (.pb): a tensor (*t), a sequence of tensors
+ * (*items, *n), or nothing (*t NULL, *items NULL, *n -1). */
+int kiln_optional_read(const char *path, kiln_tensor **t, kiln_tensor ***items, int *n, kiln_error *err);
 
 /* ---- Devices --------------------------------------------------------- */
 
@@ -204,6 +214,7 @@ typedef struct kiln_value_info {
   int rank;                       /* -1 if unknown */
   int64_t dims[KILN_MAX_RANK];    /* -1 for a dimension not yet bound */
   const char *dim_names[KILN_MAX_RANK]; /* symbolic names or NULL */
+  int optional;                   /* an ONNX optional: may hold nothing (kiln_session_set_input_none) */
 } kiln_value_info;
 
 /* Number of graph inputs (initializers excluded) and outputs. */
@@ -255,6 +266,16 @@ int kiln_session_run(kiln_session *s, kiln_error *err);
 /* Output i of the last run, or NULL (i out of range, or no run yet); owned by
  * the session and valid until the next run or kiln_session_free. */
 const kiln_tensor *kiln_session_output(const kiln_session *s, int i);
+/* A sequence-typed input (its value info's dtype is KILN_DT_SEQUENCE): n
+ * tensors, copied. The plan is specialized to their count and shapes. */
+int kiln_session_set_input_sequence(kiln_session *s, const char *name, kiln_tensor *const *items, int n, kiln_error *err);
+/* An optional input (value info `optional`) that holds nothing. */
+int kiln_session_set_input_none(kiln_session *s, const char *name, kiln_error *err);
+/* Output i when it is a sequence, after kiln_session_run (ref = 0) or
+ * kiln_session_run_reference (ref = 1, whose tensor for it is then empty):
+ * its item count and *items (owned by the session); -1 when output i is not
+ * a sequence. */
+int kiln_session_output_sequence(const kiln_session *s, int i, int ref, kiln_tensor *const **items);
 
 typedef struct kiln_run_stats {
   double last_ms;          /* wall time of the last run, ms */

@@ -95,7 +95,8 @@ int kiln_graph_plan(kiln_graph *g, kiln_error *err) {
     /* Every op kiln has reads input 0 except those that take no inputs; a
      * model that omits it ("" or no inputs) is refused here once, so infer
      * functions may rely on it. */
-    if (!kiln_has_in(n, 0) && strcmp(n->op_type, "Constant") != 0 && strcmp(n->op_type, "SequenceEmpty") != 0)
+    if (!kiln_has_in(n, 0) && strcmp(n->op_type, "Constant") != 0 && strcmp(n->op_type, "SequenceEmpty") != 0 && strcmp(n->op_type, "Optional") != 0 && strcmp(n->op_type, "OptionalHasElement") != 0 &&
+        strcmp(n->op_type, "Scan") != 0 /* opset 8: sequence_lens first, optional */)
       return kiln__err(err, KILN_EPARSE, "node '%s' (%s): its first input is missing", n->name, n->op_type);
     for (int k = 0; k < n->nin; k++)
       if (n->in[k] >= 0 && g->vals[n->in[k]].rank < 0)

@@ -31,7 +31,6 @@ const char *kiln__clerror(cl_int e);
 /* Internal type of sequence values (ONNX seq(tensor)). A sequence is resolved
  * at plan time: its value's `data` is a kiln_seq listing views of tensor
  * values; the tensors themselves stay in device buffers. */
-#define KILN_DT_SEQUENCE 100
 typedef struct kiln_seq_item {
   int vid;          /* tensor value holding the element */
   int axis;         /* -1: the whole tensor; else a slice [start, start+len) along axis */
@@ -60,6 +59,7 @@ typedef struct kiln_attr {
   int64_t *ints;
   char **strings;
   kiln_tensor *t;     /* KILN_ATTR_TENSOR */
+  struct kiln_graph *g; /* KILN_ATTR_GRAPH: the subgraph (owned) */
 } kiln_attr;
 
 /* A value (edge) of the graph. */
@@ -73,6 +73,7 @@ typedef struct kiln_value {
   int64_t strw;              /* KILN_DT_STRING: bytes per element of the packed rows */
   bool is_const;             /* initializer, Constant output or folded */
   bool is_input, is_output, is_initializer;
+  bool optional, none;       /* an ONNX optional; none: it holds nothing (its dtype/shape then an empty stand-in) */
   int producer;              /* node index, -1 for inputs/initializers */
   int nconsumers;
   /* device side, owned by the session's plan */
@@ -87,6 +88,7 @@ typedef struct kiln_node {
   char *op_type;
   char *domain;
   int nin, nout;
+  int nin_formal;            /* inputs the model names; those after are values its subgraphs capture */
   int *in;                   /* value ids; -1 for an omitted optional input */
   int *out;                  /* value ids; -1 for an omitted optional output */
   int nattr;
@@ -116,6 +118,7 @@ struct kiln_graph {
   kiln_node *nodes;
   int nnodes, capnodes;
   int *inputs, ninputs;      /* graph inputs that are not initializers */
+  int nformal;               /* declared inputs; a subgraph's later inputs are captured outer values */
   int *outputs, noutputs;
   int opset;                 /* default-domain opset */
   int ir_version;
@@ -443,6 +446,12 @@ typedef struct kiln_op_def {
   int (*tunable)(kiln_graph *g, kiln_node *n, kiln_tunable *t);
   /* (optional) KILN_OP_* hints for the memory planner; defaults to 0. */
   unsigned flags;
+  /* (optional) releases what n->state holds beyond plain memory (the device
+   * sessions of a control-flow node's bodies) before it is freed. */
+  void (*release)(kiln_node *n);
+  /* (optional, KILN_OP_DYNAMIC) after `dev` ran: reads back how many rows
+   * output 0 has (at most the planned count) and sets its dims[0]. */
+  int (*resolve)(kiln_exec *x, kiln_node *n, kiln_error *err);
 } kiln_op_def;
 
 /* Output 0 holds exactly input 0's bytes (Reshape, Flatten, Squeeze,
@@ -453,6 +462,14 @@ typedef struct kiln_op_def {
  * type): every work-item reads its own element of input 0 before writing the
  * same element of output 0 and nothing else. */
 #define KILN_OP_INPLACE 2u
+/* Output 0's leading dimension depends on the data (NonMaxSuppression):
+ * planned at its upper bound; `resolve` (device) or `ref` (host) sets the
+ * actual count, and the nodes after it are inferred again on the smaller
+ * shape (kiln__reinfer_after), their buffers being large enough. */
+#define KILN_OP_DYNAMIC 4u
+/* Shape inference again for nodes after..nnodes-1 (after a KILN_OP_DYNAMIC
+ * node settled its output); fails if a value would outgrow its plan. */
+int kiln__reinfer_after(kiln_graph *g, int after, kiln_error *err);
 
 /* Each op file exports a table terminated by {NULL}; op_registry.c lists them. */
 const kiln_op_def *kiln_op_lookup(const char *domain, const char *op_type);
@@ -592,7 +609,10 @@ struct kiln_session {
   kiln_tensor **out;       /* per graph output, owned */
   bool planned;
   kiln_run_stats st;
+  struct kiln_seq_io *sio; /* sequence-typed inputs and outputs (seq_io.c), NULL when none were used */
   bool bind_floats;        /* small float inputs are bound by value too */
+  bool lazy_int_bind;      /* (control-flow bodies) small integer inputs are bound by value only once a plan */
+  bool bind_ints;          /* failed without their values: a loop's counter or token does not re-plan each iteration */
   kiln_db *db;             /* tuning records, not owned; NULL = defaults */
   const struct kiln_record_source *recs; /* how db is read */
   int64_t db_device;
@@ -606,6 +626,21 @@ struct kiln_session {
   int64_t *ev_lo, *ev_hi;  /* profile: per node, first start and last end (ns) of its kernels in the last run */
   bool profile;
 };
+/* Sequence-typed graph inputs and outputs (seq_io.c): at plan time, each
+ * sequence input's items become values of their own ("name[i]", inputs
+ * with host data) listed by the input's kiln_seq; before a run they are
+ * uploaded; after a run (host NULL) or a reference run (host[] the values'
+ * host buffers) sequence outputs are gathered into the session. */
+int kiln__seq_bind(kiln_session *s, kiln_error *err);
+int kiln__seq_upload(kiln_session *s, kiln_error *err);
+int kiln__seq_collect(kiln_session *s, void **host, kiln_error *err);
+bool kiln__seq_is_input(const kiln_session *s, int i);
+void kiln__seq_clear_input(kiln_session *s, int i); /* input i is a tensor again */
+/* Sequence item `it` as a new host tensor, copied from src (the whole
+ * source value's bytes), or shaped only when src is NULL. */
+kiln_tensor *kiln__seq_item_tensor(kiln_graph *g, const kiln_seq_item *it, const void *src);
+void kiln__seq_free(kiln_session *s);
+
 /* kiln tune's measurement of close fusion calls (tuner/fusion_tune.c):
  * appends one result per grouping measured. */
 int kiln__tune_fusion(kiln_session *s, struct kiln_db *db, double close, kiln_tune_result **res, int *nres, kiln_error *err);

@@ -51,6 +51,7 @@ void kiln_graph_free(kiln_graph *g) {
       for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
       free(at->strings);
       kiln_tensor_free(at->t);
+      kiln_graph_free(at->g);
     }
     free(n->attrs);
     for (int k = 0; k < 4; k++) {
@@ -228,6 +229,17 @@ static int convert_attr(const Onnx__AttributeProto *ap, kiln_attr *a, const char
 
 static int set_value_info(kiln_graph *g, int id, const Onnx__ValueInfoProto *vi) {
   kiln_value *v = &g->vals[id];
+  const Onnx__TypeProto *ty = vi->type;
+  if (ty && ty->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && ty->optional_type && ty->optional_type->elem_type) {
+    v->optional = true;
+    ty = ty->optional_type->elem_type;
+  }
+  if (ty && ty->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) { v->dtype = KILN_DT_SEQUENCE; v->rank = 0; return 0; }
+  if (ty != vi->type) { /* the optional's tensor type */
+    Onnx__ValueInfoProto inner = *vi;
+    inner.type = (Onnx__TypeProto *)ty;
+    return set_value_info(g, id, &inner);
+  }
   if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type) return 0;
   const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
   if (tt->has_elem_type) v->dtype = tt->elem_type;
@@ -357,6 +369,58 @@ static int nesting_too_deep(const uint8_t *p, size_t len, const ProtobufCMessage
 /* Builds the graph from a serialized ModelProto. `path` names the model in
  * messages and in g->path (NULL for a buffer: messages say "<memory>");
  * base_dir resolves external data. */
+static int load_graph(const Onnx__GraphProto *gp, const Onnx__ModelProto *mp, const char *label, const char *base_dir, uint64_t max_bytes, uint64_t *totalp,
+                      bool sub, kiln_graph **out, kiln_error *err);
+
+/* The values subgraph `body` reads from enclosing scopes (its inputs after
+ * the declared ones) become extra inputs of node n in g, once each, so that
+ * ordering and buffer lifetimes in g see them. */
+static int add_captures(kiln_graph *g, kiln_node *n, const kiln_graph *body, kiln_error *err) {
+  for (int i = body->nformal; i < body->ninputs; i++) {
+    int v = kiln_graph_add_value(g, body->vals[body->inputs[i]].name);
+    if (v < 0) return kiln__err(err, KILN_ENOMEM, "out of memory");
+    bool have = false;
+    for (int k = 0; k < n->nin; k++) have |= n->in[k] == v && k >= n->nin_formal;
+    if (have) continue;
+    int *ni = realloc(n->in, sizeof(int) * (size_t)(n->nin + 2));
+    if (!ni) return kiln__err(err, KILN_ENOMEM, "out of memory");
+    n->in = ni;
+    n->in[n->nin++] = v;
+  }
+  return 0;
+}
+
+/* Captured values that are initializers of the enclosing graph become
+ * initializers of the subgraph (a copy of their data), so that a body's
+ * weights are constants of its plan, not inputs uploaded on every
+ * iteration; nested subgraphs see them as initializers in turn. */
+static int inline_constant_captures(kiln_graph *g, kiln_error *err) {
+  for (int i = 0; i < g->nnodes; i++)
+    for (int a = 0; a < g->nodes[i].nattr; a++) {
+      kiln_graph *b = g->nodes[i].attrs[a].g;
+      if (!b) continue;
+      int keep = b->nformal;
+      for (int k = b->nformal; k < b->ninputs; k++) {
+        kiln_value *bv = &b->vals[b->inputs[k]];
+        int o = kiln_graph_find_value(g, bv->name);
+        if (o < 0 || !g->vals[o].is_initializer || !g->vals[o].data) { b->inputs[keep++] = b->inputs[k]; continue; }
+        const kiln_value *ov = &g->vals[o];
+        size_t bytes = ov->dtype == KILN_DT_STRING ? (size_t)kiln_value_numel(ov) * (size_t)ov->strw : kiln_value_bytes(ov);
+        free(bv->data);
+        if (!(bv->data = malloc(bytes ? bytes : 1))) return kiln__err(err, KILN_ENOMEM, "out of memory");
+        memcpy(bv->data, ov->data, bytes);
+        bv->dtype = ov->dtype, bv->rank = ov->rank, bv->strw = ov->strw;
+        memcpy(bv->dims, ov->dims, sizeof bv->dims);
+        bv->is_input = false;
+        bv->is_initializer = bv->is_const = true;
+      }
+      b->ninputs = keep;
+      int rc = inline_constant_captures(b, err);
+      if (rc) return rc;
+    }
+  return 0;
+}
+
 static int load_model(const void *buf, size_t len, const char *path, const char *base_dir, uint64_t max_bytes, kiln_graph **out, kiln_error *err) {
   const char *label = path ? path : "<memory>";
   if (!max_bytes) max_bytes = (uint64_t)4 << 30;
@@ -369,13 +433,33 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
   if (!mp) return kiln__err(err, KILN_EPARSE, "%s: not a valid ONNX model (protobuf parse failed: truncated or not an ONNX file)", label);
   int rc = 0;
-  kiln_graph *g = calloc(1, sizeof *g);
-  if (!g) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto fail; }
-  if (path && !(g->path = strdup(path))) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto fail; }
+  kiln_graph *g = NULL;
   if (!mp->graph || (mp->graph->n_node == 0 && mp->graph->n_output == 0)) {
     rc = kiln__err(err, KILN_EPARSE, "%s: not a valid ONNX model (no graph)", label);
     goto fail;
   }
+  uint64_t total = len;
+  if ((rc = load_graph(mp->graph, mp, label, base_dir, max_bytes, &total, false, &g, err)) != 0) goto fail;
+  if ((rc = inline_constant_captures(g, err)) != 0) goto fail;
+  if (path && !(g->path = strdup(path))) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto fail; }
+  onnx__model_proto__free_unpacked(mp, NULL);
+  *out = g;
+  return 0;
+fail:
+  onnx__model_proto__free_unpacked(mp, NULL);
+  kiln_graph_free(g);
+  return rc ? rc : KILN_EINTERNAL;
+}
+
+/* One GraphProto (the model's, or a Loop/If/Scan body when sub is set) into
+ * a graph. A subgraph may read values of the enclosing scopes: they become
+ * extra inputs of the subgraph after its declared ones (g->nformal counts
+ * those), and the enclosing node reads them as extra inputs too (load_node). */
+static int load_graph(const Onnx__GraphProto *gp, const Onnx__ModelProto *mp, const char *label, const char *base_dir, uint64_t max_bytes, uint64_t *totalp,
+                      bool sub, kiln_graph **out, kiln_error *err) {
+  int rc = 0;
+  kiln_graph *g = calloc(1, sizeof *g);
+  if (!g) return kiln__err(err, KILN_ENOMEM, "out of memory");
   g->ir_version = mp->has_ir_version ? (int)mp->ir_version : 0;
   g->opset = 0;
   for (size_t i = 0; i < mp->n_opset_import; i++) {
@@ -383,9 +467,8 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
     if (!dom || !*dom || !strcmp(dom, "ai.onnx")) g->opset = (int)mp->opset_import[i]->version;
   }
   if (!g->opset) g->opset = 1;
-  const Onnx__GraphProto *gp = mp->graph;
+  uint64_t total = *totalp, len = *totalp;
   /* initializers; the limit covers the model file and its external data */
-  uint64_t total = len;
   for (size_t i = 0; i < gp->n_initializer; i++) {
     const Onnx__TensorProto *tp = gp->initializer[i];
     if (!tp->name || !*tp->name) { rc = kiln__err(err, KILN_EPARSE, "%s: initializer %zu has no name", label, i); goto fail; }
@@ -445,7 +528,7 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
       const char *nd = n->domain;
       if (!strcmp(dom, nd) || (!*nd && !strcmp(dom, "ai.onnx")) || (!*dom && !strcmp(nd, "ai.onnx"))) n->opset = (int)mp->opset_import[k]->version;
     }
-    n->nin = (int)np->n_input; n->nout = (int)np->n_output;
+    n->nin = n->nin_formal = (int)np->n_input; n->nout = (int)np->n_output;
     n->in = malloc(sizeof(int) * (np->n_input + 1));
     n->out = malloc(sizeof(int) * (np->n_output + 1));
     n->attrs = calloc(np->n_attribute + 1, sizeof(kiln_attr));
@@ -465,13 +548,26 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
     for (size_t k = 0; k < np->n_attribute; k++) {
       n->nattr++;
       if ((rc = convert_attr(np->attribute[k], &n->attrs[k], base_dir, n->name, err)) != 0) goto fail;
+      if (n->attrs[k].type == KILN_ATTR_GRAPH && np->attribute[k]->g) {
+        if ((rc = load_graph(np->attribute[k]->g, mp, label, base_dir, max_bytes, &total, true, &n->attrs[k].g, err)) != 0) goto fail;
+        if ((rc = add_captures(g, n, n->attrs[k].g, err)) != 0) goto fail;
+      }
     }
     n->op = kiln_op_lookup(n->domain, n->op_type);
   }
-  /* every node input must come from somewhere */
+  g->nformal = g->ninputs;
+  /* every node input must come from somewhere; in a subgraph, from the
+   * enclosing scopes (a capture: an extra input) */
   for (int i = 0; i < g->nnodes; i++)
     for (int k = 0; k < g->nodes[i].nin; k++) {
       int v = g->nodes[i].in[k];
+      if (sub && v >= 0 && !g->vals[v].is_input && !g->vals[v].is_initializer && g->vals[v].producer < 0) {
+        int *ni = realloc(g->inputs, sizeof(int) * (size_t)(g->ninputs + 1));
+        if (!ni) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto fail; }
+        g->inputs = ni;
+        g->inputs[g->ninputs++] = v;
+        g->vals[v].is_input = true;
+      }
       if (v >= 0 && !g->vals[v].is_input && !g->vals[v].is_initializer && g->vals[v].producer < 0) {
         rc = kiln__err(err, KILN_EPARSE, "%s: node '%s' reads '%s', which no node, input or initializer provides", label, g->nodes[i].name, g->vals[v].name);
         goto fail;
@@ -482,8 +578,17 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
   for (size_t i = 0; i < gp->n_output; i++) {
     if (!gp->output[i]->name) { rc = kiln__err(err, KILN_EPARSE, "%s: graph output %zu has no name", label, i); goto fail; }
     int id = kiln_graph_find_value(g, gp->output[i]->name);
+    if (sub && (id < 0 || (g->vals[id].producer < 0 && !g->vals[id].is_input && !g->vals[id].is_initializer))) {
+      /* a subgraph output that is a value of an enclosing scope */
+      int *ni = realloc(g->inputs, sizeof(int) * (size_t)(g->ninputs + 1));
+      if (!ni || (id = kiln_graph_add_value(g, gp->output[i]->name)) < 0) { if (ni) g->inputs = ni; rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto fail; }
+      g->inputs = ni;
+      g->inputs[g->ninputs++] = id;
+      g->vals[id].is_input = true;
+    }
     if (id < 0) { rc = kiln__err(err, KILN_EPARSE, "%s: output '%s' is not produced by any node", label, gp->output[i]->name); goto fail; }
     g->vals[id].is_output = true;
+    if (gp->output[i]->type && gp->output[i]->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) g->vals[id].optional = true;
     g->outputs[g->noutputs++] = id;
   }
   if ((rc = topo_sort(g, err)) != 0) {
@@ -493,11 +598,10 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
   for (int i = 0; i < g->nnodes; i++)
     for (int k = 0; k < g->nodes[i].nin; k++)
       if (g->nodes[i].in[k] >= 0) g->vals[g->nodes[i].in[k]].nconsumers++;
-  onnx__model_proto__free_unpacked(mp, NULL);
+  *totalp = total;
   *out = g;
   return 0;
 fail:
-  onnx__model_proto__free_unpacked(mp, NULL);
   kiln_graph_free(g);
   return rc ? rc : KILN_EINTERNAL;
 }

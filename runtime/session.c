@@ -100,6 +100,7 @@ static void value_info(const kiln_value *v, kiln_value_info *info) {
   info->name = v->name;
   info->dtype = v->dtype;
   info->rank = v->rank;
+  info->optional = v->optional;
   for (int k = 0; k < v->rank && k < KILN_MAX_RANK; k++) { info->dims[k] = v->dims[k]; info->dim_names[k] = v->dim_param[k]; }
 }
 int kiln_model_input_info(const kiln_model *m, int i, kiln_value_info *info) {
@@ -233,6 +234,7 @@ static void release_plan(kiln_session *s) {
       if (n->scratch[k]) { clReleaseMemObject(n->scratch[k]); n->scratch[k] = NULL; }
       n->param_bytes[k] = n->scratch_bytes[k] = 0;
     }
+    if (n->state && n->op && n->op->release) n->op->release(n);
     free(n->state);
     n->state = NULL;
     n->tparams_origin = NULL;
@@ -249,6 +251,7 @@ void kiln_session_free(kiln_session *s) {
   if (!s) return;
   release_plan(s);
   if (s->cm) s->pred->close(s->cm);
+  kiln__seq_free(s);
   free(s->ev_lo);
   free(s->ev_hi);
   if (s->in) for (int i = 0; i < s->m->g->ninputs; i++) kiln_tensor_free(s->in[i]);
@@ -304,6 +307,7 @@ int kiln_session_set_input(kiln_session *s, const char *name, const kiln_tensor 
   } else memcpy(c->data, t->data, (size_t)kiln_tensor_numel(t) * kiln_dtype_size(t->dtype));
   kiln_tensor_free(s->in[idx]);
   s->in[idx] = c;
+  kiln__seq_clear_input(s, idx);
   return 0;
 }
 
@@ -314,7 +318,7 @@ int kiln_session_set_input(kiln_session *s, const char *name, const kiln_tensor 
 static bool value_bound_s(const kiln_session *s, const kiln_tensor *t) {
   if (t->dtype == KILN_DT_STRING) return true; /* strings are packed on the host anyway */
   if (kiln_tensor_numel(t) > VALUE_BIND_MAX) return false;
-  if (t->dtype == KILN_DT_INT64 || t->dtype == KILN_DT_INT32 || t->dtype == KILN_DT_BOOL) return true;
+  if (t->dtype == KILN_DT_INT64 || t->dtype == KILN_DT_INT32 || t->dtype == KILN_DT_BOOL) return !s->lazy_int_bind || s->bind_ints;
   return s->bind_floats && kiln_dtype_is_float(t->dtype);
 }
 #define value_bound(t) value_bound_s(s, t)
@@ -388,6 +392,11 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
     last[v] = -1;
     slot[v] = -1;
     pinned[v] = no_plan || val->is_input || val->is_output || val->is_const || val->dtype == KILN_DT_SEQUENCE;
+  }
+  for (int i = 0; i < g->noutputs; i++) { /* items of sequence outputs are read after the run */
+    const kiln_value *ov = &g->vals[g->outputs[i]];
+    if (ov->dtype == KILN_DT_SEQUENCE && ov->data)
+      for (int j = 0; j < ((const kiln_seq *)ov->data)->n; j++) pinned[((const kiln_seq *)ov->data)->items[j].vid] = true;
   }
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
@@ -516,6 +525,7 @@ static int plan(kiln_session *s, kiln_error *err) {
   for (int i = 0; i < g->ninputs; i++) {
     kiln_tensor *t = s->in[i];
     kiln_value *v = &g->vals[g->inputs[i]];
+    if (kiln__seq_is_input(s, i)) continue; /* kiln__seq_bind */
     v->dtype = t->dtype;
     v->rank = t->rank;
     memcpy(v->dims, t->dims, sizeof v->dims);
@@ -532,7 +542,9 @@ static int plan(kiln_session *s, kiln_error *err) {
       memcpy(v->data, t->data, b);
     }
   }
-  int rc = kiln_graph_plan(g, err);
+  int rc = kiln__seq_bind(s, err);
+  if (!rc) rc = kiln_graph_plan(g, err);
+  if (rc == KILN_EUNSUPPORTED && s->lazy_int_bind && !s->bind_ints) { s->bind_ints = true; return plan(s, err); }
   if (rc == KILN_EUNSUPPORTED && !s->bind_floats) {
     bool any = false;
     for (int i = 0; i < g->ninputs; i++) if (kiln_dtype_is_float(s->in[i]->dtype) && kiln_tensor_numel(s->in[i]) <= VALUE_BIND_MAX) any = true;
@@ -607,6 +619,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     const void *src = v->dtype == KILN_DT_STRING ? v->data : s->in[i]->data;
     if (v->buf && (rc = kiln_cl_write(d, v->buf, src, kiln_value_bytes(v), err)) != 0) return rc;
   }
+  if ((rc = kiln__seq_upload(s, err)) != 0) return rc;
   kiln_exec x = {.d = d, .g = g, .db = s->db, .recs = s->recs, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1, .profile = s->profile};
   int *ev_first = NULL;
   if (s->profile) {
@@ -622,7 +635,10 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     if (ev_first) ev_first[i] = x.nevents;
     if (n->folded || n->skip_dev) continue; /* skip_dev: output aliases the input's buffer */
     if (n->fuse_root >= 0 && !n->fgroup) continue; /* computed by its group's fused kernel */
-    if ((rc = kiln_node_dev(&x, n, err)) != 0) {
+    if ((rc = kiln_node_dev(&x, n, err)) == 0 && (n->op->flags & KILN_OP_DYNAMIC) && !n->fgroup) { /* the row count read back */
+      if (!n->op->resolve || (rc = n->op->resolve(&x, n, err)) == 0) rc = kiln__reinfer_after(g, i, err);
+    }
+    if (rc != 0) {
       free(ev_first);
       if (err && !strstr(err->msg, n->name)) {
         char m[1024];
@@ -636,6 +652,11 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
   for (int i = 0; i < g->noutputs; i++) {
     kiln_value *v = &g->vals[g->outputs[i]];
     kiln_tensor *t = s->out[i];
+    if (v->dtype == KILN_DT_SEQUENCE) { /* kiln__seq_collect; an empty tensor stands in */
+      kiln_tensor_free(t);
+      if (!(s->out[i] = kiln_tensor_new(KILN_DT_UINT8, 1, (int64_t[]){0}))) return kiln__err(err, KILN_ENOMEM, "out of memory");
+      continue;
+    }
     if (!t || t->dtype != v->dtype || t->rank != v->rank || memcmp(t->dims, v->dims, sizeof(int64_t) * (size_t)v->rank)) {
       kiln_tensor_free(t);
       t = s->out[i] = kiln_tensor_new(v->dtype, v->rank, v->dims);
@@ -657,6 +678,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
       if (b) memcpy(t->data, src, b);
     } else if ((rc = kiln_cl_read(d, v->buf, t->data, b, err)) != 0) return rc;
   }
+  if ((rc = kiln__seq_collect(s, NULL, err)) != 0) return rc;
   cl_int e = clFinish(d->q);
   if (ev_first) {
     ev_first[g->nnodes] = x.nevents;
@@ -698,6 +720,7 @@ int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts,
   void **host = calloc((size_t)g->nvals, sizeof(void *));
   if (!host) return kiln__err(err, KILN_ENOMEM, "out of memory");
   for (int i = 0; i < g->ninputs; i++) {
+    if (kiln__seq_is_input(s, i)) continue; /* its items' host data are the values' own */
     size_t b = kiln_value_bytes(&g->vals[g->inputs[i]]);
     host[g->inputs[i]] = malloc(b ? b : 1);
     const void *src = g->vals[g->inputs[i]].dtype == KILN_DT_STRING ? g->vals[g->inputs[i]].data : s->in[i]->data;
@@ -707,13 +730,19 @@ int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts,
   for (int i = 0; i < g->nnodes && !rc; i++) {
     kiln_node *n = &g->nodes[i];
     if (n->folded) continue;
-    rc = kiln_node_run_ref_host(g, n, host, err);
+    if (n->op && (n->op->flags & KILN_OP_DYNAMIC)) rc = n->op->infer(g, n, err); /* back to the planned (largest) shape */
+    if (!rc) rc = kiln_node_run_ref_host(g, n, host, err);
+    if (!rc && n->op && (n->op->flags & KILN_OP_DYNAMIC)) rc = kiln__reinfer_after(g, i, err); /* ref set the row count */
   }
   kiln_tensor **o = NULL;
   if (!rc) {
     o = calloc((size_t)g->noutputs + 1, sizeof *o);
     for (int i = 0; o && i < g->noutputs; i++) {
       kiln_value *v = &g->vals[g->outputs[i]];
+      if (v->dtype == KILN_DT_SEQUENCE) { /* its items: kiln__seq_collect */
+        if (!(o[i] = kiln_tensor_new(KILN_DT_UINT8, 1, (int64_t[]){0}))) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
+        continue;
+      }
       o[i] = kiln_tensor_new(v->dtype, v->rank, v->dims);
       if (!o[i]) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
       o[i]->name = strdup(v->name);
@@ -722,6 +751,7 @@ int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts,
       else if (src) memcpy(o[i]->data, src, kiln_value_bytes(v));
     }
     if (!o) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+    if (!rc) rc = kiln__seq_collect(s, host, err);
   }
   for (int i = 0; i < g->nvals; i++) free(host[i]);
   free(host);

@@ -109,6 +109,29 @@ static int compare(const kiln_tensor *got, const kiln_tensor *want, double *maxe
 
 typedef enum { R_PASS, R_FAIL, R_UNSUP } result;
 
+/* Sequence output i of the device run and of the reference run against the SequenceProto at path. */
+static result compare_sequence(kiln_session *s, int i, const char *path, int optional, int set, char *msg, size_t ml) {
+  kiln_error err = {0};
+  kiln_tensor **want = NULL, *ot = NULL;
+  int nw = 0;
+  int rc = optional ? kiln_optional_read(path, &ot, &want, &nw, &err) : kiln_sequence_read(path, &want, &nw, &err);
+  if (!rc && optional && !want) { kiln_tensor_free(ot); snprintf(msg, ml, "set %d output %d: expected an optional without a sequence", set, i); return R_FAIL; }
+  if (rc) { snprintf(msg, ml, "set %d: %s", set, err.msg); return rc == KILN_EUNSUPPORTED ? R_UNSUP : R_FAIL; }
+  result res = R_PASS;
+  for (int ref = 0; ref < 2 && res == R_PASS; ref++) {
+    kiln_tensor *const *got = NULL;
+    int ng = kiln_session_output_sequence(s, i, ref, &got);
+    if (ng != nw) { snprintf(msg, ml, "set %d output %d (%s): %d sequence items, expected %d", set, i, ref ? "CPU reference" : "device", ng, nw); res = R_FAIL; break; }
+    for (int k = 0; k < nw && res == R_PASS; k++) {
+      double e;
+      char why[512];
+      if (compare(got[k], want[k], &e, why, sizeof why)) { snprintf(msg, ml, "set %d output %d item %d (%s): %s", set, i, k, ref ? "CPU reference" : "device", why); res = R_FAIL; }
+    }
+  }
+  kiln_sequence_free(want, nw);
+  return res;
+}
+
 static result run_test(const char *dir, kiln_device *dev, char *msg, size_t ml) {
   char path[4096];
   snprintf(path, sizeof path, "%s/model.onnx", dir);
@@ -136,6 +159,26 @@ static result run_test(const char *dir, kiln_device *dev, char *msg, size_t ml) 
       kiln_value_info vi;
       kiln_model_input_info(m, i, &vi);
       if (!exists(path)) { snprintf(msg, ml, "set %d: no input file for '%s' (optional inputs are unsupported)", set, vi.name); res = R_UNSUP; break; }
+      if (vi.optional) { /* an OptionalProto: a tensor, a sequence or nothing */
+        kiln_tensor *ot = NULL, **items = NULL;
+        int cnt = -1;
+        if ((rc = kiln_optional_read(path, &ot, &items, &cnt, &err)) == 0)
+          rc = ot ? kiln_session_set_input(s, vi.name, ot, &err) : items ? kiln_session_set_input_sequence(s, vi.name, items, cnt, &err) : kiln_session_set_input_none(s, vi.name, &err);
+        if (rc) { snprintf(msg, ml, "set %d: %s", set, err.msg); res = rc == KILN_EUNSUPPORTED ? R_UNSUP : R_FAIL; }
+        kiln_tensor_free(ot);
+        kiln_sequence_free(items, cnt);
+        continue;
+      }
+      if (vi.dtype == KILN_DT_SEQUENCE) { /* a SequenceProto */
+        kiln_tensor **items = NULL;
+        int cnt = 0;
+        if ((rc = kiln_sequence_read(path, &items, &cnt, &err)) != 0 || (rc = kiln_session_set_input_sequence(s, vi.name, items, cnt, &err)) != 0) {
+          snprintf(msg, ml, "set %d: %s", set, err.msg);
+          res = rc == KILN_EUNSUPPORTED ? R_UNSUP : R_FAIL;
+        }
+        kiln_sequence_free(items, cnt);
+        continue;
+      }
       if ((rc = kiln_tensor_read(path, &t, &err)) != 0) { snprintf(msg, ml, "set %d: %s", set, err.msg); res = rc == KILN_EUNSUPPORTED ? R_UNSUP : R_FAIL; break; }
       /* the test data stores bfloat16 tensors as uint16 (NumPy has no bfloat16) */
       if (vi.dtype == KILN_DT_BFLOAT16 && t->dtype == KILN_DT_UINT16) t->dtype = KILN_DT_BFLOAT16;
@@ -159,6 +202,12 @@ static result run_test(const char *dir, kiln_device *dev, char *msg, size_t ml) 
     double worst = 0;
     for (int i = 0; i < nout && res == R_PASS; i++) {
       snprintf(path, sizeof path, "%s/output_%d.pb", sd, i);
+      kiln_value_info oi;
+      kiln_model_output_info(m, i, &oi);
+      if (oi.dtype == KILN_DT_SEQUENCE) {
+        res = compare_sequence(s, i, path, oi.optional, set, msg, ml);
+        continue;
+      }
       kiln_tensor *want = NULL;
       if ((rc = kiln_tensor_read(path, &want, &err)) != 0) { snprintf(msg, ml, "set %d: %s", set, err.msg); res = rc == KILN_EUNSUPPORTED ? R_UNSUP : R_FAIL; break; }
       double e;

@@ -29,7 +29,7 @@
 #
 # usage: oclgrind.sh PATH/TO/kiln PATH/TO/kiln_conformance [FAMILY...]
 #   families: elementwise cast movement scatter reduce softmax norm gemm conv
-#             pool resize rnn misc strings sequence (default: all)
+#             pool resize rnn misc strings sequence detect (default: all)
 # environment: KILN_ONNX_TESTDATA (default /usr/share/libonnx-testdata/data),
 #   OCLGRIND (default oclgrind), OG_KEEP=1 keeps the work directory.
 # Exits 77 (skipped) without oclgrind, the test data or python3-onnx.
@@ -48,7 +48,7 @@ CONF=${2:?usage: oclgrind.sh PATH/TO/kiln PATH/TO/kiln_conformance [FAMILY...]}
 shift 2
 case $KILN in /*) ;; *) KILN=$(pwd)/$KILN ;; esac
 case $CONF in /*) ;; *) CONF=$(pwd)/$CONF ;; esac
-ALL="elementwise cast movement scatter reduce softmax norm gemm conv pool resize rnn misc strings sequence"
+ALL="elementwise cast movement scatter reduce softmax norm gemm conv pool resize rnn misc strings sequence detect"
 FAMILIES=${*:-$ALL}
 DATA=${KILN_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
 OCLGRIND=${OCLGRIND:-oclgrind}
@@ -322,6 +322,12 @@ conf_sequence="../simple/test_sequence_model1 ../simple/test_sequence_model2 ../
   ../simple/test_sequence_model5 ../simple/test_sequence_model6 ../simple/test_sequence_model7 ../simple/test_sequence_model8"
 need_sequence=""
 copy_only_sequence=1 # sequences move with clEnqueueCopyBufferRect: no kernels
+# detection and the rest: NonMaxSuppression, RoiAlign, TfIdfVectorizer, the
+# optimizers, and control flow (Loop, If, Scan bodies run as device sessions)
+conf_detect="nonmaxsuppression_two_batches nonmaxsuppression_center_point_box_format nonmaxsuppression_limit_output_size
+  roialign_aligned_false roialign_aligned_true tfidfvectorizer_tf_uniandbigrams_skip5 tfidfvectorizer_tf_batch_onlybigrams_skip5
+  adagrad_multiple adam momentum nesterov_momentum loop11 if scan_sum scan9_sum"
+need_detect="nms_iou nms_rank nms_select nms_compact roialign tfidf optim_step"
 
 # ---- running under oclgrind ----------------------------------------------------
 now() { date +%s; }

@@ -148,6 +148,7 @@ typedef struct sw_case {
   char op[32];       /* the op under test */
   char note[112];    /* attributes and intent; stable across seeds */
   int opset;
+  char domain[32];   /* the nodes' domain ("": the default), imported at version 1 */
   int nin;
   sw_input in[SW_MAX_IO];
   int nnodes;
@@ -480,6 +481,7 @@ static int write_model(const sw_case *c, void *const *host, const char *path) {
     onnx__node_proto__init(&np[k]);
     npp[k] = &np[k];
     np[k].op_type = (char *)nd->op;
+    if (c->domain[0]) np[k].domain = (char *)c->domain;
     np[k].name = (char *)(k == 0 ? "n0" : k == 1 ? "n1" : "n2");
     for (int i = 0; i < nd->nin; i++) inn[k][i] = (char *)nd->in[i];
     for (int i = 0; i < nd->nout; i++) outn[k][i] = (char *)nd->out[i];
@@ -566,12 +568,16 @@ static int write_model(const sw_case *c, void *const *host, const char *path) {
   os.domain = "";
   os.has_version = 1;
   os.version = c->opset;
+  Onnx__OperatorSetIdProto os2 = ONNX__OPERATOR_SET_ID_PROTO__INIT, *pos2[2] = {&os, &os2};
+  os2.domain = (char *)c->domain;
+  os2.has_version = 1;
+  os2.version = 1;
   Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
   mp.has_ir_version = 1;
   mp.ir_version = 8;
   mp.producer_name = "kiln_op_sweep";
-  mp.n_opset_import = 1;
-  mp.opset_import = &pos;
+  mp.n_opset_import = c->domain[0] ? 2 : 1;
+  mp.opset_import = c->domain[0] ? pos2 : &pos;
   mp.graph = &gp;
   size_t len = onnx__model_proto__get_packed_size(&mp);
   uint8_t *buf = xmalloc(len);
@@ -1556,6 +1562,59 @@ static void gen_reduce(void) {
   tc("TopK", 11, "double, indices only"); in_x(F64, DIMS(4, 33)); in_c(I64, DIMS(1), I64V(4)); outs(2, 1);
   tc("TopK", 11, "i64"); in_x(I64, DIMS(4, 33)); in_c(I64, DIMS(1), I64V(6)); outs(2, 0);
   tc("TopK", 11, "sorted=0 k=1"); in_x(F32, DIMS(2, 33)); in_c(I64, DIMS(1), I64V(1)); a_i("sorted", 0); outs(2, 0);
+  /* NonMaxSuppression: corners in 0..12 overlap often; scores with ties (integer fill) or not */
+  for (int center = 0; center < 2; center++) {
+    tc("NonMaxSuppression", 11, "[2,40] boxes 3 classes max 5 iou .3 score .2 center=%d", center);
+    in_r(F32, DIMS(2, 40, 4), FILL_RANGE, 0, 12); in_r(F32, DIMS(2, 3, 40), FILL_RANGE, 0, 1);
+    in_c(I64, DIMS(1), I64V(5)); in_c(F32, DIMS(1), F32V(0.3f)); in_c(F32, DIMS(1), F32V(0.2f)); a_i("center_point_box", center);
+  }
+  tc("NonMaxSuppression", 11, "tied scores, all kept up to 100, no score threshold");
+  in_r(F32, DIMS(1, 65, 4), FILL_INTVAL, 0, 6); in_r(F32, DIMS(1, 2, 65), FILL_INTVAL, 0, 3); in_c(I64, DIMS(1), I64V(100)); in_c(F32, DIMS(1), F32V(0.5f));
+  tc("NonMaxSuppression", 11, "max output a graph input, thresholds omitted");
+  in_r(F32, DIMS(3, 17, 4), FILL_RANGE, 0, 12); in_r(F32, DIMS(3, 1, 17), FILL_RANGE, 0, 1); in_v(I64, DIMS(1), I64V(4));
+  tc("NonMaxSuppression", 11, "no max output: nothing kept");
+  in_r(F32, DIMS(1, 7, 4), FILL_RANGE, 0, 12); in_r(F32, DIMS(1, 1, 7), FILL_RANGE, 0, 1);
+  tc("NonMaxSuppression", 11, "zero boxes"); in_x(F32, DIMS(1, 0, 4)); in_x(F32, DIMS(1, 2, 0)); in_c(I64, DIMS(1), I64V(3));
+  /* RoiAlign: regions inside and past the image edges */
+  for (int mx = 0; mx < 2; mx++)
+    for (int op = 10; op <= 16; op += 6) {
+      tc("RoiAlign", op, "[2,3,9,11] 5 rois 3x4 %s scale .5 sampling 0 opset %d", mx ? "max" : "avg", op);
+      in_x(F32, DIMS(2, 3, 9, 11)); in_r(F32, DIMS(5, 4), FILL_RANGE, -2, 24); in_r(I64, DIMS(5), FILL_RANGE, 0, 1);
+      a_s("mode", mx ? "max" : "avg"); a_i("output_height", 3); a_i("output_width", 4); a_f("spatial_scale", 0.5f);
+    }
+  tc("RoiAlign", 16, "sampling 2 output_half_pixel double");
+  in_x(F64, DIMS(1, 2, 7, 5)); in_r(F64, DIMS(3, 4), FILL_RANGE, 0, 6); in_c(I64, DIMS(3), I64V(0, 0, 0));
+  a_i("sampling_ratio", 2); a_s("coordinate_transformation_mode", "output_half_pixel"); a_i("output_height", 2); a_i("output_width", 2);
+  /* TfIdfVectorizer: tokens 0..5, unigrams and bigrams */
+  const char *tfm[] = {"TF", "IDF", "TFIDF"};
+  for (int m = 0; m < 3; m++)
+    for (int sk = 0; sk < 3; sk += 2) {
+      tc("TfIdfVectorizer", 9, "i32 [3,20] %s skip %d weights", tfm[m], sk);
+      in_r(I32, DIMS(3, 20), FILL_RANGE, 0, 5);
+      a_i("min_gram_length", 1); a_i("max_gram_length", 2); a_i("max_skip_count", sk); a_s("mode", tfm[m]);
+      a_is("ngram_counts", INTS(0, 3)); a_is("ngram_indexes", INTS(4, 0, 1, 2, 6, 3)); a_is("pool_int64s", INTS(1, 2, 3, 1, 2, 2, 2, 4, 5));
+      a_fs("weights", FLOATS(0.5f, 1.5f, 2.0f, 0.25f, 3.0f, 1.0f));
+    }
+  tc("TfIdfVectorizer", 9, "i64 [33] bigrams only skip 1");
+  in_r(I64, DIMS(33), FILL_RANGE, 0, 3);
+  a_i("min_gram_length", 2); a_i("max_gram_length", 2); a_i("max_skip_count", 1); a_s("mode", "TF");
+  a_is("ngram_counts", INTS(0, 2)); a_is("ngram_indexes", INTS(0, 1, 2, 3)); a_is("pool_int64s", INTS(0, 1, 0, 1, 1, 2));
+  /* optimizers (ai.onnx.preview.training): two tensor groups, step 0 and 3 */
+  for (int t = 0; t < 4; t += 3) {
+    tc("Adagrad", 1, "2 groups T=%d", t); snprintf(C->domain, sizeof C->domain, "ai.onnx.preview.training");
+    in_c(F32, SCALAR, F32V(0.1f)); in_c(I64, SCALAR, I64V(t)); in_x(F32, DIMS(7, 33)); in_x(F32, DIMS(5)); in_x(F32, DIMS(7, 33)); in_x(F32, DIMS(5));
+    in_r(F32, DIMS(7, 33), FILL_RANGE, 0, 2); in_r(F32, DIMS(5), FILL_RANGE, 0, 2); a_f("decay_factor", 0.1f); a_f("epsilon", 1e-5f); a_f("norm_coefficient", 0.01f);
+    outs(4, 0);
+    for (int nest = 0; nest < 2; nest++) {
+      tc("Momentum", 1, "%s T=%d", nest ? "nesterov" : "standard", t); snprintf(C->domain, sizeof C->domain, "ai.onnx.preview.training");
+      in_c(F32, SCALAR, F32V(0.1f)); in_c(I64, SCALAR, I64V(t)); in_x(F32, DIMS(65)); in_x(F32, DIMS(65)); in_x(F32, DIMS(65));
+      a_f("alpha", 0.9f); a_f("beta", 0.5f); a_f("norm_coefficient", 0.01f); a_s("mode", nest ? "nesterov" : "standard"); outs(2, 0);
+    }
+    tc("Adam", 1, "T=%d post norm", t); snprintf(C->domain, sizeof C->domain, "ai.onnx.preview.training");
+    in_c(F32, SCALAR, F32V(0.1f)); in_c(I64, SCALAR, I64V(t)); in_x(F32, DIMS(3, 17)); in_x(F32, DIMS(3, 17)); in_x(F32, DIMS(3, 17));
+    in_r(F32, DIMS(3, 17), FILL_RANGE, 0, 2); a_f("alpha", 0.9f); a_f("beta", 0.99f); a_f("epsilon", 1e-6f); a_f("norm_coefficient", 0.01f);
+    a_f("norm_coefficient_post", 0.02f); outs(3, 0);
+  }
   /* losses (ported from the reduction harness) */
   for (int red = 0; red < 3; red++)
     for (int w = 0; w < 2; w++)

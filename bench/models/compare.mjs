@@ -2,7 +2,7 @@
 // compare.mjs: runs an ONNX model with ONNX Runtime (CPU) and with the kiln CLI
 // on the same input, prints per output the max relative error
 // (max|kiln - ort| / max|ort|) and the latency of both, and exits non-zero
-// when an output differs by more than --tol.
+// when an output differs by more than --tol (integer outputs: at all).
 //
 // Usage: node compare.mjs MODEL.onnx [--input NAME=FILE.npy ...] [--kiln PATH]
 //          [--repeat N] [--rounds R] [--threads T] [--tol X] [--work DIR]
@@ -272,8 +272,11 @@ async function main() {
     }
     const e = relError(k.data, o.data);
     row.rel = e.rel; row.maxAbs = e.maxd; row.maxRef = e.maxb;
-    row.status = e.rel <= a.tol ? 'ok' : `FAIL (> ${a.tol})`;
-    if (!(e.rel <= a.tol)) bad++;
+    // integer outputs (indices, tokens) must be equal, not close
+    const exact = /int|bool/.test(o.type);
+    const good = exact ? e.maxd === 0 : e.rel <= a.tol;
+    row.status = good ? 'ok' : exact ? `FAIL (integers differ by up to ${e.maxd})` : `FAIL (> ${a.tol})`;
+    if (!good) bad++;
   }
 
   const fmt = (x) => (x == null ? '-' : x === Infinity ? 'inf' : x !== 0 && Math.abs(x) < 1e-2 ? x.toExponential(2) : x.toPrecision(3));

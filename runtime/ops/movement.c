@@ -178,6 +178,17 @@ static int identity_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   (void)err;
   kiln_value *a = kiln_in(g, n, 0);
   if (!a) return kiln__err(err, KILN_EINVAL, "needs an input");
+  if (a->dtype == KILN_DT_SEQUENCE && a->data) { /* the same list of tensors */
+    const kiln_seq *sq = a->data;
+    size_t b = sizeof *sq + sizeof(kiln_seq_item) * (size_t)(sq->n + 1);
+    kiln_value *o = kiln_out(g, n, 0);
+    free(o->data);
+    if (!(o->data = malloc(b))) return kiln__err(err, KILN_ENOMEM, "out of memory");
+    memcpy(o->data, sq, b - sizeof(kiln_seq_item));
+    o->dtype = KILN_DT_SEQUENCE;
+    o->rank = 0;
+    return 0;
+  }
   kiln_set_out(g, n, 0, a->dtype, a->rank, a->dims);
   return 0;
 }
