@@ -483,6 +483,8 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
     if (!gp->output[i]->name) { rc = kiln__err(err, KILN_EPARSE, "%s: graph output %zu has no name", label, i); goto fail; }
     int id = kiln_graph_find_value(g, gp->output[i]->name);
     if (id < 0) { rc = kiln__err(err, KILN_EPARSE, "%s: output '%s' is not produced by any node", label, gp->output[i]->name); goto fail; }
+    /* the declared type, for kiln_model_output_info before a plan (planning infers it again) */
+    if (!g->vals[id].is_input && !g->vals[id].is_initializer && g->vals[id].rank < 0 && set_value_info(g, id, gp->output[i])) g->vals[id].rank = -1;
     g->vals[id].is_output = true;
     g->outputs[g->noutputs++] = id;
   }

@@ -80,6 +80,15 @@ int kiln_model_load(const char *path, const kiln_load_options *opt, kiln_model *
     if ((rc = apply_shapes(m, err)) != 0) { kiln_model_free(m); return rc; }
   }
   m->opt.shapes = NULL;
+  kiln_graph *g = m->g;
+  m->decl_rank = calloc((size_t)g->ninputs + 1, sizeof *m->decl_rank);
+  m->decl_dims = calloc((size_t)g->ninputs + 1, sizeof *m->decl_dims);
+  if (!m->decl_rank || !m->decl_dims) { kiln_model_free(m); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  for (int i = 0; i < g->ninputs; i++) {
+    const kiln_value *v = &g->vals[g->inputs[i]];
+    m->decl_rank[i] = v->rank;
+    for (int k = 0; k < v->rank && k < KILN_MAX_RANK; k++) m->decl_dims[i][k] = v->dim_param[k] ? -1 : v->dims[k];
+  }
   *out = m;
   return 0;
 }
@@ -89,7 +98,24 @@ void kiln_model_free(kiln_model *m) {
   kiln_graph_free(m->g);
   for (int i = 0; i < m->nshapes; i++) free((char *)m->shapes[i].name);
   free(m->shapes);
+  free(m->decl_rank);
+  free(m->decl_dims);
   free(m);
+}
+
+int kiln__model_fresh_graph(kiln_model *m, kiln_graph **out, kiln_error *err) {
+  if (!m->g->path) return kiln__err(err, KILN_EUNSUPPORTED, "a model loaded from memory keeps one plan");
+  kiln_graph *g = NULL, *keep = m->g;
+  int rc = kiln_onnx_load(keep->path, m->opt.max_model_bytes, &g, err);
+  if (!rc) rc = kiln_graph_rewrite(g, err);
+  if (!rc) {
+    m->g = g;
+    rc = apply_shapes(m, err);
+    m->g = keep;
+  }
+  if (rc) { kiln_graph_free(g); return rc; }
+  *out = g;
+  return 0;
 }
 
 int kiln_model_num_inputs(const kiln_model *m) { return m->g->ninputs; }
@@ -105,6 +131,10 @@ static void value_info(const kiln_value *v, kiln_value_info *info) {
 int kiln_model_input_info(const kiln_model *m, int i, kiln_value_info *info) {
   if (i < 0 || i >= m->g->ninputs) return KILN_EINVAL;
   value_info(&m->g->vals[m->g->inputs[i]], info);
+  if (m->decl_rank) { /* as declared, not as the current plan bound them */
+    info->rank = m->decl_rank[i];
+    for (int k = 0; k < info->rank && k < KILN_MAX_RANK; k++) info->dims[k] = m->decl_dims[i][k];
+  }
   return 0;
 }
 int kiln_model_output_info(const kiln_model *m, int i, kiln_value_info *info) {
@@ -222,7 +252,7 @@ int kiln__session_create(kiln_model *m, kiln_device *d, const kiln_predictor *pr
   return 0;
 }
 
-static void release_plan(kiln_session *s) {
+void kiln__session_release_plan(kiln_session *s) {
   kiln_graph *g = s->m->g;
   for (int i = 0; i < g->nvals; i++)
     if (g->vals[i].buf) { clReleaseMemObject(g->vals[i].buf); g->vals[i].buf = NULL; }
@@ -244,9 +274,11 @@ static void release_plan(kiln_session *s) {
   s->planned = false;
   s->st.device_bytes = s->st.pool_bytes = s->st.intermediate_bytes = 0;
 }
+#define release_plan kiln__session_release_plan
 
 void kiln_session_free(kiln_session *s) {
   if (!s) return;
+  kiln__plan_cache_clear(s);
   release_plan(s);
   if (s->cm) s->pred->close(s->cm);
   free(s->ev_lo);
@@ -279,18 +311,18 @@ int kiln_session_set_input(kiln_session *s, const char *name, const kiln_tensor 
   size_t l = 0;
   for (int k = 0; k < t->rank; k++) l += (size_t)snprintf(got + l, sizeof got - l, "%s%lld", k ? "," : "", (long long)t->dims[k]);
   bool bad = false;
-  int decl_rank = b ? b->rank : v->rank;
+  int decl_rank = b ? b->rank : s->m->decl_rank[idx];
   if (decl_rank >= 0 && decl_rank != t->rank) bad = true;
   for (int k = 0; !bad && k < t->rank && decl_rank >= 0; k++) {
-    int64_t dk = b ? b->dims[k] : (v->dim_param[k] ? -1 : v->dims[k]);
+    int64_t dk = b ? b->dims[k] : s->m->decl_dims[idx][k];
     if (dk >= 0 && dk != t->dims[k]) bad = true;
   }
   if (bad) {
     l = 0;
     for (int k = 0; k < decl_rank; k++) {
-      int64_t dk = b ? b->dims[k] : (v->dim_param[k] ? -1 : v->dims[k]);
+      int64_t dk = b ? b->dims[k] : s->m->decl_dims[idx][k];
       if (dk >= 0) l += (size_t)snprintf(want + l, sizeof want - l, "%s%lld", k ? "," : "", (long long)dk);
-      else l += (size_t)snprintf(want + l, sizeof want - l, "%s%s", k ? "," : "", v->dim_param[k] ? v->dim_param[k] : "?");
+      else l += (size_t)snprintf(want + l, sizeof want - l, "%s%s", k ? "," : "", k < v->rank && v->dim_param[k] ? v->dim_param[k] : "?");
     }
     return kiln__err(err, KILN_ESHAPE, "input '%s': expected shape [%s], got [%s]", name, want, got);
   }
@@ -507,7 +539,10 @@ static int fusion_lookup(void *ctx, const char *sig, double *fused_ns, double *u
   return m.f > 0 && m.u > 0 ? 0 : 1;
 }
 
-void kiln__session_replan(kiln_session *s) { s->planned = false; }
+void kiln__session_replan(kiln_session *s) {
+  kiln__plan_cache_clear(s);
+  s->planned = false;
+}
 
 static int plan(kiln_session *s, kiln_error *err);
 static int plan(kiln_session *s, kiln_error *err) {
@@ -600,7 +635,8 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     if (!s->in[i]) return kiln__err(err, KILN_ENOTFOUND, "missing input '%s' (give it with --input %s=FILE or use --random)", g->vals[g->inputs[i]].name, g->vals[g->inputs[i]].name);
   double t0 = now_ms();
   int rc;
-  if (!plan_matches(s) && (rc = plan(s, err)) != 0) return rc;
+  if ((rc = kiln__plan_cache_ensure(s, plan_matches, plan, err)) != 0) return rc;
+  g = s->m->g; /* the plan for these shapes may be another graph */
   kiln_device *d = s->d;
   for (int i = 0; i < g->ninputs; i++) {
     kiln_value *v = &g->vals[g->inputs[i]];
@@ -685,12 +721,16 @@ const kiln_tensor *kiln_session_output(const kiln_session *s, int i) {
   return s->out[i];
 }
 
-void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st) { *st = s->st; }
+void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st) {
+  *st = s->st;
+  st->plans_built = s->plans_built;
+}
 
 int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts, kiln_error *err) {
   kiln_graph *g = s->m->g;
   int rc;
-  if (!plan_matches(s) && (rc = plan(s, err)) != 0) return rc;
+  if ((rc = kiln__plan_cache_ensure(s, plan_matches, plan, err)) != 0) return rc;
+  g = s->m->g; /* the plan for these shapes may be another graph */
   void **host = calloc((size_t)g->nvals, sizeof(void *));
   if (!host) return kiln__err(err, KILN_ENOMEM, "out of memory");
   for (int i = 0; i < g->ninputs; i++) {
@@ -809,6 +849,7 @@ int kiln__session_set_db(kiln_session *s, kiln_db *db, const kiln_record_source 
   if (s->cm) s->pred->close(s->cm);
   s->cm = NULL; /* made again at the next plan, on this database's figures */
   kiln_device_set_binary_db(s->d, s->db, s->recs);
+  kiln__plan_cache_clear(s); /* cached plans chose parameters without it */
   s->planned = false; /* parameters are chosen again on the next run */
   return 0;
 }
@@ -835,12 +876,12 @@ int kiln__session_ensure_plan(kiln_session *s, kiln_error *err) {
   kiln_graph *g = s->m->g;
   for (int i = 0; i < g->ninputs; i++)
     if (!s->in[i]) return kiln__err(err, KILN_ENOTFOUND, "missing input '%s'", g->vals[g->inputs[i]].name);
-  if (plan_matches(s)) return 0;
-  return plan(s, err);
+  return kiln__plan_cache_ensure(s, plan_matches, plan, err);
 }
 
 void kiln_session_set_fusion(kiln_session *s, int enabled) {
   s->no_fusion = !enabled;
+  kiln__plan_cache_clear(s);
   s->planned = false;
 }
 
