@@ -311,21 +311,24 @@ int kiln_session_set_input(kiln_session *s, const char *name, const kiln_tensor 
   size_t l = 0;
   for (int k = 0; k < t->rank; k++) l += (size_t)snprintf(got + l, sizeof got - l, "%s%lld", k ? "," : "", (long long)t->dims[k]);
   bool bad = false;
-  int decl_rank = b ? b->rank : s->m->decl_rank[idx];
+  /* declared dims: a binding's, else the model's as loaded (-1 free) */
+#define DECL_DIM(k) (b ? b->dims[k] : s->m->decl_dims ? s->m->decl_dims[idx][k] : (v->dim_param[k] ? -1 : v->dims[k]))
+  int decl_rank = b ? b->rank : s->m->decl_rank ? s->m->decl_rank[idx] : v->rank;
   if (decl_rank >= 0 && decl_rank != t->rank) bad = true;
   for (int k = 0; !bad && k < t->rank && decl_rank >= 0; k++) {
-    int64_t dk = b ? b->dims[k] : s->m->decl_dims[idx][k];
+    int64_t dk = DECL_DIM(k);
     if (dk >= 0 && dk != t->dims[k]) bad = true;
   }
   if (bad) {
     l = 0;
     for (int k = 0; k < decl_rank; k++) {
-      int64_t dk = b ? b->dims[k] : s->m->decl_dims[idx][k];
+      int64_t dk = DECL_DIM(k);
       if (dk >= 0) l += (size_t)snprintf(want + l, sizeof want - l, "%s%lld", k ? "," : "", (long long)dk);
       else l += (size_t)snprintf(want + l, sizeof want - l, "%s%s", k ? "," : "", k < v->rank && v->dim_param[k] ? v->dim_param[k] : "?");
     }
     return kiln__err(err, KILN_ESHAPE, "input '%s': expected shape [%s], got [%s]", name, want, got);
   }
+#undef DECL_DIM
   kiln_tensor *c = kiln_tensor_new(t->dtype, t->rank, t->dims);
   if (!c) return kiln__err(err, KILN_ENOMEM, "input '%s': out of memory", name);
   if (t->dtype == KILN_DT_STRING) {

@@ -251,3 +251,20 @@ def test_bytes_and_providers(models):
     feed = feed_for(sess, np.random.default_rng(9))
     for a, b in zip(sess.run(None, feed), sess.run_reference(None, feed)):
         close(a, b)
+
+
+def test_plan_cache_bounded(models):
+    """Nine widths: the cache keeps 8 plans, so the first width is planned
+    again after them while the last one is not; outputs stay right."""
+    sess = ort.InferenceSession(str(models / "ocr.onnx"))
+    rng = np.random.default_rng(10)
+    widths = [16 * k for k in range(1, 10)]
+    for w in widths:
+        sess.run(None, feed_for(sess, rng, W=w))
+    assert sess.get_stats()["plans_built"] == 9
+    feed = feed_for(sess, rng, W=widths[-1])
+    sess.run(None, feed)
+    assert sess.get_stats()["plans_built"] == 9  # still cached
+    feed = feed_for(sess, rng, W=widths[0])
+    close(sess.run(None, feed)[0], sess.run_reference(None, feed)[0])
+    assert sess.get_stats()["plans_built"] == 10  # dropped (least recently used), planned again
