@@ -13,7 +13,7 @@ from .capi import onnxruntime_pybind11_state
 from .capi.onnxruntime_pybind11_state import (EPFail, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, KilnError,  # noqa: F401
                                               NoSuchFile, NotImplemented, RuntimeException)
 from .session import (LIBRARY_PATH, PROVIDER, ExecutionMode, GraphOptimizationLevel, InferenceSession, ModelMetadata,  # noqa: F401
-                      NodeArg, RunOptions, SessionOptions, devices, get_available_providers, get_device, write_demo_model)
+                      NodeArg, RunOptions, SessionOptions, devices, get_available_providers, get_device, tune, write_demo_model)
 
 __version__ = "0.1.0"
 

@@ -44,6 +44,41 @@ class DeviceInfo(ctypes.Structure):
                 ("max_work_group", ctypes.c_size_t), ("is_gpu", ctypes.c_int)]
 
 
+class NodeTime(ctypes.Structure):
+    _fields_ = [("node", ctypes.c_char * 128), ("op", ctypes.c_char * 32), ("start_us", ctypes.c_double), ("span_us", ctypes.c_double)]
+
+
+class PlanKernel(ctypes.Structure):
+    _fields_ = [("node", ctypes.c_char * 128), ("ops", ctypes.c_char * 256), ("family", ctypes.c_char * 32),
+                ("params", ctypes.c_char * 256), ("origin", ctypes.c_char * 16), ("nodes_covered", ctypes.c_int),
+                ("predicted_ns", ctypes.c_double), ("measured_ns", ctypes.c_double)]
+
+
+class TuneProgress(ctypes.Structure):
+    _fields_ = [("instance", ctypes.c_int), ("ninstances", ctypes.c_int), ("family", ctypes.c_char_p), ("shape_key", ctypes.c_char_p),
+                ("trial", ctypes.c_int), ("ntrials", ctypes.c_int), ("best_ns", ctypes.c_double), ("default_ns", ctypes.c_double),
+                ("elapsed_s", ctypes.c_double), ("eta_s", ctypes.c_double), ("share", ctypes.c_double), ("covered", ctypes.c_double)]
+
+
+class TuneResult(ctypes.Structure):
+    _fields_ = [("family", ctypes.c_char * 32), ("shape_key", ctypes.c_char * 192), ("params", ctypes.c_char * 256),
+                ("dtype", ctypes.c_char * 16), ("trials", ctypes.c_int), ("rejected", ctypes.c_int), ("skipped", ctypes.c_int),
+                ("tuned", ctypes.c_int), ("candidates", ctypes.c_int), ("refreshed", ctypes.c_int), ("default_ns", ctypes.c_double),
+                ("best_ns", ctypes.c_double), ("cmp_space", ctypes.c_int), ("cmp_measured", ctypes.c_int),
+                ("cmp_cold_ns", ctypes.c_double), ("cmp_warm_ns", ctypes.c_double), ("cmp_pick_ns", ctypes.c_double),
+                ("cmp_best_ns", ctypes.c_double), ("cmp_params", ctypes.c_char * 256), ("share", ctypes.c_double)]
+
+
+PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(TuneProgress), ctypes.c_void_p)
+
+
+class TuneOptions(ctypes.Structure):
+    _fields_ = [("budget_s", ctypes.c_double), ("stop", ctypes.POINTER(ctypes.c_int)), ("max_trials", ctypes.c_int),
+                ("strategy", ctypes.c_char_p), ("probe", ctypes.c_int), ("seed", ctypes.c_uint64), ("families", ctypes.c_char_p),
+                ("max_gflop", ctypes.c_double), ("compare", ctypes.c_int), ("progress", PROGRESS_FN), ("ctx", ctypes.c_void_p),
+                ("fusion_close", ctypes.c_double), ("evict_mb", ctypes.c_double)]
+
+
 _P = ctypes.c_void_p
 _E = ctypes.POINTER(Error)
 # name: (restype, argtypes)
@@ -73,6 +108,12 @@ _SIGS = {
     "kiln_db_open_layered": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_P), _E]),
     "kiln_db_default_path": (ctypes.c_char_p, [ctypes.c_char_p, ctypes.c_size_t]),
     "kiln_db_close": (None, [_P]),
+    "kiln_db_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(_P), _E]),
+    "kiln_session_set_profiling": (None, [_P, ctypes.c_int]),
+    "kiln_session_node_times": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.POINTER(NodeTime)), ctypes.POINTER(ctypes.c_int)]),
+    "kiln_session_plan_info": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(ctypes.POINTER(PlanKernel)), ctypes.POINTER(ctypes.c_int), _E]),
+    "kiln_tune": (ctypes.c_int, [_P, _P, ctypes.POINTER(TuneOptions), ctypes.POINTER(ctypes.POINTER(TuneResult)),
+                                 ctypes.POINTER(ctypes.c_int), _E]),
     "kiln_demo_write": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64, _E]),
 }
 

@@ -23,6 +23,18 @@ _ORT_NAME = {1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int
 _FROM_NP = {np.dtype(v): k for k, v in _NP.items()}
 
 
+_libc = ctypes.CDLL(None)
+_libc.free.argtypes = [ctypes.c_void_p]
+
+
+def _free(p):
+    _libc.free(ctypes.cast(p, ctypes.c_void_p))
+
+
+def _struct_dict(x):
+    return {name: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v) for name, _ in x._fields_ for v in [getattr(x, name)]}
+
+
 def _raise(rc, err, prefix=""):
     msg = err.msg.decode("utf-8", "replace") or _L.kiln_strerror(rc).decode()
     raise _state.from_status(rc, prefix + msg)
@@ -160,6 +172,52 @@ def write_demo_model(which, path, seed=1):
     rc = _L.kiln_demo_write(which.encode(), os.fspath(path).encode(), seed, ctypes.byref(err))
     if rc:
         _raise(rc, err)
+
+
+def tune(path, input_feed, db=None, budget=60.0, progress=None, device=None, max_trials=0, strategy="model", families=None):
+    """`kiln tune` from Python: measures the kernel parameters of the model at
+    input_feed's shapes on the device and stores them in the tuning database
+    db (default $KILN_DB, else ~/.cache/kiln/tuning.db; created when missing),
+    which later sessions read. budget: seconds for the whole run (0: no
+    limit). progress(dict) is called as candidates are measured (instance,
+    ninstances, family, shape_key, trial, ntrials, best_ns, default_ns,
+    elapsed_s, eta_s, ...). families: comma list of kernel families (None:
+    all). Returns one dict per kernel instance."""
+    sess = InferenceSession(path, device=device, db=False)
+    sess._bind(input_feed)
+    err = _lib.Error()
+    buf = ctypes.create_string_buffer(4096)
+    dbpath = os.fspath(db).encode() if db else _L.kiln_db_default_path(buf, 4096)
+    h = ctypes.c_void_p()
+    rc = _L.kiln_db_open(dbpath, 2 | 4, ctypes.byref(h), ctypes.byref(err))  # KILN_DB_CREATE | KILN_DB_WRITE
+    if rc:
+        sess.close()
+        _raise(rc, err)
+    failure = []
+
+    def cb(p, ctx):
+        try:
+            progress(_struct_dict(p.contents))
+        except Exception as e:  # noqa: BLE001 (raised again after kiln_tune returns)
+            failure.append(e)
+
+    fn = _lib.PROGRESS_FN(cb) if progress else _lib.PROGRESS_FN()
+    o = _lib.TuneOptions(budget_s=float(budget), max_trials=int(max_trials), strategy=strategy.encode(), probe=1, progress=fn,
+                         families=families.encode() if families else None)
+    res = ctypes.POINTER(_lib.TuneResult)()
+    n = ctypes.c_int(0)
+    try:
+        rc = _L.kiln_tune(sess._s, h, ctypes.byref(o), ctypes.byref(res), ctypes.byref(n), ctypes.byref(err))
+        if rc:
+            _raise(rc, err)
+        out = [_struct_dict(res[i]) for i in range(n.value)]
+        _free(res)
+    finally:
+        sess.close()
+        _L.kiln_db_close(h)
+    if failure:
+        raise failure[0]
+    return out
 
 
 def get_device():
@@ -386,8 +444,44 @@ class InferenceSession:
         finally:
             for i in range(n.value):
                 _L.kiln_tensor_free(outs[i])
-            ctypes.CDLL(None).free(ctypes.cast(outs, ctypes.c_void_p))
+            _free(outs)
         return [res[i] for i in idx]
+
+    def plan(self, input_feed=None, measure=False):
+        """The plan for input_feed's shapes (the inputs bound last when None)
+        as `kiln plan` shows it: one dict per kernel (node, ops covered,
+        kernel family, parameters and where they came from, predicted and,
+        with measure, measured time in ns; -1 when unknown)."""
+        if input_feed is not None:
+            self._bind(input_feed)
+        err = _lib.Error()
+        out = ctypes.POINTER(_lib.PlanKernel)()
+        n = ctypes.c_int(0)
+        rc = _L.kiln_session_plan_info(self._s, 1 if measure else 0, ctypes.byref(out), ctypes.byref(n), ctypes.byref(err))
+        if rc:
+            _raise(rc, err)
+        try:
+            return [_struct_dict(out[i]) for i in range(n.value)]
+        finally:
+            _free(out)
+
+    def profile(self, input_feed):
+        """Runs input_feed once with profiling events; returns one dict per
+        node that launched kernels (node, op, start_us from the run's first
+        kernel, span_us), in execution order."""
+        _L.kiln_session_set_profiling(self._s, 1)
+        try:
+            self.run(None, input_feed)
+        finally:
+            _L.kiln_session_set_profiling(self._s, 0)
+        out = ctypes.POINTER(_lib.NodeTime)()
+        n = ctypes.c_int(0)
+        if _L.kiln_session_node_times(self._s, ctypes.byref(out), ctypes.byref(n)):
+            return []
+        try:
+            return [_struct_dict(out[i]) for i in range(n.value)]
+        finally:
+            _free(out)
 
     def get_stats(self):
         """Figures of the last run (kiln_run_stats) as a dict; plans_built counts

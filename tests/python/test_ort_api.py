@@ -268,3 +268,26 @@ def test_plan_cache_bounded(models):
     feed = feed_for(sess, rng, W=widths[0])
     close(sess.run(None, feed)[0], sess.run_reference(None, feed)[0])
     assert sess.get_stats()["plans_built"] == 10  # dropped (least recently used), planned again
+
+
+def test_plan_profile_tune(models, tmp_path):
+    """Beyond ORT: session.plan(), session.profile(), kiln.tune() with a
+    progress callback into a database a later session reads."""
+    sess = ort.InferenceSession(str(models / "ocr.onnx"), db=False)
+    feed = feed_for(sess, np.random.default_rng(11), W=64)
+    kernels = sess.plan(feed)
+    assert kernels and any(k["family"] for k in kernels)
+    assert all(k["origin"] in ("tuned", "predicted", "default", "generated", "fixed") for k in kernels)
+    times = sess.profile(feed)
+    assert times and all(t["span_us"] >= 0 for t in times)
+    assert {t["op"] for t in times} & {"Conv", "MatMul"}
+    seen = []
+    db = tmp_path / "tune.db"
+    # (softmax left out: its softmax_wg candidates crash POCL at this shape, kiln tune too)
+    res = ort.tune(str(models / "ocr.onnx"), feed, db=str(db), budget=30, max_trials=2, progress=seen.append, families="conv,gemm")
+    assert res and seen and db.exists()
+    assert all(r["trials"] + r["skipped"] > 0 for r in res if r["tuned"])
+    assert {"instance", "ninstances", "family", "trial"} <= set(seen[0])
+    tuned = ort.InferenceSession(str(models / "ocr.onnx"), db=str(db))
+    close(tuned.run(None, feed)[0], tuned.run_reference(None, feed)[0])
+    assert any(k["origin"] == "tuned" for k in tuned.plan())
