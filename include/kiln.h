@@ -250,7 +250,9 @@ void kiln_session_free(kiln_session *s);
  * symbolic or unknown may change from call to call: the next run plans for
  * the new shapes, and a set of input shapes seen before reuses its plan
  * (plans are cached per input-shape set, up to 8, least recently used
- * dropped; see kiln_run_stats.plans_built). Every input must be set before
+ * dropped; each holds its own copy of the weights, so plans not in use hold
+ * at most 2 GiB of weights on the host and a quarter of the device's memory:
+ * fewer are kept for a large model; see kiln_run_stats.plans_built). Every input must be set before
  * the first run; values persist across runs until set again. */
 int kiln_session_set_input(kiln_session *s, const char *name, const kiln_tensor *t, kiln_error *err);
 /* Runs the model on the device (plans on first run or when input shapes

@@ -5,7 +5,9 @@
  * session's plan fields. When inputs come with shapes a cached plan was made
  * for, that plan is swapped in and nothing is planned. At most
  * KILN_PLAN_CACHE_MAX plans are kept; the least recently used one gives its
- * graph to the new plan (its device buffers are released first). */
+ * graph to the new plan (its device buffers are released first). Plans not
+ * in use hold at most a quarter of the device's memory (trim), and their
+ * graphs at most KILN_PLAN_CACHE_HOST_BYTES of weights on the host. */
 #include "kiln_internal.h"
 
 struct kiln_plan_entry {
@@ -17,6 +19,10 @@ struct kiln_plan_entry {
   uint64_t device_bytes, intermediate_bytes, pool_bytes;
   uint64_t used; /* LRU tick when it stopped being current */
 };
+
+/* Graphs kept beside the current one may hold this many bytes of weights on
+ * the host together (a 1.7 GB model keeps one other plan, a 45 MB one seven). */
+#define KILN_PLAN_CACHE_HOST_BYTES (2ull << 30)
 
 #define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
 
@@ -45,7 +51,11 @@ static void make_room(kiln_session *s) {
   if (!s->planned) return;
   kiln_graph *fresh = NULL;
   kiln_error sub = {0};
-  if (s->npc + 1 < KILN_PLAN_CACHE_MAX) {
+  /* each graph holds the model's weights on the host too */
+  uint64_t weights = 0;
+  for (int i = 0; i < s->m->g->nvals; i++)
+    if (s->m->g->vals[i].is_initializer) weights += kiln_value_bytes(&s->m->g->vals[i]);
+  if (s->npc + 1 < KILN_PLAN_CACHE_MAX && (uint64_t)(s->npc + 1) * weights <= KILN_PLAN_CACHE_HOST_BYTES) {
     struct kiln_plan_entry *np = realloc(s->pc, sizeof *np * (size_t)(s->npc + 1));
     if (np) {
       s->pc = np;
@@ -68,6 +78,33 @@ static void make_room(kiln_session *s) {
   kiln__session_release_plan(s); /* the evicted plan's buffers */
 }
 
+/* Drops entry i: its device buffers, its graph. */
+static void drop(kiln_session *s, int i) {
+  swap_in(s, &s->pc[i]);
+  kiln__session_release_plan(s);
+  swap_in(s, &s->pc[i]);
+  kiln_graph_free(s->pc[i].g);
+  memmove(&s->pc[i], &s->pc[i + 1], sizeof *s->pc * (size_t)(s->npc - i - 1));
+  s->npc--;
+}
+
+/* Plans not in use keep their weights and buffers on the device (each plan
+ * has its own copy of the weights); they may hold at most a quarter of the
+ * device's memory together, the least recently used are dropped beyond. */
+static void trim(kiln_session *s) {
+  uint64_t cap = s->d->info.global_mem / 4;
+  for (;;) {
+    uint64_t held = 0;
+    int lru = -1;
+    for (int i = 0; i < s->npc; i++) {
+      held += s->pc[i].device_bytes;
+      if (s->pc[i].planned && (lru < 0 || s->pc[i].used < s->pc[lru].used)) lru = i;
+    }
+    if (held <= cap || lru < 0) return;
+    drop(s, lru);
+  }
+}
+
 int kiln__plan_cache_ensure(kiln_session *s, bool (*matches)(kiln_session *), int (*plan)(kiln_session *, kiln_error *), kiln_error *err) {
   if (matches(s)) return 0;
   for (int i = 0; i < s->npc; i++) {
@@ -81,16 +118,12 @@ int kiln__plan_cache_ensure(kiln_session *s, bool (*matches)(kiln_session *), in
   make_room(s);
   int rc = plan(s, err);
   if (!rc) s->plans_built++;
+  trim(s);
   return rc;
 }
 
 void kiln__plan_cache_clear(kiln_session *s) {
-  for (int i = 0; i < s->npc; i++) {
-    swap_in(s, &s->pc[i]);
-    kiln__session_release_plan(s);
-    swap_in(s, &s->pc[i]);
-    kiln_graph_free(s->pc[i].g);
-  }
+  while (s->npc > 0) drop(s, s->npc - 1);
   free(s->pc);
   s->pc = NULL;
   s->npc = 0;

@@ -87,7 +87,7 @@ int kiln_model_load(const char *path, const kiln_load_options *opt, kiln_model *
   for (int i = 0; i < g->ninputs; i++) {
     const kiln_value *v = &g->vals[g->inputs[i]];
     m->decl_rank[i] = v->rank;
-    for (int k = 0; k < v->rank && k < KILN_MAX_RANK; k++) m->decl_dims[i][k] = v->dim_param[k] ? -1 : v->dims[k];
+    for (int k = 0; k < v->rank && k < KILN_MAX_RANK; k++) m->decl_dims[i][k] = v->dims[k]; /* symbolic: -1 unless bound (N=1) */
   }
   *out = m;
   return 0;
