@@ -635,6 +635,9 @@ struct kiln_model {
    * whatever shapes a plan bound since */
   int *decl_rank;
   int64_t (*decl_dims)[KILN_MAX_RANK];
+  /* the file as loaded (size, mtime): plans for new shapes read it again
+   * only while it is unchanged */
+  int64_t file_size, file_mtime_ns;
 };
 
 #endif /* KILN_INTERNAL_H */

@@ -4,6 +4,7 @@
  * run, and model statistics. */
 #include "kiln_internal.h"
 #include <errno.h>
+#include <sys/stat.h>
 #include "kiln_db.h"
 #include <time.h>
 
@@ -80,6 +81,11 @@ int kiln_model_load(const char *path, const kiln_load_options *opt, kiln_model *
     if ((rc = apply_shapes(m, err)) != 0) { kiln_model_free(m); return rc; }
   }
   m->opt.shapes = NULL;
+  struct stat fst;
+  if (stat(path, &fst) == 0) {
+    m->file_size = (int64_t)fst.st_size;
+    m->file_mtime_ns = (int64_t)fst.st_mtim.tv_sec * 1000000000 + fst.st_mtim.tv_nsec;
+  }
   kiln_graph *g = m->g;
   m->decl_rank = calloc((size_t)g->ninputs + 1, sizeof *m->decl_rank);
   m->decl_dims = calloc((size_t)g->ninputs + 1, sizeof *m->decl_dims);
@@ -105,6 +111,10 @@ void kiln_model_free(kiln_model *m) {
 
 int kiln__model_fresh_graph(kiln_model *m, kiln_graph **out, kiln_error *err) {
   if (!m->g->path) return kiln__err(err, KILN_EUNSUPPORTED, "a model loaded from memory keeps one plan");
+  struct stat fst;
+  if (stat(m->g->path, &fst) != 0 || (int64_t)fst.st_size != m->file_size ||
+      (int64_t)fst.st_mtim.tv_sec * 1000000000 + fst.st_mtim.tv_nsec != m->file_mtime_ns)
+    return kiln__err(err, KILN_EUNSUPPORTED, "%s changed since it was loaded: plans for other shapes reuse the loaded graph", m->g->path);
   kiln_graph *g = NULL, *keep = m->g;
   int rc = kiln_onnx_load(keep->path, m->opt.max_model_bytes, &g, err);
   if (!rc) rc = kiln_graph_rewrite(g, err);

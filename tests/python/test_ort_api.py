@@ -291,3 +291,18 @@ def test_plan_profile_tune(models, tmp_path):
     tuned = ort.InferenceSession(str(models / "ocr.onnx"), db=str(db))
     close(tuned.run(None, feed)[0], tuned.run_reference(None, feed)[0])
     assert any(k["origin"] == "tuned" for k in tuned.plan())
+
+
+def test_model_file_replaced(models, tmp_path):
+    """A new shape after the model file changed on disk plans on the graph
+    loaded at first (never the new file's weights)."""
+    path = tmp_path / "ocr.onnx"
+    path.write_bytes((models / "ocr.onnx").read_bytes())
+    sess = ort.InferenceSession(str(path))
+    rng = np.random.default_rng(12)
+    f160, f320 = feed_for(sess, rng, W=160), feed_for(sess, rng, W=320)
+    y160 = sess.run(None, f160)[0]
+    path.write_bytes(b"not the model any more")
+    orig = ort.InferenceSession(str(models / "ocr.onnx"))
+    close(sess.run(None, f320)[0], orig.run_reference(None, f320)[0])
+    close(sess.run(None, f160)[0], y160)
