@@ -210,7 +210,10 @@ typedef struct kiln_value_info {
 int kiln_model_num_inputs(const kiln_model *m);
 int kiln_model_num_outputs(const kiln_model *m);
 /* Describes input / output i (0-based) in *info; its strings are owned by the
- * model. Returns KILN_EINVAL when i is out of range. */
+ * model. Inputs are described as declared (with load-time shape bindings),
+ * whatever shapes a session ran them with since; outputs as declared until a
+ * session planned, then as the current plan inferred them. Returns
+ * KILN_EINVAL when i is out of range. */
 int kiln_model_input_info(const kiln_model *m, int i, kiln_value_info *info);
 int kiln_model_output_info(const kiln_model *m, int i, kiln_value_info *info);
 
