@@ -5,6 +5,7 @@ session has its own OpenCL device handle and queue)."""
 import ctypes
 import os
 import tempfile
+import threading
 
 import numpy as np
 
@@ -243,6 +244,10 @@ class InferenceSession:
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         self._s = self._m = self._d = self._db = None
         self._tmp = None
+        # ONNX Runtime lets threads share a session; a kiln session is not
+        # thread-safe, so calls on one session take turns (sessions of their
+        # own run at once)
+        self._lock = threading.Lock()
         self._providers = [PROVIDER]
         device = kwargs.pop("device", None) or os.environ.get("KILN_DEVICE") or None
         dbpath = kwargs.pop("db", None)
@@ -337,7 +342,8 @@ class InferenceSession:
 
     def close(self):
         """Frees the session's device memory now (also done when it is garbage collected)."""
-        self._cleanup()
+        with self._lock:
+            self._cleanup()
 
     def __del__(self):
         self._cleanup()
@@ -421,22 +427,24 @@ class InferenceSession:
         """Runs the model on input_feed ({name: array}); returns the outputs
         named in output_names (None: all) as numpy arrays, in that order."""
         idx = self._select(output_names)
-        self._bind(input_feed)
-        err = _lib.Error()
-        rc = _L.kiln_session_run(self._s, ctypes.byref(err))  # the GIL is released
-        if rc:
-            _raise(rc, err)
-        return [_to_numpy(_L.kiln_session_output(self._s, i).contents) for i in idx]
+        with self._lock:
+            self._bind(input_feed)
+            err = _lib.Error()
+            rc = _L.kiln_session_run(self._s, ctypes.byref(err))  # the GIL is released
+            if rc:
+                _raise(rc, err)
+            return [_to_numpy(_L.kiln_session_output(self._s, i).contents) for i in idx]
 
     # ---- beyond ONNX Runtime ----
     def run_reference(self, output_names, input_feed):
         """Same as run() with kiln's CPU reference implementation (slow; for checks)."""
         idx = self._select(output_names)
-        self._bind(input_feed)
         err = _lib.Error()
         outs = ctypes.POINTER(ctypes.POINTER(_lib.Tensor))()
         n = ctypes.c_int(0)
-        rc = _L.kiln_session_run_reference(self._s, ctypes.byref(outs), ctypes.byref(n), ctypes.byref(err))
+        with self._lock:
+            self._bind(input_feed)
+            rc = _L.kiln_session_run_reference(self._s, ctypes.byref(outs), ctypes.byref(n), ctypes.byref(err))
         if rc:
             _raise(rc, err)
         try:
@@ -452,12 +460,13 @@ class InferenceSession:
         as `kiln plan` shows it: one dict per kernel (node, ops covered,
         kernel family, parameters and where they came from, predicted and,
         with measure, measured time in ns; -1 when unknown)."""
-        if input_feed is not None:
-            self._bind(input_feed)
         err = _lib.Error()
         out = ctypes.POINTER(_lib.PlanKernel)()
         n = ctypes.c_int(0)
-        rc = _L.kiln_session_plan_info(self._s, 1 if measure else 0, ctypes.byref(out), ctypes.byref(n), ctypes.byref(err))
+        with self._lock:
+            if input_feed is not None:
+                self._bind(input_feed)
+            rc = _L.kiln_session_plan_info(self._s, 1 if measure else 0, ctypes.byref(out), ctypes.byref(n), ctypes.byref(err))
         if rc:
             _raise(rc, err)
         try:
@@ -469,15 +478,18 @@ class InferenceSession:
         """Runs input_feed once with profiling events; returns one dict per
         node that launched kernels (node, op, start_us from the run's first
         kernel, span_us), in execution order."""
-        _L.kiln_session_set_profiling(self._s, 1)
-        try:
-            self.run(None, input_feed)
-        finally:
-            _L.kiln_session_set_profiling(self._s, 0)
         out = ctypes.POINTER(_lib.NodeTime)()
         n = ctypes.c_int(0)
-        if _L.kiln_session_node_times(self._s, ctypes.byref(out), ctypes.byref(n)):
-            return []
+        with self._lock:
+            self._bind(input_feed)
+            err = _lib.Error()
+            _L.kiln_session_set_profiling(self._s, 1)
+            rc = _L.kiln_session_run(self._s, ctypes.byref(err))
+            _L.kiln_session_set_profiling(self._s, 0)
+            if rc:
+                _raise(rc, err)
+            if _L.kiln_session_node_times(self._s, ctypes.byref(out), ctypes.byref(n)):
+                return []
         try:
             return [_struct_dict(out[i]) for i in range(n.value)]
         finally:

@@ -306,3 +306,30 @@ def test_model_file_replaced(models, tmp_path):
     orig = ort.InferenceSession(str(models / "ocr.onnx"))
     close(sess.run(None, f320)[0], orig.run_reference(None, f320)[0])
     close(sess.run(None, f160)[0], y160)
+
+
+def test_one_session_shared_by_threads(models):
+    """ONNX Runtime lets threads share one session: kiln's calls on it take
+    turns, each thread gets its own inputs' outputs (widths differ too)."""
+    sess = ort.InferenceSession(str(models / "ocr.onnx"))
+    jobs = []
+    for w, seed in ((160, 13), (96, 14), (160, 15)):
+        feed = feed_for(sess, np.random.default_rng(seed), W=w)
+        jobs.append((feed, sess.run_reference(None, feed)[0]))
+    errors = []
+
+    def work(i):
+        feed, ref = jobs[i]
+        try:
+            for _ in range(30):
+                close(sess.run(None, feed)[0], ref)
+        except Exception as e:  # reported by the main thread
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert sess.get_stats()["plans_built"] == 2
