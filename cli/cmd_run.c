@@ -5,6 +5,7 @@
  * (--output-dir). Exit 1 when --check finds a mismatch. */
 #include "kiln_cli.h"
 #include "kiln_db.h" /* kiln_verify_imported */
+#include "run_sets.h"
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +16,20 @@ typedef struct run_args {
   kiln_cli_shapes shapes;
   bool random, check, json, nofusion, verify_imported;
   uint64_t seed, repeat, max_memory, max_model;
-  const char *outdir, *format, *dbpath, *devsel;
+  const char *outdir, *format, *dbpath, *devsel, *inputs_from;
 } run_args;
 
 #define A run_args
 static const kiln_cli_opt OPTS[] = {
   KILN_OPT_INPUTS(A, inputs, "bind an input from a TensorProto (.pb) or NumPy (.npy) file; without\n"
            "NAME= it binds to the first input not bound yet"),
+  {.name = "--inputs-from", .kind = KILN_OPT_STRING, .off = offsetof(A, inputs_from), .value = "DIR", .err = "--inputs-from needs a directory",
+   .nonempty = true,
+   .help = "run several input sets in one process, one after the other: DIR's\n"
+           "subdirectories (0/, 1/, ... in numeric order) each hold NAME.npy or\n"
+           "NAME.pb per input; shapes may differ between sets (each new set of\n"
+           "input shapes is planned once; a set seen before reuses its plan).\n"
+           "--repeat, --check apply per set; --output-dir writes DIR/<set>/"},
   {.name = "--random", .kind = KILN_OPT_FLAG, .off = offsetof(A, random),
    .help = "fill unbound inputs with seeded uniform [-1,1) floats (integers: 0..9);\n"
            "their shape must be declared by the model or bound with --shape"},
@@ -67,6 +75,7 @@ typedef struct run_state {
   double *ms, *sorted; /* per run, in order / sorted */
   double *timed, median; /* runs 2..N (run 1 alone when N is 1), sorted */
   int nout;
+  kiln_cli__sets sets;   /* --inputs-from */
 } run_state;
 
 /* --verify-imported: re-times imported records for this device. */
@@ -85,6 +94,52 @@ static int verify_imported(const run_args *a, run_state *r) {
   return 0;
 }
 
+/* Runs the bound inputs (with set, that set's first) --repeat times;
+ * checks them and, for a set, writes its outputs. */
+static int run_set(const run_args *a, run_state *r, kiln_cli__set *set) {
+  kiln_error err = {0};
+  int rc;
+  if (set && (rc = kiln_cli__sets_bind(r->x.s, r->x.m, set)) != 0) return rc;
+  for (uint64_t k = 0; k < a->repeat; k++) {
+    if ((rc = kiln_session_run(r->x.s, &err)) != 0) {
+      if (set) kiln_cli__error("input set '%s': %s", set->name, err.msg[0] ? err.msg : kiln_strerror(rc));
+      return set ? kiln_cli__exit_code(rc) : kiln_cli__fail(&err, rc);
+    }
+    kiln_session_get_stats(r->x.s, &r->rs);
+    r->ms[k] = r->sorted[k] = r->rs.last_ms;
+  }
+  /* with several runs, the first (planning, kernel compilation) is reported apart */
+  r->timed = a->repeat > 1 ? r->sorted + 1 : r->sorted;
+  uint64_t ntimed = a->repeat > 1 ? a->repeat - 1 : 1;
+  qsort(r->timed, (size_t)ntimed, sizeof *r->timed, kiln_cli__cmp_double);
+  r->median = ntimed % 2 ? r->timed[ntimed / 2] : 0.5 * (r->timed[ntimed / 2 - 1] + r->timed[ntimed / 2]);
+  if (a->check) {
+    kiln_cli__check_free(&r->res);
+    if ((rc = kiln_cli__check_reference(r->x.s, r->nout, &r->res)) != 0) return rc;
+  }
+  if (!set) return 0;
+  set->first_ms = r->ms[0];
+  set->median_ms = r->median;
+  set->plans_after = r->rs.plans_built;
+  set->checked = a->check;
+  set->check_ok = r->res.ok;
+  set->max_rel = r->res.max_rel;
+  if (a->check && !r->res.ok) {
+    kiln_cli__error("input set '%s': an output differs from the CPU reference: max rel err %.3g > %g", set->name, r->res.max_rel, KILN_CLI_CHECK_RTOL);
+    return 1;
+  }
+  if (a->outdir) {
+    char dir[4400];
+    snprintf(dir, sizeof dir, "%s/%s", a->outdir, set->name);
+    const kiln_tensor **o = calloc((size_t)r->nout + 1, sizeof *o);
+    if (!o) { kiln_cli__error("out of memory"); return 1; }
+    for (int i = 0; i < r->nout; i++) o[i] = kiln_session_output(r->x.s, i);
+    rc = kiln_cli__write_outputs(dir, a->format, o, r->nout, true);
+    free(o);
+  }
+  return rc;
+}
+
 /* Loads, binds, plans and runs: everything up to the report. */
 static int run_model(const run_args *a, run_state *r) {
   kiln_error err = {0};
@@ -96,6 +151,7 @@ static int run_model(const run_args *a, run_state *r) {
   if (!r->ms || !r->sorted) { kiln_cli__error("out of memory"); return 1; }
   /* everything that can be checked without a device comes first */
   if ((rc = kiln_cli__ctx_load(&r->x, &lo)) != 0) return rc;
+  if (a->inputs_from && (rc = kiln_cli__sets_read(r->x.m, a->inputs_from, &r->sets)) != 0) return rc;
   if ((rc = kiln_cli__open_db(a->dbpath, 0, true, &r->x.db)) != 0) return rc;
   if ((rc = kiln_cli__ctx_session(&r->x, a->devsel, KILN_CLI_NOTE_CPU | (a->nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) return rc;
   if (a->verify_imported && (rc = verify_imported(a, r)) != 0) return rc;
@@ -109,19 +165,11 @@ static int run_model(const run_args *a, run_state *r) {
       return 2;
     }
   }
-  for (uint64_t k = 0; k < a->repeat; k++) {
-    if ((rc = kiln_session_run(r->x.s, &err)) != 0) return kiln_cli__fail(&err, rc);
-    kiln_session_get_stats(r->x.s, &r->rs);
-    r->ms[k] = r->sorted[k] = r->rs.last_ms;
-  }
-  /* with several runs, the first (planning, kernel compilation) is reported apart */
-  r->timed = a->repeat > 1 ? r->sorted + 1 : r->sorted;
-  uint64_t ntimed = a->repeat > 1 ? a->repeat - 1 : 1;
-  qsort(r->timed, (size_t)ntimed, sizeof *r->timed, kiln_cli__cmp_double);
-  r->median = ntimed % 2 ? r->timed[ntimed / 2] : 0.5 * (r->timed[ntimed / 2 - 1] + r->timed[ntimed / 2]);
   r->nout = kiln_model_num_outputs(r->x.m);
+  int nsets = r->sets.n ? r->sets.n : 1;
+  for (int k = 0; k < nsets; k++)
+    if ((rc = run_set(a, r, r->sets.n ? &r->sets.v[k] : NULL)) != 0) return rc;
   kiln_session_param_stats(r->x.s, &r->ps);
-  if (a->check && (rc = kiln_cli__check_reference(r->x.s, r->nout, &r->res)) != 0) return rc;
   r->di = kiln_device_get_info(r->x.d);
   return 0;
 }
@@ -163,7 +211,7 @@ static void print_report(const run_args *a, const run_state *r) {
            (unsigned long long)rs.pool_bytes);
     for (int i = 0; i < b.n; i++) {
       printf("%s{\"name\":", i ? "," : ""); kiln_cli__json_str(stdout, b.info[i].name);
-      printf(",\"dtype\":"); kiln_cli__json_str(stdout, kiln_dtype_name(b.t[i]->dtype));
+      printf(",\"dtype\":"); kiln_cli__json_str(stdout, kiln_dtype_name(b.t[i] ? b.t[i]->dtype : b.info[i].dtype));
       printf(",\"shape\":"); if (b.t[i]) kiln_cli__json_shape(stdout, b.t[i]->rank, b.t[i]->dims, NULL); else printf("null");
       printf(",\"random\":%s}", b.random[i] ? "true" : "false");
     }
@@ -179,7 +227,28 @@ static void print_report(const run_args *a, const run_state *r) {
       printf(",\"mean\":"); kiln_cli__json_num(stdout, ts.mean);
       printf("}");
     }
-    printf("],\"check\":");
+    printf("],\"plans_built\":%d,\"sets\":", rs.plans_built);
+    if (!r->sets.n) printf("null");
+    for (int k = 0; k < r->sets.n; k++) {
+      const kiln_cli__set *st = &r->sets.v[k];
+      printf("%s{\"name\":", k ? "," : "[");
+      kiln_cli__json_str(stdout, st->name);
+      printf(",\"inputs\":[");
+      for (int i = 0, c = 0; i < r->sets.ninputs; i++) {
+        if (!st->t[i]) continue;
+        printf("%s{\"name\":", c++ ? "," : "");
+        kiln_cli__json_str(stdout, b.info[i].name);
+        printf(",\"shape\":");
+        kiln_cli__json_shape(stdout, st->t[i]->rank, st->t[i]->dims, NULL);
+        printf("}");
+      }
+      printf("],\"first_ms\":");
+      kiln_cli__json_num(stdout, st->first_ms);
+      printf(",\"median_ms\":");
+      kiln_cli__json_num(stdout, st->median_ms);
+      printf(",\"plans_built\":%d,\"check_ok\":%s}%s", st->plans_after, !st->checked ? "null" : st->check_ok ? "true" : "false", k == r->sets.n - 1 ? "]" : "");
+    }
+    printf(",\"check\":");
     if (!check) printf("null");
     else {
       printf("{\"ok\":%s,\"rtol\":%g,\"max_abs_err\":", res.ok ? "true" : "false", KILN_CLI_CHECK_RTOL);
@@ -200,7 +269,7 @@ static void print_report(const run_args *a, const run_state *r) {
     printf("model:   %s\n", path);
     printf("device:  %s (%s)\n", di->name, di->platform);
     for (int i = 0; i < b.n; i++)
-      printf("input '%s': %s %s%s\n", b.info[i].name, kiln_dtype_name(b.t[i]->dtype), kiln_cli__fmt_shape(sh, sizeof sh, b.t[i]->rank, b.t[i]->dims, NULL),
+      if (b.t[i]) printf("input '%s': %s %s%s\n", b.info[i].name, kiln_dtype_name(b.t[i]->dtype), kiln_cli__fmt_shape(sh, sizeof sh, b.t[i]->rank, b.t[i]->dims, NULL),
              b.random[i] ? " (random)" : "");
     if (repeat == 1) printf("latency: %.3f ms (one run, including planning and kernel compilation; use --repeat N)\n", ms[0]);
     else printf("latency: median %.3f ms, min %.3f ms over runs 2..%llu; first run %.3f ms (planning, kernel compilation)\n", median, timed[0],
@@ -213,6 +282,19 @@ static void print_report(const run_args *a, const run_state *r) {
     char dbdesc[4096];
     kiln_db_describe(db, dbdesc, sizeof dbdesc);
     kiln_cli__print_tuning(stdout, "tuning:  ", db ? dbdesc : NULL, s, &ps);
+    for (int k = 0; k < r->sets.n; k++) {
+      const kiln_cli__set *st = &r->sets.v[k];
+      printf("set '%s':", st->name);
+      for (int i = 0; i < r->sets.ninputs; i++)
+        if (st->t[i]) printf(" %s %s", b.info[i].name, kiln_cli__fmt_shape(sh, sizeof sh, st->t[i]->rank, st->t[i]->dims, NULL));
+      printf(": first run %.3f ms", st->first_ms);
+      if (repeat > 1) printf(", median %.3f ms", st->median_ms);
+      printf("; plans built so far %d", st->plans_after);
+      if (st->checked) printf("; check %s (max rel err %.3g)", st->check_ok ? "ok" : "MISMATCH", st->max_rel);
+      printf("\n");
+    }
+    printf("plans built: %d (one per new set of input shapes)\n", rs.plans_built);
+    if (r->sets.n) printf("outputs of the last set '%s':\n", r->sets.v[r->sets.n - 1].name);
     for (int i = 0; i < nout; i++) kiln_cli__print_tensor("output", kiln_session_output(s, i));
     if (check) {
       printf("check vs CPU reference: max abs err %.3g, max rel err %.3g (tolerance %g): %s\n", res.max_abs, res.max_rel, KILN_CLI_CHECK_RTOL,
@@ -248,7 +330,7 @@ static int cmd_run(int argc, char **argv) {
     rc = 1;
     goto done;
   }
-  if (a.outdir) {
+  if (a.outdir && !r.sets.n) { /* sets wrote theirs as they ran */
     const kiln_tensor **o = calloc((size_t)r.nout + 1, sizeof *o);
     if (!o) { kiln_cli__error("out of memory"); rc = 1; goto done; }
     for (int i = 0; i < r.nout; i++) o[i] = kiln_session_output(r.x.s, i);
@@ -257,6 +339,7 @@ static int cmd_run(int argc, char **argv) {
   }
 done:
   kiln_cli__check_free(&r.res);
+  kiln_cli__sets_free(&r.sets);
   kiln_cli__ctx_free(&r.x);
   free(r.ms);
   free(r.sorted);

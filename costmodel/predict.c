@@ -61,6 +61,7 @@ int kiln_predict(kiln_model *m, const char *profile, kiln_session *s, kiln_db *d
     if ((rc = kiln_session_set_db(s, db, err)) != 0) return rc;
     if ((rc = kiln_cm_load(db, s->db_device, &s->d->info, &dm, err)) != 0) return rc;
     if ((rc = kiln__session_ensure_plan(s, err)) != 0) return rc;
+    g = m->g; /* the session's current plan (plans per input shape: plan_cache.c) */
   }
   kiln_node_prediction *p = calloc((size_t)g->nnodes + 1, sizeof *p);
   double *meas = calloc((size_t)g->nnodes + 1, sizeof(double));

@@ -80,9 +80,15 @@ static int parse_cached(const char *text, const char *key, const kiln_device_inf
 static int write_atomic(const char *dir, const char *path, const char *key, const char *json) {
   if (make_dirs(dir) != 0) return -1;
   char tmp[700];
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return -1;
+  snprintf(tmp, sizeof tmp, "%s.XXXXXX", path); /* unique per writer: sessions in two threads may write at once */
+  int fd = mkstemp(tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (!f) {
+    int e = errno;
+    if (fd >= 0) { close(fd); remove(tmp); }
+    errno = e;
+    return -1;
+  }
   int ok = fprintf(f, "%s\n%s\n", key, json) > 0;
   int e = errno;
   if (fclose(f) != 0) { ok = 0; e = errno; }

@@ -4,11 +4,15 @@
  * CPU reference, and optionally tune it.
  *
  * Build against an installed kiln with pkg-config only:
- *   cc hello.c $(pkg-config --cflags --libs kiln) -o hello
+ *   cc -std=c11 -Wall -Werror hello.c $(pkg-config --cflags --libs kiln) -o hello
+ * (kiln's pkg-config flags carry an rpath to its library directory, so the
+ * program runs without LD_LIBRARY_PATH wherever kiln was installed)
  * Usage: hello [MODEL.onnx] [--db FILE] [--tune SECONDS]
  * Without a model it writes kiln's built-in demo CNN to a temporary file.
  * Exit status: 0 ok, 1 failure, 77 no OpenCL device (a test's "skipped"). */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, close: builds with -std=c11 */
 #include <kiln.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +36,13 @@ int main(int argc, char **argv) {
   kiln_session *sess = NULL;
   kiln_db *db = NULL;
   int rc, status = 1;
-  char demo[] = "/tmp/kiln-hello-XXXXXX.onnx";
+  char demo[] = "/tmp/kiln-hello-XXXXXX";
 
   printf("kiln %s\n", KILN_VERSION);
   if (!model_path) { /* kiln's demo CNN, written with seeded weights */
-    int fd = mkstemps(demo, 5);
-    if (fd < 0) { perror("hello: mkstemps"); return 1; }
-    fclose(fdopen(fd, "w"));
+    int fd = mkstemp(demo);
+    if (fd < 0) { perror("hello: mkstemp"); return 1; }
+    close(fd);
     if ((rc = kiln_demo_write("cnn", demo, 1, &err)) != 0) return die("demo model", &err, rc);
     model_path = demo;
   }

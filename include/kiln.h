@@ -221,7 +221,10 @@ typedef struct kiln_value_info {
 int kiln_model_num_inputs(const kiln_model *m);
 int kiln_model_num_outputs(const kiln_model *m);
 /* Describes input / output i (0-based) in *info; its strings are owned by the
- * model. Returns KILN_EINVAL when i is out of range. */
+ * model. Inputs are described as declared (with load-time shape bindings),
+ * whatever shapes a session ran them with since; outputs as declared until a
+ * session planned, then as the current plan inferred them. Returns
+ * KILN_EINVAL when i is out of range. */
 int kiln_model_input_info(const kiln_model *m, int i, kiln_value_info *info);
 int kiln_model_output_info(const kiln_model *m, int i, kiln_value_info *info);
 
@@ -256,8 +259,15 @@ int kiln_session_create(kiln_model *m, kiln_device *d, kiln_session **out, kiln_
 void kiln_session_free(kiln_session *s);
 /* Copies `t` as the value of input `name` (t stays the caller's); checks
  * dtype and shape against the model: KILN_ENOTFOUND for an unknown name,
- * KILN_ESHAPE for a mismatch. Every input must be set before the first run;
- * values persist across runs until set again. */
+ * KILN_ESHAPE for a wrong dtype or rank or a dimension that contradicts one
+ * the model (or a load-time shape binding) fixes. Dimensions the model leaves
+ * symbolic or unknown may change from call to call: the next run plans for
+ * the new shapes, and a set of input shapes seen before reuses its plan
+ * (plans are cached per input-shape set, up to 8, least recently used
+ * dropped; each holds its own copy of the weights, so plans not in use hold
+ * at most 2 GiB of weights on the host and a quarter of the device's memory:
+ * fewer are kept for a large model; see kiln_run_stats.plans_built). Every input must be set before
+ * the first run; values persist across runs until set again. */
 int kiln_session_set_input(kiln_session *s, const char *name, const kiln_tensor *t, kiln_error *err);
 /* Runs the model on the device (plans on first run or when input shapes
  * change: kernel compilation happens then) and reads the outputs back to the
@@ -286,6 +296,9 @@ typedef struct kiln_run_stats {
   uint64_t device_bytes;   /* device memory held by the plan */
   uint64_t intermediate_bytes; /* sum of the sizes of all tensors the model computes on the device (not inputs, outputs, weights) */
   uint64_t pool_bytes;     /* device buffers those share (the memory planner's peak; part of device_bytes) */
+  int plans_built;         /* plans made by this session so far: one per new set of input shapes
+                              (or bound input values); a set seen before reuses its cached plan
+                              (up to 8 kept, least recently used dropped) */
 } kiln_run_stats;
 /* Fills *st with the figures of the last run (zeros before the first). */
 void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st);

@@ -291,9 +291,12 @@ static void cache_put(kiln_device *d, const char *key, const unsigned char *bin,
   char path[700], tmp[760];
   snprintf(path, sizeof path, "%s/%s.bin", d->cache_dir, key);
   mkdirs(d->cache_dir);
-  snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return;
+  /* a name of its own: two sessions of one process (threads) may store the
+   * same program at once, and a shared "<pid>.tmp" got both writers */
+  snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (!f) { if (fd >= 0) { close(fd); remove(tmp); } return; }
   int ok = fwrite(bin, 1, len, f) == len;
   if (fclose(f) == 0 && ok) rename(tmp, path);
   else remove(tmp);

@@ -625,6 +625,12 @@ struct kiln_session {
   int force_fused;
   int64_t *ev_lo, *ev_hi;  /* profile: per node, first start and last end (ns) of its kernels in the last run */
   bool profile;
+  /* plans for other input-shape sets, kept for when those shapes come back
+   * (plan_cache.c); the current plan is m->g with the fields above */
+  struct kiln_plan_entry *pc;
+  int npc;
+  uint64_t pc_tick;        /* LRU clock */
+  int plans_built;         /* plans made in this session (kiln_run_stats.plans_built) */
 };
 /* Sequence-typed graph inputs and outputs (seq_io.c): at plan time, each
  * sequence input's items become values of their own ("name[i]", inputs
@@ -641,6 +647,21 @@ void kiln__seq_clear_input(kiln_session *s, int i); /* input i is a tensor again
 kiln_tensor *kiln__seq_item_tensor(kiln_graph *g, const kiln_seq_item *it, const void *src);
 void kiln__seq_free(kiln_session *s);
 
+/* At most this many plans (input-shape sets) per session, the current one
+ * included; the least recently used is dropped (its device buffers freed). */
+#define KILN_PLAN_CACHE_MAX 8
+/* plan_cache.c: makes the plan for the session's bound inputs current: keeps
+ * it, swaps in a cached plan that matches, or plans (a plan for other shapes
+ * is kept for later). matches(s) says whether the current plan fits. */
+int kiln__plan_cache_ensure(kiln_session *s, bool (*matches)(kiln_session *), int (*plan)(kiln_session *, kiln_error *), kiln_error *err);
+/* Drops every cached plan but the current (its parameters went stale). */
+void kiln__plan_cache_clear(kiln_session *s);
+/* session.c: releases the current plan's device buffers and state. */
+void kiln__session_release_plan(kiln_session *s);
+/* session.c: a new copy of the model's graph as loaded (shape bindings
+ * applied, nothing planned), read again from its file; KILN_EUNSUPPORTED
+ * when the model came from memory. */
+int kiln__model_fresh_graph(kiln_model *m, kiln_graph **out, kiln_error *err);
 /* kiln tune's measurement of close fusion calls (tuner/fusion_tune.c):
  * appends one result per grouping measured. */
 int kiln__tune_fusion(kiln_session *s, struct kiln_db *db, double close, kiln_tune_result **res, int *nres, kiln_error *err);
@@ -654,6 +675,13 @@ struct kiln_model {
   kiln_load_options opt;
   kiln_shape_binding *shapes;
   int nshapes;
+  /* inputs as declared (after shape bindings): rank and dims (-1 free),
+   * whatever shapes a plan bound since */
+  int *decl_rank;
+  int64_t (*decl_dims)[KILN_MAX_RANK];
+  /* the file as loaded (size, mtime): plans for new shapes read it again
+   * only while it is unchanged */
+  int64_t file_size, file_mtime_ns;
 };
 
 #endif /* KILN_INTERNAL_H */

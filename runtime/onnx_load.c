@@ -587,6 +587,8 @@ static int load_graph(const Onnx__GraphProto *gp, const Onnx__ModelProto *mp, co
       g->vals[id].is_input = true;
     }
     if (id < 0) { rc = kiln__err(err, KILN_EPARSE, "%s: output '%s' is not produced by any node", label, gp->output[i]->name); goto fail; }
+    /* the declared type, for kiln_model_output_info before a plan (planning infers it again) */
+    if (!g->vals[id].is_input && !g->vals[id].is_initializer && g->vals[id].rank < 0 && set_value_info(g, id, gp->output[i])) g->vals[id].rank = -1;
     g->vals[id].is_output = true;
     if (gp->output[i]->type && gp->output[i]->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) g->vals[id].optional = true;
     g->outputs[g->noutputs++] = id;

@@ -4,6 +4,7 @@
  * run, and model statistics. */
 #include "kiln_internal.h"
 #include <errno.h>
+#include <sys/stat.h>
 #include "kiln_db.h"
 #include <time.h>
 
@@ -80,6 +81,20 @@ int kiln_model_load(const char *path, const kiln_load_options *opt, kiln_model *
     if ((rc = apply_shapes(m, err)) != 0) { kiln_model_free(m); return rc; }
   }
   m->opt.shapes = NULL;
+  struct stat fst;
+  if (stat(path, &fst) == 0) {
+    m->file_size = (int64_t)fst.st_size;
+    m->file_mtime_ns = (int64_t)fst.st_mtim.tv_sec * 1000000000 + fst.st_mtim.tv_nsec;
+  }
+  kiln_graph *g = m->g;
+  m->decl_rank = calloc((size_t)g->ninputs + 1, sizeof *m->decl_rank);
+  m->decl_dims = calloc((size_t)g->ninputs + 1, sizeof *m->decl_dims);
+  if (!m->decl_rank || !m->decl_dims) { kiln_model_free(m); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  for (int i = 0; i < g->ninputs; i++) {
+    const kiln_value *v = &g->vals[g->inputs[i]];
+    m->decl_rank[i] = v->rank;
+    for (int k = 0; k < v->rank && k < KILN_MAX_RANK; k++) m->decl_dims[i][k] = v->dims[k]; /* symbolic: -1 unless bound (N=1) */
+  }
   *out = m;
   return 0;
 }
@@ -89,7 +104,28 @@ void kiln_model_free(kiln_model *m) {
   kiln_graph_free(m->g);
   for (int i = 0; i < m->nshapes; i++) free((char *)m->shapes[i].name);
   free(m->shapes);
+  free(m->decl_rank);
+  free(m->decl_dims);
   free(m);
+}
+
+int kiln__model_fresh_graph(kiln_model *m, kiln_graph **out, kiln_error *err) {
+  if (!m->g->path) return kiln__err(err, KILN_EUNSUPPORTED, "a model loaded from memory keeps one plan");
+  struct stat fst;
+  if (stat(m->g->path, &fst) != 0 || (int64_t)fst.st_size != m->file_size ||
+      (int64_t)fst.st_mtim.tv_sec * 1000000000 + fst.st_mtim.tv_nsec != m->file_mtime_ns)
+    return kiln__err(err, KILN_EUNSUPPORTED, "%s changed since it was loaded: plans for other shapes reuse the loaded graph", m->g->path);
+  kiln_graph *g = NULL, *keep = m->g;
+  int rc = kiln_onnx_load(keep->path, m->opt.max_model_bytes, &g, err);
+  if (!rc) rc = kiln_graph_rewrite(g, err);
+  if (!rc) {
+    m->g = g;
+    rc = apply_shapes(m, err);
+    m->g = keep;
+  }
+  if (rc) { kiln_graph_free(g); return rc; }
+  *out = g;
+  return 0;
 }
 
 int kiln_model_num_inputs(const kiln_model *m) { return m->g->ninputs; }
@@ -106,6 +142,10 @@ static void value_info(const kiln_value *v, kiln_value_info *info) {
 int kiln_model_input_info(const kiln_model *m, int i, kiln_value_info *info) {
   if (i < 0 || i >= m->g->ninputs) return KILN_EINVAL;
   value_info(&m->g->vals[m->g->inputs[i]], info);
+  if (m->decl_rank) { /* as declared, not as the current plan bound them */
+    info->rank = m->decl_rank[i];
+    for (int k = 0; k < info->rank && k < KILN_MAX_RANK; k++) info->dims[k] = m->decl_dims[i][k];
+  }
   return 0;
 }
 int kiln_model_output_info(const kiln_model *m, int i, kiln_value_info *info) {
@@ -223,7 +263,7 @@ int kiln__session_create(kiln_model *m, kiln_device *d, const kiln_predictor *pr
   return 0;
 }
 
-static void release_plan(kiln_session *s) {
+void kiln__session_release_plan(kiln_session *s) {
   kiln_graph *g = s->m->g;
   for (int i = 0; i < g->nvals; i++)
     if (g->vals[i].buf) { clReleaseMemObject(g->vals[i].buf); g->vals[i].buf = NULL; }
@@ -246,9 +286,11 @@ static void release_plan(kiln_session *s) {
   s->planned = false;
   s->st.device_bytes = s->st.pool_bytes = s->st.intermediate_bytes = 0;
 }
+#define release_plan kiln__session_release_plan
 
 void kiln_session_free(kiln_session *s) {
   if (!s) return;
+  kiln__plan_cache_clear(s);
   release_plan(s);
   if (s->cm) s->pred->close(s->cm);
   kiln__seq_free(s);
@@ -282,21 +324,24 @@ int kiln_session_set_input(kiln_session *s, const char *name, const kiln_tensor 
   size_t l = 0;
   for (int k = 0; k < t->rank; k++) l += (size_t)snprintf(got + l, sizeof got - l, "%s%lld", k ? "," : "", (long long)t->dims[k]);
   bool bad = false;
-  int decl_rank = b ? b->rank : v->rank;
+  /* declared dims: a binding's, else the model's as loaded (-1 free) */
+#define DECL_DIM(k) (b ? b->dims[k] : s->m->decl_dims ? s->m->decl_dims[idx][k] : (v->dim_param[k] ? -1 : v->dims[k]))
+  int decl_rank = b ? b->rank : s->m->decl_rank ? s->m->decl_rank[idx] : v->rank;
   if (decl_rank >= 0 && decl_rank != t->rank) bad = true;
   for (int k = 0; !bad && k < t->rank && decl_rank >= 0; k++) {
-    int64_t dk = b ? b->dims[k] : (v->dim_param[k] ? -1 : v->dims[k]);
+    int64_t dk = DECL_DIM(k);
     if (dk >= 0 && dk != t->dims[k]) bad = true;
   }
   if (bad) {
     l = 0;
     for (int k = 0; k < decl_rank; k++) {
-      int64_t dk = b ? b->dims[k] : (v->dim_param[k] ? -1 : v->dims[k]);
+      int64_t dk = DECL_DIM(k);
       if (dk >= 0) l += (size_t)snprintf(want + l, sizeof want - l, "%s%lld", k ? "," : "", (long long)dk);
-      else l += (size_t)snprintf(want + l, sizeof want - l, "%s%s", k ? "," : "", v->dim_param[k] ? v->dim_param[k] : "?");
+      else l += (size_t)snprintf(want + l, sizeof want - l, "%s%s", k ? "," : "", k < v->rank && v->dim_param[k] ? v->dim_param[k] : "?");
     }
     return kiln__err(err, KILN_ESHAPE, "input '%s': expected shape [%s], got [%s]", name, want, got);
   }
+#undef DECL_DIM
   kiln_tensor *c = kiln_tensor_new(t->dtype, t->rank, t->dims);
   if (!c) return kiln__err(err, KILN_ENOMEM, "input '%s': out of memory", name);
   if (t->dtype == KILN_DT_STRING) {
@@ -516,7 +561,10 @@ static int fusion_lookup(void *ctx, const char *sig, double *fused_ns, double *u
   return m.f > 0 && m.u > 0 ? 0 : 1;
 }
 
-void kiln__session_replan(kiln_session *s) { s->planned = false; }
+void kiln__session_replan(kiln_session *s) {
+  kiln__plan_cache_clear(s);
+  s->planned = false;
+}
 
 static int plan(kiln_session *s, kiln_error *err);
 static int plan(kiln_session *s, kiln_error *err) {
@@ -612,7 +660,8 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     if (!s->in[i]) return kiln__err(err, KILN_ENOTFOUND, "missing input '%s' (give it with --input %s=FILE or use --random)", g->vals[g->inputs[i]].name, g->vals[g->inputs[i]].name);
   double t0 = now_ms();
   int rc;
-  if (!plan_matches(s) && (rc = plan(s, err)) != 0) return rc;
+  if ((rc = kiln__plan_cache_ensure(s, plan_matches, plan, err)) != 0) return rc;
+  g = s->m->g; /* the plan for these shapes may be another graph */
   kiln_device *d = s->d;
   for (int i = 0; i < g->ninputs; i++) {
     kiln_value *v = &g->vals[g->inputs[i]];
@@ -711,12 +760,14 @@ void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st) {
   *st = s->st;
   st->programs_compiled = s->d->programs_compiled; /* as of now, also after a run that stopped */
   st->compile_ms = s->d->compile_ms;
+  st->plans_built = s->plans_built;
 }
 
 int kiln_session_run_reference(kiln_session *s, kiln_tensor ***outs, int *nouts, kiln_error *err) {
   kiln_graph *g = s->m->g;
   int rc;
-  if (!plan_matches(s) && (rc = plan(s, err)) != 0) return rc;
+  if ((rc = kiln__plan_cache_ensure(s, plan_matches, plan, err)) != 0) return rc;
+  g = s->m->g; /* the plan for these shapes may be another graph */
   void **host = calloc((size_t)g->nvals, sizeof(void *));
   if (!host) return kiln__err(err, KILN_ENOMEM, "out of memory");
   for (int i = 0; i < g->ninputs; i++) {
@@ -843,6 +894,7 @@ int kiln__session_set_db(kiln_session *s, kiln_db *db, const kiln_record_source 
   if (s->cm) s->pred->close(s->cm);
   s->cm = NULL; /* made again at the next plan, on this database's figures */
   kiln_device_set_binary_db(s->d, s->db, s->recs);
+  kiln__plan_cache_clear(s); /* cached plans chose parameters without it */
   s->planned = false; /* parameters are chosen again on the next run */
   return 0;
 }
@@ -869,12 +921,12 @@ int kiln__session_ensure_plan(kiln_session *s, kiln_error *err) {
   kiln_graph *g = s->m->g;
   for (int i = 0; i < g->ninputs; i++)
     if (!s->in[i]) return kiln__err(err, KILN_ENOTFOUND, "missing input '%s'", g->vals[g->inputs[i]].name);
-  if (plan_matches(s)) return 0;
-  return plan(s, err);
+  return kiln__plan_cache_ensure(s, plan_matches, plan, err);
 }
 
 void kiln_session_set_fusion(kiln_session *s, int enabled) {
   s->no_fusion = !enabled;
+  kiln__plan_cache_clear(s);
   s->planned = false;
 }
 

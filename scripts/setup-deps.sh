@@ -8,7 +8,7 @@ set -eu
 
 PACKAGES="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
 libclblast-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libsqlite3-dev libopenblas-dev
-clinfo oclgrind libonnx-testdata python3-onnx"
+clinfo oclgrind libonnx-testdata python3-onnx python3-numpy python3-pytest"
 
 missing=
 for p in $PACKAGES; do
