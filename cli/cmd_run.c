@@ -271,7 +271,8 @@ static void print_report(const run_args *a, const run_state *r) {
     for (int i = 0; i < b.n; i++)
       if (b.t[i]) printf("input '%s': %s %s%s\n", b.info[i].name, kiln_dtype_name(b.t[i]->dtype), kiln_cli__fmt_shape(sh, sizeof sh, b.t[i]->rank, b.t[i]->dims, NULL),
              b.random[i] ? " (random)" : "");
-    if (repeat == 1) printf("latency: %.3f ms (one run, including planning and kernel compilation; use --repeat N)\n", ms[0]);
+    if (r->sets.n) printf("latency: per set below (first run of a set with new shapes includes planning)\n");
+    else if (repeat == 1) printf("latency: %.3f ms (one run, including planning and kernel compilation; use --repeat N)\n", ms[0]);
     else printf("latency: median %.3f ms, min %.3f ms over runs 2..%llu; first run %.3f ms (planning, kernel compilation)\n", median, timed[0],
                 (unsigned long long)repeat, ms[0]);
     printf("compile: %d program%s in %.1f ms; %d kernels launched per run; %d nodes folded at plan time; %.2f MiB on the device\n",
