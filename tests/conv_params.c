@@ -32,12 +32,12 @@ static int solver_sample(const kiln_tunable *t, int algo, int k, int *p) {
   const kiln_conv_solver *s = &kiln_conv_solvers[algo];
   int longest = 1;
   for (int j = 1; j < t->nparams; j++)
-    if (s->uses >> j & 1 && t->params[j].nvals > longest) longest = t->params[j].nvals;
+    if (s->base.uses >> j & 1 && t->params[j].nvals > longest) longest = t->params[j].nvals;
   if (k >= longest) return 0;
   for (int j = 0; j < t->nparams; j++) p[j] = t->params[j].dflt;
   p[CP_ALGO] = algo;
   for (int j = 1; j < t->nparams; j++)
-    if (s->uses >> j & 1) p[j] = t->params[j].vals[k % t->params[j].nvals];
+    if (s->base.uses >> j & 1) p[j] = t->params[j].vals[k % t->params[j].nvals];
   return 1;
 }
 #define MAX_SAMPLES 16

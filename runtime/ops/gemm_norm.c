@@ -5,6 +5,7 @@
  * Shape inference, CPU references (OpenBLAS for float products) and the
  * OpenCL paths (kernels/gemm.cl, kernels/norm.cl). */
 #include "kiln_internal.h"
+#include "family.h"
 #include <cblas.h>
 #include <clblast_c.h>
 #include <limits.h>
@@ -85,34 +86,8 @@ static int gemm_desc_check(const gemm_desc *d, kiln_error *err) {
   return 0;
 }
 
-/* Parameter vector of the gemm family, in descriptor order. TM, NV, VW, WGM,
- * WGN, KWI, SA and KWG are -D defines of kernels/gemm.cl and mean the same in
- * kernels 0 and 1 (SA=1: the work-group shares KWG-deep tiles, through local
- * memory in kernel 0, through the cache between barriers in kernel 1); KWG
- * is pinned to its default when SA=0, so the space is not a product of
- * irrelevant values. For CLBlast (2) the same vector maps onto Xgemm's
- * parameters (clb_params). KILN_MAX_KPARAMS (12) rules out a separate set
- * of names per kernel. The space stays under the tuner's enumeration cap
- * (200000 combinations before valid()).
- * Defaults (used where nothing was measured): the panel kernel with a 4 x 16
- * block per work-item, because it is correct for every shape and was the
- * faster untuned choice on the only device measured so far (POCL on a CPU,
- * ~45 GFLOP/s at 256^3 where the tiled kernel ran ~4); on a GPU kernel 0 is
- * expected to win, and tuning decides. */
-enum { GP_KERNEL, GP_TM, GP_NV, GP_VW, GP_WGM, GP_WGN, GP_KWI, GP_SA, GP_KWG, GP_COUNT };
-enum { GK_TILED = 0, GK_PANEL = 1, GK_CLBLAST = 2 };
-static const kiln_kparam gemm_params[GP_COUNT] = {
-  [GP_KERNEL] = {"KERNEL", 3, {GK_TILED, GK_PANEL, GK_CLBLAST}, GK_PANEL},
-  [GP_TM] = {"TM", 6, {1, 2, 4, 6, 8, 12}, 4},
-  [GP_NV] = {"NV", 4, {1, 2, 3, 4}, 2},
-  [GP_VW] = {"VW", 4, {1, 4, 8, 16}, 8},
-  [GP_WGM] = {"WGM", 4, {1, 2, 4, 8}, 1},
-  [GP_WGN] = {"WGN", 5, {1, 2, 4, 8, 16}, 4},
-  [GP_KWI] = {"KWI", 3, {1, 2, 4}, 1},
-  [GP_SA] = {"SA", 2, {0, 1}, 0},
-  [GP_KWG] = {"KWG", 5, {16, 32, 64, 128, 256}, 16},
-};
-_Static_assert(GP_COUNT <= KILN_MAX_KPARAMS && GP_COUNT <= KILN_MAX_KPARAMS_NODE, "gemm parameter vector too long");
+/* The gemm family's parameters, solvers and features: kernels/gemm.c. */
+static const kiln_kparam *const gemm_params = kiln_gemm_params;
 
 /* The KERNEL values offered to the tuner: $KILN_GEMM_KERNELS (a comma list,
  * e.g. "0,1,2"), else 0 and 1. CLBlast (2) is opt-in for now: the tuner sums
@@ -134,9 +109,6 @@ static void gemm_kernels_from_env(kiln_kparam *k) {
   if (n) k->nvals = n;
   else k->nvals = 2, k->vals[0] = GK_TILED, k->vals[1] = GK_PANEL;
 }
-
-/* t->dims of the gemm family. */
-enum { GD_M, GD_N, GD_K, GD_BATCH, GD_NBZ, GD_BCONST, GD_ESIZE };
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -194,56 +166,12 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   return 0;
 }
 
-static void gemm_features(const kiln_tunable *t, const int *p, kiln_features *f) {
-  const double M = (double)t->dims[GD_M], N = (double)t->dims[GD_N], K = (double)t->dims[GD_K], Z = (double)t->dims[GD_BATCH];
-  const double es = (double)t->dims[GD_ESIZE];
-  const int kern = p[GP_KERNEL], tm = p[GP_TM], wgm = p[GP_WGM], wgn = p[GP_WGN];
-  const double tn = (double)p[GP_NV] * p[GP_VW];
-  memset(f, 0, sizeof *f);
-  f->flops = 2 * M * N * K * Z;
-  f->vec = p[GP_VW];
-  f->wg_size = (double)wgm * wgn;
-  double mt = ceil(M / tm), nt = ceil(N / tn), nbz = (double)t->dims[GD_NBZ];
-  f->footprint = Z * (M * K + M * N) * es + nbz * K * N * es;
-  if (kern == GK_PANEL) {
-    f->footprint += nbz * K * (nt * tn - N) * es; /* the B panel, padded to whole tiles */
-    if (!t->dims[GD_BCONST]) {
-      f->footprint += nbz * K * nt * tn * es; /* packed, then read */
-      f->gathered = nbz * K * nt * tn;
-    }
-    f->flops = 2 * mt * tm * nt * tn * K * Z; /* whole register tiles, edges included */
-    /* every work-item reads its TM rows of A and its whole B panel */
-    f->bytes = Z * (M * K * nt + nt * tn * K * ceil(M / tm) + M * N) * es;
-    if (!t->dims[GD_BCONST]) f->bytes += (double)t->dims[GD_NBZ] * K * (N + nt * tn) * es; /* packing */
-    f->launches = t->dims[GD_BCONST] ? 1 : 2;
-    f->work_groups = ceil(nt / wgn) * ceil(mt / wgm) * Z;
-  } else {
-    /* tiles of MWG x NWG per work-group, read once per work-group (SA) or
-     * per work-item (no local memory) */
-    double mwg = (double)wgm * tm, nwg = (double)wgn * tn;
-    double gm = ceil(M / mwg), gn = ceil(N / nwg);
-    if (p[GP_SA] || kern == GK_CLBLAST) {
-      f->bytes = Z * (M * K * gn + K * N * gm + M * N) * es;
-      f->bytes_local = Z * (M * K * gn * wgn + K * N * gm * wgm) * es; /* each element read by a row / column of work-items */
-    } else {
-      f->bytes = Z * (M * K * nt + K * N * mt + M * N) * es;
-    }
-    f->work_groups = gm * gn * Z;
-    f->launches = kern == GK_CLBLAST ? 3 : 1; /* CLBlast: transposes around its kernel */
-  }
-}
-
 /* Fills the tunable descriptor of a product d of element type dt. */
 static void gemm_tunable_fill(const gemm_desc *d, int dt, kiln_tunable *t) {
-  memset(t, 0, sizeof *t);
-  t->family = "gemm";
-  t->file = "gemm.cl";
-  t->dtype = dt;
+  kiln_family_begin(&kiln_family_gemm, dt, t);
   int cmode = !d->has_c ? 0 : d->scm == 0 && d->scn == 0 ? 1 : d->scm == 0 ? 2 : d->scn == 0 ? 3 : 4;
   snprintf(t->shape_key, sizeof t->shape_key, "M=%lld,N=%lld,K=%lld,batch=%lld,nbB=%lld,tA=%d,tB=%d,packB=%d,bias=%d", (long long)d->M,
            (long long)d->N, (long long)d->K, (long long)gemm_batches(d), (long long)d->nbz, d->sak != 1, d->sbn != 1, d->b_const, cmode);
-  t->nparams = GP_COUNT;
-  memcpy(t->params, gemm_params, sizeof gemm_params);
   gemm_kernels_from_env(&t->params[GP_KERNEL]);
   t->dims[GD_M] = d->M;
   t->dims[GD_N] = d->N;
@@ -252,8 +180,8 @@ static void gemm_tunable_fill(const gemm_desc *d, int dt, kiln_tunable *t) {
   t->dims[GD_NBZ] = d->nbz;
   t->dims[GD_BCONST] = d->b_const;
   t->dims[GD_ESIZE] = kiln_dtype_size(dt);
-  t->valid = gemm_valid;
-  t->features = gemm_features;
+  t->valid = gemm_valid; /* the op's: it reads KILN_GEMM_KERNELS */
+  kiln_family_end(&kiln_family_gemm, t);
 }
 
 /* Batch metadata of gemm.cl (nb, dims, A strides, B strides); B strides are
@@ -1188,7 +1116,7 @@ static int qlmm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 }
 
 /* Work-group size of the row reductions in norm.cl (a power of two). */
-#define NORM_WG 64
+#define NORM_WG KILN_NORM_WG
 
 /* Build options of norm.cl's floating-point kernels. */
 static const char *norm_opts(int dt, char *buf, size_t len) {
@@ -1436,16 +1364,7 @@ static void norm_rows_ref(const norm_layout *l, int flags, double eps, const voi
   }
 }
 
-/* ---- the "norm" tunable family: norm.cl's norm_rows ---- */
-
-enum { NP_WG, NP_VW, NP_BLK, NP_COUNT };
-static const kiln_kparam norm_params[NP_COUNT] = {
-  [NP_WG] = {"NORM_WG", 6, {1, 16, 32, 64, 128, 256}, NORM_WG}, /* work-items per row (one work-group per row) */
-  [NP_VW] = {"NORM_VW", 4, {1, 2, 4, 8}, 1},                     /* vector width of the loads along a contiguous row */
-  [NP_BLK] = {"NORM_BLK", 2, {0, 1}, 0},                         /* 1: a contiguous block of the row per work-item */
-};
-enum { ND_ROWS, ND_L, ND_CONTIG, ND_ESIZE, ND_AFFINE };
-#define NORM_ITEM_MIN_ROWS 64 /* rows from which the default is a work-item per row */
+/* ---- the "norm" tunable family (kernels/norm.c): norm.cl's norm_rows ---- */
 
 /* Activation fused after a normalization by the plan-time pass (passes.c,
  * internal attribute "kiln_activation"): norm.cl flag bits. */
@@ -1454,59 +1373,20 @@ static int norm_act_flags(const kiln_node *n) {
   return !strcmp(a, "Relu") ? 128 : !strcmp(a, "SiLU") ? 256 : 0;
 }
 
-static int norm_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
-  const int wg = p[NP_WG], vw = p[NP_VW];
-  const int64_t L = t->dims[ND_L];
-  if (dev && dev->max_work_group && (size_t)wg > dev->max_work_group) return 1;
-  if (p[NP_BLK] && wg == 1) return 1;                            /* the same as cyclic */
-  if (vw > 1 && (!t->dims[ND_CONTIG] || L < vw)) return 1;
-  /* work-items with nothing to do: a smaller group covers the row (the
-   * default stays valid for every shape) */
-  if (wg > norm_params[NP_WG].dflt && (int64_t)wg * vw / 2 >= L) return 1;
-  if (wg > 16 && vw > 1 && (int64_t)wg * vw / 2 >= L) return 1;
-  return 0;
-}
-
-static void norm_features(const kiln_tunable *t, const int *p, kiln_features *f) {
-  const double rows = (double)t->dims[ND_ROWS], L = (double)t->dims[ND_L], es = (double)t->dims[ND_ESIZE];
-  memset(f, 0, sizeof *f);
-  f->flops = rows * L * (6 + 2 * (double)t->dims[ND_AFFINE]);
-  f->bytes = rows * L * es * 4;              /* three passes over x, one write of y */
-  f->bytes_local = rows * (double)p[NP_WG] * es * 4;
-  f->work_groups = rows;
-  f->wg_size = p[NP_WG];
-  f->vec = p[NP_VW];
-  f->launches = 1;
-}
-
 /* Descriptor of node n's row normalization with layout l and flags. */
 static void norm_tunable_fill(kiln_graph *g, const kiln_node *n, const norm_layout *l, int flags, kiln_tunable *t) {
-  memset(t, 0, sizeof *t);
   const kiln_value *xv = kiln_in(g, n, 0);
-  t->family = "norm";
-  t->file = "norm.cl";
-  t->dtype = xv->dtype;
-  int o = snprintf(t->shape_key, sizeof t->shape_key, "%s:x=", n->op_type);
-  for (int i = 0; i < xv->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)xv->dims[i]);
+  kiln_family_begin(&kiln_family_norm, xv->dtype, t);
+  int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "x", xv);
   if (o < (int)sizeof t->shape_key)
     snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",rows=%lld,L=%lld,flags=%d", (long long)l->rows, (long long)l->L, flags & (127 | 512));
   snprintf(t->epilogue, sizeof t->epilogue, "%s", (flags & 128) ? "relu" : (flags & 256) ? "silu" : "");
-  t->nparams = NP_COUNT;
-  memcpy(t->params, norm_params, sizeof norm_params);
-  /* many rows: a work-item per row, contiguous rows read 8 elements a time
-   * (on POCL a LayerNormalization of 2048 rows of 320 ran 26 ms with a
-   * work-group of 64 per row) */
-  if (l->rows >= NORM_ITEM_MIN_ROWS) {
-    t->params[NP_WG].dflt = 1;
-    t->params[NP_VW].dflt = l->ni == 1 && l->is[0] == 1 && l->L >= 8 ? 8 : 1;
-  }
   t->dims[ND_ROWS] = l->rows;
   t->dims[ND_L] = l->L;
   t->dims[ND_CONTIG] = l->ni == 1 && l->is[0] == 1;
   t->dims[ND_ESIZE] = (int64_t)kiln_dtype_size(xv->dtype);
   t->dims[ND_AFFINE] = (flags & 3) != 0;
-  t->valid = norm_valid;
-  t->features = norm_features;
+  kiln_family_end(&kiln_family_norm, t);
 }
 
 static int norm_rows_dev(kiln_exec *x, kiln_node *n, const norm_layout *l, int flags, double eps, int dt, cl_mem bx, cl_mem by, cl_mem bs,
