@@ -77,17 +77,6 @@ static void at_defaults(kiln_tunable *t) {
 
 static const kiln_solver at_solvers[] = {{"attention", ~0u, -1}};
 
-const kiln_family kiln_family_attention = {
-  .name = "attention",
-  .file = "attention.cl",
-  .oclgrind = NULL, /* not yet among tests/oclgrind.sh's families */
-  .nparams = AP_COUNT,
-  .params = at_params,
-  .selector = -1,
-  .solvers = at_solvers,
-  .nsolvers = 1,
-  .solver_size = sizeof(kiln_solver),
-  .valid = at_valid,
-  .features = at_features,
-  .defaults = at_defaults,
-};
+/* .oclgrind NULL: not yet among tests/oclgrind.sh's families */
+const kiln_family kiln_family_attention = {.name = "attention", .file = "attention.cl", .nparams = AP_COUNT, .params = at_params, .selector = -1,
+                                            KILN_SOLVERS(at_solvers), .valid = at_valid, .features = at_features, .defaults = at_defaults};

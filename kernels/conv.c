@@ -677,20 +677,10 @@ static int conv_default_algo(const kiln_tunable *t) {
   return best;
 }
 
-const kiln_family kiln_family_conv = {
-  .name = "conv",
-  .file = "conv.cl,gemm.cl", /* the panel solvers run gemm.cl's gemm_panel */
-  .oclgrind = "conv",
-  .nparams = CP_COUNT,
-  .params = conv_kparams,
-  .selector = CP_ALGO,
-  .solvers = kiln_conv_solvers,
-  .nsolvers = (int)(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0]),
-  .solver_size = sizeof(kiln_conv_solver),
-  .epilogue = 1,
-  .valid = conv_valid,
-  .features = conv_features,
-};
+/* the panel solvers run gemm.cl's gemm_panel */
+const kiln_family kiln_family_conv = {.name = "conv", .file = "conv.cl,gemm.cl", .oclgrind = "conv", .nparams = CP_COUNT, .params = conv_kparams,
+                                       .selector = CP_ALGO, KILN_SOLVERS(kiln_conv_solvers), .epilogue = 1, .valid = conv_valid,
+                                       .features = conv_features};
 
 /* The flags (CF_*) of a Conv instance. */
 static int conv_flags(const win_geom *w, bool wc) {

@@ -34,16 +34,5 @@ static void ew_features(const kiln_tunable *t, const int *p, kiln_features *f) {
 
 static const kiln_solver ew_solvers[] = {{"eltwise", ~0u, -1}};
 
-const kiln_family kiln_family_eltwise = {
-  .name = "eltwise",
-  .file = "elementwise.cl",
-  .oclgrind = "elementwise",
-  .nparams = EP_COUNT,
-  .params = ew_params,
-  .selector = -1,
-  .solvers = ew_solvers,
-  .nsolvers = 1,
-  .solver_size = sizeof(kiln_solver),
-  .valid = ew_valid,
-  .features = ew_features,
-};
+const kiln_family kiln_family_eltwise = {.name = "eltwise", .file = "elementwise.cl", .oclgrind = "elementwise", .nparams = EP_COUNT,
+                                          .params = ew_params, .selector = -1, KILN_SOLVERS(ew_solvers), .valid = ew_valid, .features = ew_features};

@@ -43,6 +43,9 @@ typedef struct kiln_family {
   void (*defaults)(kiln_tunable *t);
 } kiln_family;
 
+/* The solver fields of a descriptor, from an array of solver structs. */
+#define KILN_SOLVERS(a) .solvers = (a), .nsolvers = (int)(sizeof(a) / sizeof((a)[0])), .solver_size = sizeof((a)[0])
+
 /* The registry: every kernel source belongs to one entry (kernels of no
  * tunable family are listed too, so the Oclgrind runs cover them). */
 extern const kiln_family *const kiln_families[];

@@ -102,16 +102,5 @@ static const kiln_solver gemm_solvers[] = {
   {"clblast", ~0u, GK_CLBLAST},
 };
 
-const kiln_family kiln_family_gemm = {
-  .name = "gemm",
-  .file = "gemm.cl",
-  .oclgrind = "gemm",
-  .nparams = GP_COUNT,
-  .params = kiln_gemm_params,
-  .selector = GP_KERNEL,
-  .solvers = gemm_solvers,
-  .nsolvers = (int)(sizeof gemm_solvers / sizeof gemm_solvers[0]),
-  .solver_size = sizeof(kiln_solver),
-  .epilogue = 1,
-  .features = gemm_features,
-};
+const kiln_family kiln_family_gemm = {.name = "gemm", .file = "gemm.cl", .oclgrind = "gemm", .nparams = GP_COUNT, .params = kiln_gemm_params,
+                                       .selector = GP_KERNEL, KILN_SOLVERS(gemm_solvers), .epilogue = 1, .features = gemm_features};

@@ -69,7 +69,7 @@ static const kiln_solver pool_solvers[] = {{"pool_fwd", ~0u, -1}};
 static const kiln_solver gpool_solvers[] = {{"gpool", ~0u, -1}};
 
 #define POOL_FAMILY(nm, prm, solv, val, feat)                                                                                                           \
-  {.name = nm, .file = "pool.cl", .oclgrind = "pool", .nparams = PP_COUNT, .params = prm, .selector = -1, .solvers = solv, .nsolvers = 1,          \
-   .solver_size = sizeof(kiln_solver), .valid = val, .features = feat}
+  {.name = nm, .file = "pool.cl", .oclgrind = "pool", .nparams = PP_COUNT, .params = prm, .selector = -1, KILN_SOLVERS(solv), .valid = val,  \
+   .features = feat}
 const kiln_family kiln_family_pool = POOL_FAMILY("pool", pool_params, pool_solvers, pool_valid, pool_features);
 const kiln_family kiln_family_gpool = POOL_FAMILY("gpool", gpool_params, gpool_solvers, gpool_valid, gpool_features);
