@@ -448,12 +448,17 @@ static int pool_kind(const kiln_node *n, int *mode, bool *global) {
   return 0;
 }
 
+/* The pool's kind and window geometry; 0 ok. */
+static int pool_setup(kiln_graph *g, kiln_node *n, int *mode, bool *global, win_geom *w, kiln_error *err) {
+  pool_kind(n, mode, global);
+  return kiln__win_setup(g, n, *global ? WIN_GLOBAL : WIN_POOL, w, err);
+}
+
 static int pool_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int mode;
   bool global;
-  pool_kind(n, &mode, &global);
   win_geom w;
-  int rc = kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
+  int rc = pool_setup(g, n, &mode, &global, &w, err);
   if (rc) return rc;
   kiln_value *x = kiln_in(g, n, 0);
   int64_t d[KILN_MAX_RANK];
@@ -469,9 +474,8 @@ static int pool_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
 static int pool_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   int mode;
   bool global;
-  pool_kind(n, &mode, &global);
   win_geom w;
-  int rc = kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
+  int rc = pool_setup(g, n, &mode, &global, &w, err);
   if (rc) return rc;
   int dt = kiln_in(g, n, 0)->dtype;
   double p = mode == POOL_LP ? (double)kiln_attr_int(n, "p", 2) : 0;
@@ -525,11 +529,10 @@ static int pool_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
 static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   int mode;
   bool global;
-  pool_kind(n, &mode, &global);
   win_geom w;
   kiln_error e = {0};
   kiln_value *xv = kiln_in(g, n, 0);
-  if (!xv || kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, &e)) return 1;
+  if (!xv || pool_setup(g, n, &mode, &global, &w, &e)) return 1;
   kiln_family_begin(global ? &kiln_family_gpool : &kiln_family_pool, xv->dtype, t);
   int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "x", xv);
   if (o < (int)sizeof t->shape_key)
@@ -550,9 +553,8 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   int mode;
   bool global;
-  pool_kind(n, &mode, &global);
   win_geom w;
-  int rc = kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
+  int rc = pool_setup(g, n, &mode, &global, &w, err);
   if (rc) return rc;
   kiln_tunable t;
   int pa = 1, pb = global ? 1 : 0; /* the descriptor defaults */

@@ -1171,6 +1171,19 @@ static int quant_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_er
   return 0;
 }
 
+/* Launches quantize / dequantize k over node n's input (x, scale, zero
+ * point or no_zp when there is none, y; the axis as a divisor and length). */
+static int q_launch(kiln_exec *x, kiln_node *n, cl_kernel k, cl_mem no_zp, int64_t adiv, int64_t alen, kiln_error *err) {
+  if (!k) return err->status;
+  cl_mem bx = kiln_in_buf(x, n, 0), bs = kiln_in_buf(x, n, 1), by = kiln_out_buf(x, n, 0);
+  cl_int has_zp = kiln_has_in(n, 2);
+  cl_mem bz = has_zp ? kiln_in_buf(x, n, 2) : no_zp;
+  cl_long ad = adiv, al = alen, total = kiln_value_numel(kiln_in(x->g, n, 0));
+  if (kiln_cl_args(k, err, KARG(bx), KARG(bs), KARG(bz), KARG(has_zp), KARG(by), KARG(ad), KARG(al), KARG(total), KEND)) return err->status;
+  size_t gws = (size_t)total;
+  return kiln_exec_launch(x, k, 1, &gws, NULL, err);
+}
+
 static int quant_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   kiln_value *xv = kiln_in(g, n, 0), *sc = kiln_in(g, n, 1), *y = kiln_out(g, n, 0);
@@ -1178,14 +1191,7 @@ static int quant_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (q_axis(n, xv, sc, &adiv, &alen, err)) return err->status;
   char opts[200];
   cl_kernel k = kiln_cl_kernel(x->d, "norm.cl", kiln_cl_type_opts(y->dtype, opts, sizeof opts), "quantize", err);
-  if (!k) return err->status;
-  cl_mem bx = kiln_in_buf(x, n, 0), bs = kiln_in_buf(x, n, 1), by = kiln_out_buf(x, n, 0);
-  cl_int has_zp = kiln_has_in(n, 2);
-  cl_mem bz = has_zp ? kiln_in_buf(x, n, 2) : by;
-  cl_long ad = adiv, al = alen, total = kiln_value_numel(xv);
-  if (kiln_cl_args(k, err, KARG(bx), KARG(bs), KARG(bz), KARG(has_zp), KARG(by), KARG(ad), KARG(al), KARG(total), KEND)) return err->status;
-  size_t gws = (size_t)total;
-  return kiln_exec_launch(x, k, 1, &gws, NULL, err);
+  return q_launch(x, n, k, kiln_out_buf(x, n, 0), adiv, alen, err);
 }
 
 static int dequant_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -1222,14 +1228,7 @@ static int dequant_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   char topts[260], opts[300];
   snprintf(opts, sizeof opts, "%s -DQT=%s", norm_opts(KILN_DT_FLOAT, topts, sizeof topts), kiln_cl_type(xv->dtype));
   cl_kernel k = kiln_cl_kernel(x->d, "norm.cl", opts, "dequantize", err);
-  if (!k) return err->status;
-  cl_mem bx = kiln_in_buf(x, n, 0), bs = kiln_in_buf(x, n, 1), by = kiln_out_buf(x, n, 0);
-  cl_int has_zp = kiln_has_in(n, 2);
-  cl_mem bz = has_zp ? kiln_in_buf(x, n, 2) : bx;
-  cl_long ad = adiv, al = alen, total = kiln_value_numel(xv);
-  if (kiln_cl_args(k, err, KARG(bx), KARG(bs), KARG(bz), KARG(has_zp), KARG(by), KARG(ad), KARG(al), KARG(total), KEND)) return err->status;
-  size_t gws = (size_t)total;
-  return kiln_exec_launch(x, k, 1, &gws, NULL, err);
+  return q_launch(x, n, k, kiln_in_buf(x, n, 0), adiv, alen, err);
 }
 
 static int dynq_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -1512,22 +1511,36 @@ static int in_layout(kiln_graph *g, kiln_node *n, norm_layout *l, kiln_error *er
   return 0;
 }
 
-static int in_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
+/* InstanceNormalization and GroupNormalization: rows of a layout (in_layout,
+ * gn_layout) with a scale and a bias (flags 3) and the fused activation. */
+typedef int (*norm_layout_fn)(kiln_graph *g, kiln_node *n, norm_layout *l, kiln_error *err);
+
+static int affine_norm_infer(kiln_graph *g, kiln_node *n, norm_layout_fn layout, kiln_error *err) {
   if (need_inputs(g, n, 3, err)) return err->status;
   kiln_value *xv = kiln_in(g, n, 0);
   norm_layout l;
-  if (in_layout(g, n, &l, err)) return err->status;
+  if (layout(g, n, &l, err)) return err->status;
   kiln_set_out(g, n, 0, xv->dtype, xv->rank, xv->dims);
   return 0;
 }
 
-static int in_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
+static int affine_norm_ref(kiln_graph *g, kiln_node *n, void **in, void **out, norm_layout_fn layout, kiln_error *err) {
   norm_layout l;
-  if (in_layout(g, n, &l, err)) return err->status;
+  if (layout(g, n, &l, err)) return err->status;
   norm_rows_ref(&l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), in[0], out[0], kiln_in(g, n, 0)->dtype, in[1], kiln_in(g, n, 1)->dtype, in[2],
                 kiln_in(g, n, 2)->dtype, NULL, NULL, 0);
   return 0;
 }
+
+static int affine_norm_dev(kiln_exec *x, kiln_node *n, norm_layout_fn layout, kiln_error *err) {
+  norm_layout l;
+  if (layout(x->g, n, &l, err)) return err->status;
+  return norm_rows_dev(x, n, &l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
+                       kiln_in_buf(x, n, 1), kiln_in_buf(x, n, 2), NULL, NULL, err);
+}
+
+static int in_infer(kiln_graph *g, kiln_node *n, kiln_error *err) { return affine_norm_infer(g, n, in_layout, err); }
+static int in_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return affine_norm_ref(g, n, in, out, in_layout, err); }
 
 static int same_float_inputs(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int dt = kiln_in(g, n, 0)->dtype;
@@ -1537,12 +1550,7 @@ static int same_float_inputs(kiln_graph *g, kiln_node *n, kiln_error *err) {
   return 0;
 }
 
-static int in_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
-  norm_layout l;
-  if (in_layout(x->g, n, &l, err)) return err->status;
-  return norm_rows_dev(x, n, &l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
-                       kiln_in_buf(x, n, 1), kiln_in_buf(x, n, 2), NULL, NULL, err);
-}
+static int in_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return affine_norm_dev(x, n, in_layout, err); }
 
 /* ---- GroupNormalization (scale/bias per group in opset 18, per channel from 21) ---- */
 
@@ -1571,29 +1579,9 @@ static int gn_layout(kiln_graph *g, kiln_node *n, norm_layout *l, kiln_error *er
   return 0;
 }
 
-static int gn_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
-  if (need_inputs(g, n, 3, err)) return err->status;
-  kiln_value *xv = kiln_in(g, n, 0);
-  norm_layout l;
-  if (gn_layout(g, n, &l, err)) return err->status;
-  kiln_set_out(g, n, 0, xv->dtype, xv->rank, xv->dims);
-  return 0;
-}
-
-static int gn_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
-  norm_layout l;
-  if (gn_layout(g, n, &l, err)) return err->status;
-  norm_rows_ref(&l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), in[0], out[0], kiln_in(g, n, 0)->dtype, in[1], kiln_in(g, n, 1)->dtype, in[2],
-                kiln_in(g, n, 2)->dtype, NULL, NULL, 0);
-  return 0;
-}
-
-static int gn_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
-  norm_layout l;
-  if (gn_layout(x->g, n, &l, err)) return err->status;
-  return norm_rows_dev(x, n, &l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
-                       kiln_in_buf(x, n, 1), kiln_in_buf(x, n, 2), NULL, NULL, err);
-}
+static int gn_infer(kiln_graph *g, kiln_node *n, kiln_error *err) { return affine_norm_infer(g, n, gn_layout, err); }
+static int gn_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return affine_norm_ref(g, n, in, out, gn_layout, err); }
+static int gn_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return affine_norm_dev(x, n, gn_layout, err); }
 
 /* ---- MeanVarianceNormalization: (x - mean) / (std + 1e-9) over `axes` ---- */
 

@@ -624,27 +624,16 @@ static int topk_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
 }
 
 typedef struct { double f; int64_t i, idx; } topk_item;
-/* Orders for qsort: best first, ties by lower index. */
-static int topk_cmp_fdesc(const void *a, const void *b) {
-  const topk_item *p = a, *q = b;
-  if (p->f != q->f) return p->f > q->f ? -1 : 1;
+/* Orders for qsort: best first (by the float or the integer key,
+ * descending or ascending), ties by lower index. */
+static int topk_order(const topk_item *p, const topk_item *q, bool isf, bool desc) {
+  if (isf ? p->f != q->f : p->i != q->i) return (isf ? (desc ? p->f > q->f : p->f < q->f) : (desc ? p->i > q->i : p->i < q->i)) ? -1 : 1;
   return p->idx < q->idx ? -1 : p->idx > q->idx;
 }
-static int topk_cmp_fasc(const void *a, const void *b) {
-  const topk_item *p = a, *q = b;
-  if (p->f != q->f) return p->f < q->f ? -1 : 1;
-  return p->idx < q->idx ? -1 : p->idx > q->idx;
-}
-static int topk_cmp_idesc(const void *a, const void *b) {
-  const topk_item *p = a, *q = b;
-  if (p->i != q->i) return p->i > q->i ? -1 : 1;
-  return p->idx < q->idx ? -1 : p->idx > q->idx;
-}
-static int topk_cmp_iasc(const void *a, const void *b) {
-  const topk_item *p = a, *q = b;
-  if (p->i != q->i) return p->i < q->i ? -1 : 1;
-  return p->idx < q->idx ? -1 : p->idx > q->idx;
-}
+static int topk_cmp_fdesc(const void *a, const void *b) { return topk_order(a, b, true, true); }
+static int topk_cmp_fasc(const void *a, const void *b) { return topk_order(a, b, true, false); }
+static int topk_cmp_idesc(const void *a, const void *b) { return topk_order(a, b, false, true); }
+static int topk_cmp_iasc(const void *a, const void *b) { return topk_order(a, b, false, false); }
 
 static int topk_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   kiln_value *x = kiln_in(g, n, 0);
@@ -757,7 +746,10 @@ static void nll_host(const loss_geom *lg, const double *lp, const void *t, int t
   else if (lg->red == RED_MEAN) kiln_store_f(out, dt, 0, sum / wsum);
 }
 
-static int nll_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
+/* NegativeLogLikelihoodLoss on the input as log-probabilities, or
+ * SoftmaxCrossEntropyLoss (softmax: on their log-softmax, stored into the
+ * optional second output). */
+static int loss_ref(kiln_graph *g, kiln_node *n, void **in, void **out, bool softmax, kiln_error *err) {
   loss_geom lg;
   int rc = loss_geom_get(g, n, &lg, err);
   if (rc) return rc;
@@ -765,26 +757,18 @@ static int nll_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_erro
   int64_t cnt = kiln_value_numel(x);
   double *lp = malloc(sizeof *lp * (size_t)(cnt ? cnt : 1));
   if (!lp) return kiln__err(err, KILN_ENOMEM, "out of memory");
-  for (int64_t i = 0; i < cnt; i++) lp[i] = kiln_load_f(in[0], x->dtype, i);
+  if (softmax) {
+    sm_lines(in[0], x->dtype, lp, KILN_DT_DOUBLE, lg.N, lg.C, lg.D, SM_LOGSOFTMAX);
+    if (out[1]) for (int64_t i = 0; i < cnt; i++) kiln_store_f(out[1], x->dtype, i, lp[i]);
+  } else {
+    for (int64_t i = 0; i < cnt; i++) lp[i] = kiln_load_f(in[0], x->dtype, i);
+  }
   nll_host(&lg, lp, in[1], t->dtype, w ? in[2] : NULL, w ? w->dtype : 0, out[0], x->dtype);
   free(lp);
   return 0;
 }
-
-static int sce_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
-  loss_geom lg;
-  int rc = loss_geom_get(g, n, &lg, err);
-  if (rc) return rc;
-  kiln_value *x = kiln_in(g, n, 0), *t = kiln_in(g, n, 1), *w = kiln_in(g, n, 2);
-  int64_t cnt = kiln_value_numel(x);
-  double *lp = malloc(sizeof *lp * (size_t)(cnt ? cnt : 1));
-  if (!lp) return kiln__err(err, KILN_ENOMEM, "out of memory");
-  sm_lines(in[0], x->dtype, lp, KILN_DT_DOUBLE, lg.N, lg.C, lg.D, SM_LOGSOFTMAX);
-  if (out[1]) for (int64_t i = 0; i < cnt; i++) kiln_store_f(out[1], x->dtype, i, lp[i]);
-  nll_host(&lg, lp, in[1], t->dtype, w ? in[2] : NULL, w ? w->dtype : 0, out[0], x->dtype);
-  free(lp);
-  return 0;
-}
+static int nll_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return loss_ref(g, n, in, out, false, err); }
+static int sce_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return loss_ref(g, n, in, out, true, err); }
 
 /* Enqueues the NLL of log-probabilities in buffer lp into output 0. */
 static int nll_launch(kiln_exec *x, kiln_node *n, const loss_geom *lg, cl_mem lp, kiln_error *err) {
