@@ -32,16 +32,6 @@ typedef struct {
   int bias, wconst;
 } conv_case;
 
-static kiln_attr AINTS(const char *nm, int cnt, const int64_t *v) {
-  kiln_attr a = {0};
-  a.name = (char *)nm;
-  a.type = KILN_ATTR_INTS;
-  a.n = cnt;
-  a.ints = (int64_t *)v;
-  return a;
-}
-
-
 static void run_case(const conv_case *cc) {
   if (!sc_selected(cc->label)) return;
   kiln_graph g = {0};
@@ -51,10 +41,10 @@ static void run_case(const conv_case *cc) {
   int64_t st[3], dl[3], pads[6];
   for (int i = 0; i < ns; i++) { st[i] = cc->s[i] ? cc->s[i] : 1; dl[i] = cc->d[i] ? cc->d[i] : 1; }
   for (int i = 0; i < 2 * ns; i++) pads[i] = cc->pads[i];
-  kiln_attr attrs[4] = {AINTS("strides", ns, st), AINTS("dilations", ns, dl), AINTS("pads", 2 * ns, pads), {0}};
-  attrs[3].name = "group";
-  attrs[3].type = KILN_ATTR_INT;
-  attrs[3].i = cc->group;
+  kiln_attr attrs[4] = {{.name = "strides", .type = KILN_ATTR_INTS, .n = ns, .ints = st},
+                        {.name = "dilations", .type = KILN_ATTR_INTS, .n = ns, .ints = dl},
+                        {.name = "pads", .type = KILN_ATTR_INTS, .n = 2 * ns, .ints = pads},
+                        {.name = "group", .type = KILN_ATTR_INT, .i = cc->group}};
   n.name = (char *)cc->label;
   n.op_type = "Conv";
   n.domain = "";

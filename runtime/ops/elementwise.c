@@ -313,6 +313,16 @@ static double ref_bin_f(int op, double a, double b, bool fmod_) {
   return 0;
 }
 
+/* Max, Min and the comparisons of two integers (ref_bin_i, ref_bin_u). */
+#define INT_MINMAX_CMP_CASES(a, b)                                                                                                                       \
+  case OP_Max: return a > b ? a : b;                                                                                                                     \
+  case OP_Min: return a < b ? a : b;                                                                                                                     \
+  case OP_Equal: return a == b;                                                                                                                          \
+  case OP_Less: return a < b;                                                                                                                            \
+  case OP_Greater: return a > b;                                                                                                                         \
+  case OP_LessOrEqual: return a <= b;                                                                                                                    \
+  case OP_GreaterOrEqual: return a >= b;
+
 /* Binary op on signed integers (and bool). */
 static int64_t ref_bin_i(int op, int64_t a, int64_t b, bool fmod_) {
   switch (op) {
@@ -330,13 +340,7 @@ static int64_t ref_bin_i(int op, int64_t a, int64_t b, bool fmod_) {
     return m;
   }
   case OP_PRelu: return a < 0 ? (int64_t)((uint64_t)a * (uint64_t)b) : a;
-  case OP_Max: return a > b ? a : b;
-  case OP_Min: return a < b ? a : b;
-  case OP_Equal: return a == b;
-  case OP_Less: return a < b;
-  case OP_Greater: return a > b;
-  case OP_LessOrEqual: return a <= b;
-  case OP_GreaterOrEqual: return a >= b;
+  INT_MINMAX_CMP_CASES(a, b)
   case OP_And: return a && b;
   case OP_Or: return a || b;
   case OP_Xor: return !a != !b;
@@ -356,13 +360,7 @@ static uint64_t ref_bin_u(int op, uint64_t a, uint64_t b, bool fmod_, bool left,
     if (b >= (uint64_t)bits) return 0;
     return left ? a << b : a >> b;
   case OP_PRelu: return a;
-  case OP_Max: return a > b ? a : b;
-  case OP_Min: return a < b ? a : b;
-  case OP_Equal: return a == b;
-  case OP_Less: return a < b;
-  case OP_Greater: return a > b;
-  case OP_LessOrEqual: return a <= b;
-  case OP_GreaterOrEqual: return a >= b;
+  INT_MINMAX_CMP_CASES(a, b)
   }
   return 0;
 }
