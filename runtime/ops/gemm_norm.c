@@ -1015,16 +1015,23 @@ static const char *qopts(int ta, int tb, int ty, char *buf, size_t len) {
   return buf;
 }
 
+/* The shape of a quantized product of inputs 0 and ib into *s and its
+ * batch metadata (gemm.cl's matmul_int, qlinear_matmul) into *mb; 0 ok. */
+static int qmm_setup(kiln_exec *x, kiln_node *n, int ib, mm_shape *s, cl_mem *mb, kiln_error *err) {
+  if (mm_shape_of(kiln_in(x->g, n, 0), kiln_in(x->g, n, ib), s, err)) return err->status;
+  int64_t meta[1 + 3 * MAXR] = {0};
+  meta[0] = s->nb;
+  for (int i = 0; i < s->nb; i++) { meta[1 + i] = s->bd[i]; meta[1 + MAXR + i] = s->bsa[i]; meta[1 + 2 * MAXR + i] = s->bsb[i]; }
+  *mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
+  return *mb ? 0 : err->status;
+}
+
 static int mmi_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   kiln_value *a = kiln_in(g, n, 0), *b = kiln_in(g, n, 1);
   mm_shape s;
-  if (mm_shape_of(a, b, &s, err)) return err->status;
-  int64_t meta[1 + 3 * MAXR] = {0};
-  meta[0] = s.nb;
-  for (int i = 0; i < s.nb; i++) { meta[1 + i] = s.bd[i]; meta[1 + MAXR + i] = s.bsa[i]; meta[1 + 2 * MAXR + i] = s.bsb[i]; }
-  cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
-  if (!mb) return err->status;
+  cl_mem mb;
+  if (qmm_setup(x, n, 1, &s, &mb, err)) return err->status;
   char opts[200];
   cl_kernel k = kiln_cl_kernel(x->d, "gemm.cl", qopts(a->dtype, b->dtype, KILN_DT_UINT8, opts, sizeof opts), "matmul_int", err);
   if (!k) return err->status;
@@ -1038,12 +1045,14 @@ static int mmi_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   return kiln_exec_launch(x, k, 3, gws, NULL, err);
 }
 
-static int mmi_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
+/* A quantized product of inputs 0 and ib within the kernels' int sizes. */
+static int qmm_check(kiln_graph *g, kiln_node *n, int ib, kiln_error *err) {
   mm_shape s;
-  if (mm_shape_of(kiln_in(g, n, 0), kiln_in(g, n, 1), &s, err)) return err->status;
+  if (mm_shape_of(kiln_in(g, n, 0), kiln_in(g, n, ib), &s, err)) return err->status;
   if (s.M > INT_MAX || s.N > INT_MAX || s.K > INT_MAX) return kiln__err(err, KILN_EUNSUPPORTED, "matrix dimension above 2^31");
   return 0;
 }
+static int mmi_check(kiln_graph *g, kiln_node *n, kiln_error *err) { return qmm_check(g, n, 1, err); }
 
 /* QLinearMatMul inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point. */
 static int qlmm_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -1082,23 +1091,14 @@ static int qlmm_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
   return 0;
 }
 
-static int qlmm_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
-  mm_shape s;
-  if (mm_shape_of(kiln_in(g, n, 0), kiln_in(g, n, 3), &s, err)) return err->status;
-  if (s.M > INT_MAX || s.N > INT_MAX || s.K > INT_MAX) return kiln__err(err, KILN_EUNSUPPORTED, "matrix dimension above 2^31");
-  return 0;
-}
+static int qlmm_check(kiln_graph *g, kiln_node *n, kiln_error *err) { return qmm_check(g, n, 3, err); }
 
 static int qlmm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   kiln_value *a = kiln_in(g, n, 0), *b = kiln_in(g, n, 3);
   mm_shape s;
-  if (mm_shape_of(a, b, &s, err)) return err->status;
-  int64_t meta[1 + 3 * MAXR] = {0};
-  meta[0] = s.nb;
-  for (int i = 0; i < s.nb; i++) { meta[1 + i] = s.bd[i]; meta[1 + MAXR + i] = s.bsa[i]; meta[1 + 2 * MAXR + i] = s.bsb[i]; }
-  cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
-  if (!mb) return err->status;
+  cl_mem mb;
+  if (qmm_setup(x, n, 3, &s, &mb, err)) return err->status;
   char opts[200];
   cl_kernel k = kiln_cl_kernel(x->d, "gemm.cl", qopts(a->dtype, b->dtype, kiln_in(g, n, 7)->dtype, opts, sizeof opts), "qlinear_matmul", err);
   if (!k) return err->status;
