@@ -1143,15 +1143,21 @@ static int q_axis(kiln_node *n, const kiln_value *xv, const kiln_value *sc, int6
   return 0;
 }
 
+/* q_axis, and a zero point zp (NULL: none) of one value per scale value. */
+static int q_axis_zp(kiln_node *n, kiln_value *xv, kiln_value *sc, kiln_value *zp, kiln_error *err) {
+  int64_t adiv, alen;
+  if (q_axis(n, xv, sc, &adiv, &alen, err)) return err->status;
+  if (zp && kiln_value_numel(zp) != alen) return kiln__err(err, KILN_ESHAPE, "%s zero point size differs from the scale's", n->op_type);
+  return 0;
+}
+
 static int quant_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   if (need_inputs(g, n, 2, err)) return err->status;
   kiln_value *xv = kiln_in(g, n, 0), *sc = kiln_in(g, n, 1), *zp = kiln_in(g, n, 2);
   int odt = zp ? zp->dtype : KILN_DT_UINT8;
   if (!is_q8(odt)) return kiln__err(err, KILN_EUNSUPPORTED, "QuantizeLinear to %s", kiln_dtype_name(odt));
   if (xv->dtype != KILN_DT_FLOAT || sc->dtype != KILN_DT_FLOAT) return kiln__err(err, KILN_EUNSUPPORTED, "QuantizeLinear from %s", kiln_dtype_name(xv->dtype));
-  int64_t adiv, alen;
-  if (q_axis(n, xv, sc, &adiv, &alen, err)) return err->status;
-  if (zp && kiln_value_numel(zp) != alen) return kiln__err(err, KILN_ESHAPE, "QuantizeLinear zero point size differs from the scale's");
+  if (q_axis_zp(n, xv, sc, zp, err)) return err->status;
   kiln_set_out(g, n, 0, odt, xv->rank, xv->dims);
   return 0;
 }
@@ -1200,9 +1206,7 @@ static int dequant_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   if (!is_q8(xv->dtype) && xv->dtype != KILN_DT_INT32) return kiln__err(err, KILN_EUNSUPPORTED, "DequantizeLinear from %s", kiln_dtype_name(xv->dtype));
   if (sc->dtype != KILN_DT_FLOAT) return kiln__err(err, KILN_EUNSUPPORTED, "DequantizeLinear with a %s scale", kiln_dtype_name(sc->dtype));
   if (zp && zp->dtype != xv->dtype) return kiln__err(err, KILN_ESHAPE, "DequantizeLinear zero point type differs from the input's");
-  int64_t adiv, alen;
-  if (q_axis(n, xv, sc, &adiv, &alen, err)) return err->status;
-  if (zp && kiln_value_numel(zp) != alen) return kiln__err(err, KILN_ESHAPE, "DequantizeLinear zero point size differs from the scale's");
+  if (q_axis_zp(n, xv, sc, zp, err)) return err->status;
   kiln_set_out(g, n, 0, KILN_DT_FLOAT, xv->rank, xv->dims);
   return 0;
 }
