@@ -638,15 +638,15 @@ static int never(const kiln_tunable *t) { return 0; }
 /* The registry; an entry's index is its CONV_ALGO value, so entries are
  * only ever appended (tuning records name them by index). */
 const kiln_conv_solver kiln_conv_solvers[] = {
-  [CONV_A_DIRECT] = {"direct", USES(CP_TOC) | USES(CP_TP), direct_applies, direct_prefer, direct_features, direct_launch},
-  [CONV_A_1X1] = {"1x1", GEMM_USES, gemm1x1_applies, gemm1x1_prefer, gemm1x1_features, gemm1x1_launch},
-  [CONV_A_IM2COL] = {"im2col", GEMM_USES, im2col_applies, im2col_prefer, im2col_features, im2col_launch},
-  [CONV_A_DW] = {"dw", USES(CP_DWTP), dw_applies, dw_prefer, dw_features, dw_launch},
-  [CONV_A_WINO] = {"wino", GEMM_USES, wino_applies, wino_prefer, wino_features, wino_launch},
-  [CONV_A_LOCAL] = {"local", USES(CP_LTS) | USES(CP_LWPT), local_applies, never, local_features, local_launch},
-  [CONV_A_PANEL] = {"panel", PANEL_USES, panel_applies, never, panel_features, panel_launch},
-  [CONV_A_WINOP] = {"winop", PANEL_USES, wino_applies, never, winop_features, winop_launch},
-  [CONV_A_DWV] = {"dwv", USES(CP_DWVW), dwv_applies, never, dwv_features, dwv_launch},
+  [CONV_A_DIRECT] = {{"direct", USES(CP_TOC) | USES(CP_TP), CONV_A_DIRECT}, direct_applies, direct_prefer, direct_features, direct_launch},
+  [CONV_A_1X1] = {{"1x1", GEMM_USES, CONV_A_1X1}, gemm1x1_applies, gemm1x1_prefer, gemm1x1_features, gemm1x1_launch},
+  [CONV_A_IM2COL] = {{"im2col", GEMM_USES, CONV_A_IM2COL}, im2col_applies, im2col_prefer, im2col_features, im2col_launch},
+  [CONV_A_DW] = {{"dw", USES(CP_DWTP), CONV_A_DW}, dw_applies, dw_prefer, dw_features, dw_launch},
+  [CONV_A_WINO] = {{"wino", GEMM_USES, CONV_A_WINO}, wino_applies, wino_prefer, wino_features, wino_launch},
+  [CONV_A_LOCAL] = {{"local", USES(CP_LTS) | USES(CP_LWPT), CONV_A_LOCAL}, local_applies, never, local_features, local_launch},
+  [CONV_A_PANEL] = {{"panel", PANEL_USES, CONV_A_PANEL}, panel_applies, never, panel_features, panel_launch},
+  [CONV_A_WINOP] = {{"winop", PANEL_USES, CONV_A_WINOP}, wino_applies, never, winop_features, winop_launch},
+  [CONV_A_DWV] = {{"dwv", USES(CP_DWVW), CONV_A_DWV}, dwv_applies, never, dwv_features, dwv_launch},
 };
 const int kiln_conv_nsolvers = (int)(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0]);
 _Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CONV_ALGO holds at most 16 values (kiln_kparam.vals)");
@@ -658,7 +658,7 @@ static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   if (algo < 0 || algo >= kiln_conv_nsolvers) return -1;
   const kiln_conv_solver *s = &kiln_conv_solvers[algo];
   for (int i = 1; i < CP_COUNT; i++)
-    if (!(s->uses >> i & 1) && p[i] != t->params[i].dflt) return -1; /* pinned */
+    if (!(s->base.uses >> i & 1) && p[i] != t->params[i].dflt) return -1; /* pinned */
   return s->applies(t, p, d);
 }
 
@@ -676,6 +676,11 @@ static int conv_default_algo(const kiln_tunable *t) {
   }
   return best;
 }
+
+/* the panel solvers run gemm.cl's gemm_panel */
+const kiln_family kiln_family_conv = {.name = "conv", .file = "conv.cl,gemm.cl", .oclgrind = "conv", .nparams = CP_COUNT, .params = conv_kparams,
+                                       .selector = CP_ALGO, KILN_SOLVERS(kiln_conv_solvers), .epilogue = 1, .valid = conv_valid,
+                                       .features = conv_features};
 
 /* The flags (CF_*) of a Conv instance. */
 static int conv_flags(const win_geom *w, bool wc) {
@@ -708,10 +713,7 @@ static void conv_shape_key(const win_geom *w, bool bias, bool wc, char *key, siz
  * of the registry's solvers, with the default solver for the shape. */
 int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_tunable *t) {
   kiln_value *xv = kiln_in(g, n, 0), *wv = kiln_in(g, n, 1);
-  memset(t, 0, sizeof *t);
-  t->family = "conv";
-  t->file = "conv.cl,gemm.cl"; /* the panel solvers run gemm.cl's gemm_panel */
-  t->dtype = xv->dtype;
+  kiln_family_begin(&kiln_family_conv, xv->dtype, t);
   bool wc = wv->is_const && wv->data;
   int fl = conv_flags(w, wc);
   t->dims[CD_FLAGS] = fl;
@@ -724,8 +726,6 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   t->dims[CD_ESZ] = xv->dtype == KILN_DT_DOUBLE ? 8 : 4;
   t->dims[CD_OH] = w->out[0] * w->out[1];
   t->dims[CD_IN] = w->c / w->group * w->in[0] * w->in[1] * w->in[2];
-  t->nparams = CP_COUNT;
-  memcpy(t->params, conv_kparams, sizeof conv_kparams);
   t->params[CP_ALGO].nvals = kiln_conv_nsolvers;
   for (int i = 0; i < kiln_conv_nsolvers; i++) t->params[CP_ALGO].vals[i] = i;
   int algo = conv_default_algo(t);
@@ -734,8 +734,7 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   t->params[CP_ALGO].dflt = algo;
   conv_shape_key(w, kiln_has_in(n, 2), wc, t->shape_key, sizeof t->shape_key);
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
-  t->valid = conv_valid;
-  t->features = conv_features;
+  kiln_family_end(&kiln_family_conv, t);
   return 0;
 }
 

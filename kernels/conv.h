@@ -2,17 +2,18 @@
  * (kernels/conv.c), for the op (runtime/ops/conv_pool.c) and the tests. */
 #ifndef KILN_KERNELS_CONV_H
 #define KILN_KERNELS_CONV_H
-#include "kiln_internal.h"
+#include "family.h"
 
 /* The family's parameters, in descriptor order (names in conv.c). */
 enum { CP_ALGO, CP_TOC, CP_TP, CP_DWTP, CP_GTM, CP_GTN, CP_GORD, CP_LTS, CP_LWPT, CP_PWG, CP_DWVW, CP_COUNT };
 
 struct conv_ctx;
 
-/* One convolution algorithm (see the header of conv.c). */
+/* One convolution algorithm (see the header of conv.c): base.name,
+ * base.uses (bit i: reads parameter i; CP_ALGO itself is implied) and
+ * base.select (its CONV_ALGO value, its index here). */
 typedef struct kiln_conv_solver {
-  const char *name;
-  unsigned uses; /* bit i: reads parameter i (CP_ALGO itself is implied) */
+  kiln_solver base;
   int (*applies)(const kiln_tunable *t, const int *p, const kiln_device_info *d);
   int (*prefer)(const kiln_tunable *t);
   void (*features)(const kiln_tunable *t, const int *p, kiln_features *f);

@@ -12,6 +12,7 @@
  * live temporaries). Every decision, taken or refused, is kept with its
  * numbers for `kiln plan`. */
 #include "kiln_internal.h"
+#include "family.h"
 #include <math.h>
 
 #define MAX_EXT 8      /* external inputs of a fused kernel */
@@ -116,8 +117,7 @@ void kiln_fusion_free(kiln_graph *g) {
     if (n->fgroup) {
       free(n->fgroup->nodes);
       free(n->fgroup->src);
-      free(n->fgroup->full_src[0]);
-      free(n->fgroup->full_src[1]);
+      for (int k = 0; k < KILN_EPI_SLOTS; k++) free(n->fgroup->full_src[k]);
       free(n->fgroup);
       n->fgroup = NULL;
     }
@@ -509,7 +509,8 @@ void kiln_epi_bufs(kiln_exec *x, kiln_node *n, cl_mem fallback, cl_mem e[2]) {
 cl_kernel kiln_epi_kernel(kiln_exec *x, kiln_node *n, const char *file, const char *opts, const char *name, kiln_error *err) {
   kiln_fgroup *G = n->epi;
   if (!G) return kiln_cl_kernel(x->d, file, opts, name, err);
-  int slot = !strcmp(file, "gemm.cl");
+  int slot = kiln_family_epi_slot(file);
+  if (slot < 0 || slot >= KILN_EPI_SLOTS) { kiln__err(err, KILN_EINTERNAL, "kernels/%s takes no epilogue (kernels/family.c)", file); return NULL; }
   if (!G->full_src[slot]) {
     char *owned;
     const char *body = kiln_cl_source(file, &owned);

@@ -476,6 +476,7 @@ const kiln_op_def *kiln_op_lookup(const char *domain, const char *op_type);
 
 /* ---- fusion (fusion.c) -------------------------------------------------- */
 
+#define KILN_EPI_SLOTS 4 /* kernel sources that take a fused epilogue (kernels/family.h) */
 typedef struct kiln_fgroup {
   int nnodes;
   int *nodes;                /* node indices in topological order; the last is the root */
@@ -487,8 +488,8 @@ typedef struct kiln_fgroup {
   int head;                  /* node index of the head, -1 for element-wise groups */
   char sig[64];              /* epilogue signature: part of the head's kernel instance key */
   char src_key[24];          /* kiln_cl_src_key(src) */
-  char *full_src[2];         /* kiln_epi + conv.cl / gemm.cl, built on first use */
-  char full_key[2][24];      /* kiln_cl_src_key(full_src[i]) */
+  char *full_src[KILN_EPI_SLOTS]; /* kiln_epi + a family's source (slot: kiln_family_epi_slot), built on first use */
+  char full_key[KILN_EPI_SLOTS][24]; /* kiln_cl_src_key(full_src[i]) */
 } kiln_fgroup;
 
 /* One grouping considered: taken or rejected, with the numbers that decided. */

@@ -1,70 +1,34 @@
-/* family_params.c: correctness of the tunable families "norm"
- * (LayerNormalization, InstanceNormalization, GroupNormalization,
- * MeanVarianceNormalization, with the fused activations and the per-channel
- * form of the exported GroupNorm pattern), "reduce" (Reduce*), "softmax"
- * (Softmax, LogSoftmax, with a fused scale and additive mask), "pool" and
- * "gpool" (windowed and global pools) and "eltwise" (unary, clip, broadcast,
- * Where, variadic ops) across their parameter spaces, not only at the
- * defaults. For a spread of shapes (lengths not divisible by the vector
- * widths or the elements per work-item, lines shorter and longer than the
- * work-groups, strided and contiguous lines, broadcasting) each node runs on
- * the device with forced parameter vectors (the tuner's override,
- * kiln_exec.ov_params): the defaults and a sample that takes every value of
- * every parameter at least once where the descriptor's constraints allow it,
- * compared with the CPU reference: max |dev - ref| <= 1e-4 * max |ref| +
- * 1e-5 (exact for integer outputs). Exit 0 = pass, 1 = fail, 77 = skipped. */
+/* family_params.c: correctness of every tunable kernel family of the
+ * registry (kernels/family.c) across its parameter spaces, not only at the
+ * defaults: "norm" (LayerNormalization, InstanceNormalization,
+ * GroupNormalization, MeanVarianceNormalization, with the fused activations
+ * and the per-channel form of the exported GroupNorm pattern), "reduce"
+ * (Reduce*), "softmax" (Softmax, LogSoftmax, with a fused scale and additive
+ * mask), "pool" and "gpool" (windowed and global pools), "eltwise" (unary,
+ * clip, broadcast, Where, variadic ops), and a case each of "gemm", "conv"
+ * and "attention" (gemm_params.c, conv_params.c and attention_test.c test
+ * those in depth). For a spread of shapes (lengths not divisible by the
+ * vector widths or the elements per work-item, lines shorter and longer
+ * than the work-groups, strided and contiguous lines, broadcasting) each
+ * node runs on the device with forced parameter vectors (the tuner's
+ * override, kiln_exec.ov_params): the defaults and, for every solver of its
+ * family, vectors that together take every value of every parameter the
+ * solver reads where the descriptor's constraints allow it
+ * (tests/solver_cover.h), compared with the CPU reference: max |dev - ref|
+ * <= 1e-4 * max |ref| + 1e-5 (exact for integer outputs). Fails too when a
+ * registered tunable family has no case here (solvers valid for no case on
+ * this device are noted). Exit 0 = pass, 1 = fail, 77 = skipped. */
 #include "kiln_internal.h"
 #include "cl_defaults.h"
-#include <math.h>
 
-#define SKIP 77
 
 static kiln_device *dev;
 static uint64_t rng = 0xfa11;
 static int fails, runs;
 
 #include "test_rng.h"
-
-/* Samples per family (name=value lists over the descriptor defaults). */
-static const char *const s_lines[] = {"WG=1,VW=1", "WG=16,VW=2", "WG=32,VW=4", "WG=64,VW=8", "WG=128,VW=1", "WG=256,VW=2", "WG=1,VW=8", "WG=64,VW=1", "WG=16,VW=1", NULL};
-static const char *const s_norm[] = {"NORM_WG=1,NORM_VW=1", "NORM_WG=16,NORM_VW=2", "NORM_WG=32,NORM_VW=4", "NORM_WG=64,NORM_VW=8",
-                                     "NORM_WG=128,NORM_VW=1", "NORM_WG=256,NORM_VW=2", "NORM_WG=1,NORM_VW=8", "NORM_WG=16,NORM_VW=1",
-                                     "NORM_WG=16,NORM_VW=1,NORM_BLK=1", "NORM_WG=64,NORM_VW=4,NORM_BLK=1", "NORM_WG=32,NORM_VW=8,NORM_BLK=1",
-                                     "NORM_WG=256,NORM_VW=2,NORM_BLK=1", NULL};
-static const char *const s_pool[] = {"PL_WPI=1,PL_WG=32", "PL_WPI=2,PL_WG=0", "PL_WPI=4,PL_WG=64", "PL_WPI=8,PL_WG=128", "PL_WPI=1,PL_WG=256", "PL_WPI=2,PL_WG=256", NULL};
-static const char *const s_gpool[] = {"PL_WG=16,PL_VW=1", "PL_WG=32,PL_VW=2", "PL_WG=64,PL_VW=4", "PL_WG=128,PL_VW=8", "PL_WG=256,PL_VW=1", "PL_WG=16,PL_VW=8", NULL};
-static const char *const s_ew[] = {"EW_WPI=8,EW_WG=0", "EW_WPI=32,EW_WG=0", "EW_WPI=64,EW_WG=0", "EW_WPI=8,EW_WG=64", "EW_WPI=1,EW_WG=0", "EW_WPI=1,EW_WG=64", NULL};
-
-static const char *const *samples_of(const char *family) {
-  if (!strcmp(family, "norm")) return s_norm;
-  if (!strcmp(family, "pool")) return s_pool;
-  if (!strcmp(family, "gpool")) return s_gpool;
-  if (!strcmp(family, "eltwise")) return s_ew;
-  return s_lines;
-}
-
-/* p = defaults of t with the assignments of s applied; 1 if s names a
- * parameter t lacks or a value outside its candidates. */
-static int apply(const kiln_tunable *t, const char *s, int *p) {
-  for (int i = 0; i < t->nparams; i++) p[i] = t->params[i].dflt;
-  while (s && *s) {
-    const char *eq = strchr(s, '=');
-    size_t nl = (size_t)(eq - s);
-    int found = 0;
-    for (int i = 0; i < t->nparams; i++)
-      if (strlen(t->params[i].name) == nl && !strncmp(t->params[i].name, s, nl)) {
-        p[i] = atoi(eq + 1);
-        found = 1;
-        int ok = 0;
-        for (int k = 0; k < t->params[i].nvals; k++) ok |= t->params[i].vals[k] == p[i];
-        if (!ok) return 1;
-      }
-    if (!found) return 1;
-    s = strchr(eq, ',');
-    if (s) s++;
-  }
-  return 0;
-}
+#include "family.h"
+#include "solver_cover.h"
 
 /* ---- a one-node graph ---- */
 
@@ -128,6 +92,8 @@ static void run_case(const case_t *cc) {
   n.attrs = attrs;
   n.nattr = parse_attrs(cc->attrs, attrs, ints);
   n.fuse_root = -1;
+  g.nodes = &n; /* the override (kiln_exec.ov_node 0) is matched by node index */
+  g.nnodes = 1;
   n.op = kiln_op_lookup("", cc->op);
   for (int i = 0; i < cc->nin; i++) {
     char nm[8];
@@ -151,7 +117,6 @@ static void run_case(const case_t *cc) {
     out[k] = kiln_graph_add_value(&g, nm);
   }
   void **host = calloc((size_t)g.nvals, sizeof(void *));
-  void *got = NULL, *poison = NULL;
   int tested = 0, bad = 0;
   kiln_tunable t;
   if (!n.op || n.op->infer(&g, &n, &err) || (n.op->dev_check && n.op->dev_check(&g, &n, &err)) || kiln_node_run_ref_host(&g, &n, host, &err)) {
@@ -159,92 +124,26 @@ static void run_case(const case_t *cc) {
     fails++;
     goto done;
   }
-  for (int i = 0; i < g.nvals; i++) {
-    kiln_value *v = &g.vals[i];
-    size_t b = kiln_value_bytes(v);
-    v->buf = kiln_cl_alloc(dev, b ? b : 16, &err);
-    if (v->data && b) kiln_cl_write(dev, v->buf, v->data, b, &err);
-  }
-  clFinish(dev->q);
+  if (sc_upload(dev, &g, &err)) { printf("FAIL %s setup: %s\n", cc->label, err.msg); fails++; goto done; }
   if (!n.op->tunable || n.op->tunable(&g, &n, &t)) { printf("FAIL %-44s no tunable descriptor\n", cc->label); fails++; goto done; }
   if (cl_defaults_check(&t, cc->label)) fails++;
   int dflt[KILN_MAX_KPARAMS];
   for (int i = 0; i < t.nparams; i++) dflt[i] = t.params[i].dflt;
   if (t.valid && t.valid(&t, dflt, &dev->info)) { printf("FAIL %-44s defaults are not valid\n", cc->label); fails++; goto done; }
-  const char *const *smp = samples_of(t.family);
-  size_t maxb = 0;
-  for (int k = 0; k < cc->nout; k++) if (kiln_value_bytes(&g.vals[out[k]]) > maxb) maxb = kiln_value_bytes(&g.vals[out[k]]);
-  got = malloc(maxb + 8);
-  poison = malloc(maxb + 8);
-  memset(poison, 0x7f, maxb + 8);
-  for (int vi = -1; smp[vi < 0 ? 0 : vi]; vi++) {
-    int p[KILN_MAX_KPARAMS];
-    if (vi < 0) memcpy(p, dflt, sizeof p);
-    else if (apply(&t, smp[vi], p)) continue;
-    if (vi >= 0 && !memcmp(p, dflt, sizeof(int) * (size_t)t.nparams)) continue;
-    if (t.valid && t.valid(&t, p, &dev->info)) continue;
-    for (int k = 0; k < cc->nout; k++)
-      if (kiln_value_bytes(&g.vals[out[k]])) kiln_cl_write(dev, g.vals[out[k]].buf, poison, kiln_value_bytes(&g.vals[out[k]]), &err);
-    kiln_exec x = {.d = dev, .g = &g, .ov_node = 0, .ov_params = p};
-    char ps[256];
-    kiln_tunable_str(&t, p, ps, sizeof ps);
-    runs++;
-    tested++;
-    if (n.op->dev(&x, &n, &err)) {
-      printf("FAIL %-44s %s: %s\n", cc->label, ps, err.msg);
-      memset(&err, 0, sizeof err);
-      bad++;
-      continue;
-    }
-    clFinish(dev->q);
-    for (int k = 0; k < cc->nout; k++) {
-      kiln_value *y = &g.vals[out[k]];
-      size_t yb = kiln_value_bytes(y);
-      if (yb && kiln_cl_read(dev, y->buf, got, yb, &err)) { printf("FAIL %-44s read: %s\n", cc->label, err.msg); bad++; break; }
-      int64_t ne = kiln_value_numel(y), at = -1;
-      double maxref = 0, maxdiff = 0;
-      bool isf = kiln_dtype_is_float(y->dtype);
-      for (int64_t e = 0; e < ne; e++) {
-        double r = isf ? kiln_load_f(host[out[k]], y->dtype, e) : (double)kiln_load_i(host[out[k]], y->dtype, e);
-        double d = isf ? kiln_load_f(got, y->dtype, e) : (double)kiln_load_i(got, y->dtype, e);
-        if (fabs(r) > maxref) maxref = fabs(r);
-        double de = isfinite(d) ? fabs(d - r) : (isfinite(r) ? INFINITY : 0);
-        if (!(de <= maxdiff)) { maxdiff = de; at = e; }
-      }
-      double tol = isf ? 1e-4 * maxref + 1e-5 : 0;
-      if (!(maxdiff <= tol)) {
-        printf("FAIL %-44s %s: output %d max err %.3g at %lld (max |ref| %.3g)\n", cc->label, ps, k, maxdiff, (long long)at, maxref);
-        bad++;
-      }
-    }
-  }
+  int nsolv;
+  bad = sc_run_all(dev, &g, &n, host, &t, &t, &dev->info, cc->label, &tested, &nsolv);
+  runs += tested;
   if (bad) fails++;
   printf("%s %-44s %-8s %d parameter vectors\n", bad ? "FAIL" : "ok  ", cc->label, t.family, tested);
 done:
-  free(got);
-  free(poison);
-  for (int i = 0; i < g.nvals; i++) {
-    free(host[i]);
-    free(g.vals[i].data);
-    if (g.vals[i].buf) clReleaseMemObject(g.vals[i].buf);
-    free(g.vals[i].name);
-  }
   for (int a = 0; a < n.nattr; a++) { free(attrs[a].name); free(attrs[a].s); }
-  for (int k = 0; k < 4; k++) {
-    if (n.param[k]) clReleaseMemObject(n.param[k]);
-    if (n.scratch[k]) clReleaseMemObject(n.scratch[k]);
-  }
-  free(n.state);
-  free(host);
-  free(g.vals);
+  sc_free_graph(&g, &n, host);
 }
 
+
 int main(int argc, char **argv) {
-  kiln_error err = {0};
-  if (kiln_device_open(argc > 2 && !strcmp(argv[1], "--device") ? argv[2] : NULL, &dev, &err)) {
-    printf("skipped: %s\n", err.msg);
-    return SKIP;
-  }
+  int rc = sc_start(argc, argv, &dev);
+  if (rc) return rc;
   const int I32 = KILN_DT_INT32, D = KILN_DT_DOUBLE, B = KILN_DT_BOOL;
   /* label, op, opset, nin, nout, dtypes, ranks, dims, attrs, bool input */
   const case_t cases[] = {
@@ -297,11 +196,16 @@ int main(int argc, char **argv) {
     {"Sum of three 3x13", "Sum", 13, 3, 1, {0}, {2, 2, 1}, {{3, 13}, {3, 13}, {13}}, NULL, -1},
     {"Mean of three 2x11", "Mean", 13, 3, 1, {0}, {2, 2, 2}, {{2, 11}, {1, 11}, {2, 1}}, NULL, -1},
     {"Add int32 3x7", "Add", 14, 2, 1, {I32, I32}, {2, 2}, {{3, 7}, {3, 7}}, NULL, -1},
+    /* gemm, conv, attention: their solvers in depth in gemm_params, conv_params, attention_test */
+    {"MatMul 5x33 @ 33x17", "MatMul", 13, 2, 1, {0}, {2, 2}, {{5, 33}, {33, 17}}, NULL, -1},
+    {"Conv 1x3x9x7 k3 (computed weights)", "Conv", 11, 2, 1, {0}, {4, 4}, {{1, 3, 9, 7}, {4, 3, 3, 3}}, "pads=is:1,1,1,1", -1},
+    {"KilnAttention 2x5x8, Skv 7, Dv 4", "KilnAttention", 1, 3, 1, {0}, {3, 3, 3}, {{2, 5, 8}, {2, 8, 7}, {2, 7, 4}}, "kiln_scale=f:0.35", -1},
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
-    if (cases[i].dtype[0] == D && !dev->has_fp64) continue;
+    if ((cases[i].dtype[0] == D && !dev->has_fp64) || !sc_selected(cases[i].label)) continue;
     run_case(&cases[i]);
   }
+  if (sc_nonly == 0 && sc_check(true, false)) fails++;
   printf("%d parameter vectors run, %d cases failed\n", runs, fails);
   kiln_device_close(dev);
   return fails ? 1 : 0;

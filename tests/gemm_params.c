@@ -4,72 +4,57 @@
  * operands, transA / transB, every bias broadcast, constant and computed B,
  * float, double and int32, each node runs on the device with forced
  * parameter vectors (the tuner's override, kiln_exec.ov_params): the
- * defaults plus a fixed sample of every kernel (tiled, panel with and
- * without work-group blocking, CLBlast; vectors pruned only for speed, like
- * the tiled kernel on CPU devices, are tested too) and is compared with the CPU
+ * defaults plus vectors of every solver of the gemm family's registry
+ * (kernels/gemm.c: tiled, panel, CLBlast) that together take every value
+ * of every parameter (tests/solver_cover.h; vectors pruned only for speed,
+ * like the tiled kernel on CPU devices, are tested too; CLBlast only on a
+ * GPU or with KILN_TEST_CLBLAST=1) and is compared with the CPU
  * reference: max |dev - ref| <= 1e-4 * max |ref| + 1e-5. The node's state
  * is kept between vectors, as in a tuning run, so repacking of B is
  * exercised too. Exit 0 = pass, 1 = fail, 77 = skipped (no device). */
 #include "kiln_internal.h"
 #include "cl_defaults.h"
-#include <math.h>
 
-#define SKIP 77
-#define NVEC 16
 
 static kiln_device *dev;
 static uint64_t rng = 0x1234567;
 static int fails, runs;
 
 #include "test_rng.h"
+#include "family.h"
+#include "solver_cover.h"
 
 typedef struct { const char *name; int dtype, rank; int64_t dims[4]; int is_const; } vspec;
 
-/* Parameter vectors shared by all cases (so each compiles once). */
-static int vecs[NVEC][KILN_MAX_KPARAMS], nvecs;
+/* Parameter vectors shared by all cases (so each compiles once): those of
+ * solver_cover.h for a large instance (no "redundant tile" pruning), valid
+ * on a GPU (no CPU pruning of the tiled kernel and CLBlast: vectors pruned
+ * only to save tuning time are tested too). */
+static sc_vec *vecs;
+static int nvecs;
+static kiln_device_info gpu_info;
+/* CLBlast on a CPU device: each parameter set is a compile of minutes on
+ * POCL (CLBlast keeps no program cache), so it runs only on a GPU or with
+ * KILN_TEST_CLBLAST=1. */
+static bool skip_clblast;
 
-/* Samples the vector set from the gemm space of a large instance: the
- * defaults, then random valid vectors until each kernel has its quota. */
 static void pick_vectors(const kiln_tunable *t0) {
   kiln_tunable t = *t0;
-  t.dims[0] = t.dims[1] = t.dims[2] = 4096; /* no "redundant tile" pruning */
-  kiln_device_info info = dev->info;
-  info.is_gpu = 1;                          /* nor the CPU pruning of kernel 0 */
-  int np = t.nparams;
-  for (int i = 0; i < np; i++) vecs[0][i] = t.params[i].dflt;
-  nvecs = 1;
-  /* quotas: KERNEL=0 SA=0/1, KERNEL=1 SA=0/1, KERNEL=2 */
-  int quota[5] = {3, 2, 4, 4, 2}, got[5] = {0};
-  int ik = -1, isa = -1;
-  for (int i = 0; i < np; i++) {
-    if (!strcmp(t.params[i].name, "KERNEL")) ik = i;
-    if (!strcmp(t.params[i].name, "SA")) isa = i;
-  }
-  for (int tries = 0; tries < 200000 && nvecs < NVEC; tries++) {
-    int p[KILN_MAX_KPARAMS];
-    for (int i = 0; i < np; i++) p[i] = t.params[i].vals[next_u64() % (uint64_t)t.params[i].nvals];
-    if (t.valid(&t, p, &info)) continue;
-    int cls = p[ik] == 2 ? 4 : p[ik] * 2 + p[isa];
-    if (got[cls] >= quota[cls]) continue;
-    got[cls]++;
-    memcpy(vecs[nvecs++], p, sizeof p);
-  }
+  t.dims[0] = t.dims[1] = t.dims[2] = 4096;
+  gpu_info = dev->info;
+  gpu_info.is_gpu = 1;
+  vecs = malloc(sizeof(sc_vec) * SC_MAXVEC);
+  nvecs = vecs ? sc_vectors(&kiln_family_gemm, &t, &t, &gpu_info, vecs) : 0;
+  skip_clblast = !dev->info.is_gpu && !getenv("KILN_TEST_CLBLAST");
+  if (skip_clblast) printf("note: the clblast solver is left out on a CPU device (minutes of compile per vector); KILN_TEST_CLBLAST=1 runs it\n");
 }
 
 static kiln_attr AI(const char *nm, int64_t v) { kiln_attr a = {0}; a.name = (char *)nm; a.type = KILN_ATTR_INT; a.i = v; return a; }
 static kiln_attr AF(const char *nm, float v) { kiln_attr a = {0}; a.name = (char *)nm; a.type = KILN_ATTR_FLOAT; a.f = v; return a; }
 
-/* --case LABEL (repeatable): run only the cases with one of these labels
- * (tests/oclgrind.sh runs a few small ones under Oclgrind, one per process). */
-static const char *only[16];
-static int nonly;
-static int selected(const char *label) {
-  for (int i = 0; i < nonly; i++) if (!strcmp(label, only[i])) return 1;
-  return nonly == 0;
-}
 
 static void run_case(const char *op, int nin, const vspec *ins, kiln_attr *attrs, int nattr, const char *label) {
-  if (!selected(label)) return;
+  if (!sc_selected(label)) return;
   kiln_graph g = {0};
   kiln_node n = {0};
   kiln_error err = {0};
@@ -85,6 +70,8 @@ static void run_case(const char *op, int nin, const vspec *ins, kiln_attr *attrs
   n.attrs = attrs;
   n.nattr = nattr;
   n.op = kiln_op_lookup("", op);
+  g.nodes = &n; /* the override (kiln_exec.ov_node 0) is matched by node index */
+  g.nnodes = 1;
   for (int i = 0; i < nin; i++) {
     in[i] = kiln_graph_add_value(&g, ins[i].name);
     kiln_value *v = &g.vals[in[i]];
@@ -101,79 +88,32 @@ static void run_case(const char *op, int nin, const vspec *ins, kiln_attr *attrs
   }
   out[0] = kiln_graph_add_value(&g, "y");
   void **host = calloc((size_t)g.nvals, sizeof(void *));
-  void *got = NULL, *poison = NULL;
   if (n.op->infer(&g, &n, &err) || n.op->dev_check(&g, &n, &err) || kiln_node_run_ref_host(&g, &n, host, &err)) {
     printf("FAIL %-32s setup: %s\n", label, err.msg);
     fails++;
     goto done;
   }
-  for (int i = 0; i < g.nvals; i++) {
-    kiln_value *v = &g.vals[i];
-    size_t b = kiln_value_bytes(v);
-    v->buf = kiln_cl_alloc(dev, b ? b : 16, &err);
-    if (v->data && b) kiln_cl_write(dev, v->buf, v->data, b, &err);
-  }
+  if (sc_upload(dev, &g, &err)) { printf("FAIL %s setup: %s\n", label, err.msg); fails++; goto done; }
   kiln_tunable t;
   if (n.op->tunable(&g, &n, &t)) { printf("FAIL %-32s no tunable descriptor\n", label); fails++; goto done; }
   if (cl_defaults_check(&t, label)) fails++;
-  kiln_value *y = &g.vals[out[0]];
-  size_t yb = kiln_value_bytes(y);
-  int64_t ne = kiln_value_numel(y);
-  got = malloc(yb + 8);
-  poison = malloc(yb + 8);
-  memset(poison, 0x7f, yb + 8);
-  int tested = 0, bad_vecs = 0;
+  int tested = 0, bad_vecs = 0, fi = 0;
+  while (fi < kiln_nfamilies && kiln_families[fi] != &kiln_family_gemm) fi++;
+  sc_seen[fi] = true;
   for (int vi = 0; vi < nvecs; vi++) {
-    const int *p = vecs[vi];
     kiln_tunable tb = t; /* hard constraints only (dtype, device limits) */
     tb.dims[0] = tb.dims[1] = tb.dims[2] = 4096;
-    kiln_device_info info = dev->info;
-    info.is_gpu = 1;
-    if (t.valid(&tb, p, &info)) continue;
-    if (yb) kiln_cl_write(dev, y->buf, poison, yb, &err);
-    kiln_exec x = {.d = dev, .g = &g, .ov_node = 0, .ov_params = p};
-    char ps[256];
-    kiln_tunable_str(&t, p, ps, sizeof ps);
+    if (t.valid(&tb, vecs[vi], &gpu_info)) continue;
+    if (vecs[vi][GP_KERNEL] == GK_CLBLAST && skip_clblast) { sc_skip[fi] |= 1u << GK_CLBLAST; continue; }
     runs++;
     tested++;
-    if (n.op->dev(&x, &n, &err) || (yb && kiln_cl_read(dev, y->buf, got, yb, &err))) {
-      printf("FAIL %-32s %s: %s\n", label, ps, err.msg);
-      memset(&err, 0, sizeof err);
-      bad_vecs++;
-      continue;
-    }
-    clFinish(dev->q);
-    double maxref = 0, maxdiff = 0;
-    int64_t at = -1;
-    for (int64_t k = 0; k < ne; k++) {
-      double r = kiln_load_f(host[out[0]], y->dtype, k), d = kiln_load_f(got, y->dtype, k);
-      if (fabs(r) > maxref) maxref = fabs(r);
-      double e = isfinite(d) ? fabs(d - r) : INFINITY;
-      if (!(e <= maxdiff)) { maxdiff = e; at = k; }
-    }
-    if (!(maxdiff <= 1e-4 * maxref + 1e-5)) {
-      printf("FAIL %-32s %s: max err %.3g at %lld (max |ref| %.3g)\n", label, ps, maxdiff, (long long)at, maxref);
-      bad_vecs++;
-    }
+    bad_vecs += sc_run(dev, &g, &n, host, &t, vecs[vi], label);
+    sc_ran[fi] |= 1u << kiln_family_solver_of(&kiln_family_gemm, vecs[vi]);
   }
   if (bad_vecs) fails++;
   printf("%s %-32s %d parameter vectors\n", bad_vecs ? "FAIL" : "ok  ", label, tested);
 done:
-  free(got);
-  free(poison);
-  for (int i = 0; i < g.nvals; i++) {
-    free(host[i]);
-    free(g.vals[i].data);
-    if (g.vals[i].buf) clReleaseMemObject(g.vals[i].buf);
-    free(g.vals[i].name);
-  }
-  for (int k = 0; k < 4; k++) {
-    if (n.param[k]) clReleaseMemObject(n.param[k]);
-    if (n.scratch[k]) clReleaseMemObject(n.scratch[k]);
-  }
-  free(n.state);
-  free(host);
-  free(g.vals);
+  sc_free_graph(&g, &n, host);
 }
 
 #define V(nm, dt, ...) {nm, dt, sizeof((int64_t[]){__VA_ARGS__}) / 8, {__VA_ARGS__}, 0}
@@ -183,16 +123,8 @@ done:
 int main(int argc, char **argv) {
   kiln_error err = {0};
   setenv("KILN_GEMM_KERNELS", "0,1,2", 0); /* CLBlast (2) is opt-in for tuning; test it too (unless the caller narrows it) */
-  const char *devsel = NULL;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--device")) devsel = argv[i + 1];
-    else if (!strcmp(argv[i], "--case") && nonly < 16) only[nonly++] = argv[i + 1];
-    else { fprintf(stderr, "usage: %s [--device SEL] [--case LABEL]...\n", argv[0]); return 2; }
-  }
-  if (kiln_device_open(devsel, &dev, &err)) {
-    printf("skipped: %s\n", err.msg);
-    return SKIP;
-  }
+  int rc = sc_start(argc, argv, &dev);
+  if (rc) return rc;
   const int F = KILN_DT_FLOAT, D = KILN_DT_DOUBLE, I = KILN_DT_INT32;
   {
     /* the vector set, from the descriptor of a float MatMul */
@@ -247,7 +179,9 @@ int main(int argc, char **argv) {
       }
   { vspec in[3] = {V("a", F, 1, 512), VC("b", F, 1000, 512), VC("c", F, 1000)}; kiln_attr at[1] = {AI("transB", 1)}; run_case("Gemm", 3, in, at, 1, "Gemm resnet fc"); }
   { vspec in[3] = {V("a", D, 9, 17), VC("b", D, 17, 23), V("c", D, 23)}; kiln_attr at[1] = {AF("beta", 0.5f)}; run_case("Gemm", 3, in, at, 1, "Gemm double"); }
+  if (sc_nonly == 0 && sc_check(false, true)) fails++;
   printf("%d runs, %d failing cases\n", runs, fails);
+  free(vecs);
   kiln_device_close(dev);
   return fails != 0;
 }

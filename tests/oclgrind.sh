@@ -28,8 +28,8 @@
 # listed per family (and a few that must run are checked).
 #
 # usage: oclgrind.sh PATH/TO/kiln PATH/TO/kiln_conformance [FAMILY...]
-#   families: elementwise cast movement scatter reduce softmax norm gemm conv
-#             pool resize rnn misc strings sequence detect (default: all)
+#   families: those of the registry (kernels/family.c), as the `families`
+#             program beside kiln_conformance prints them (default: all)
 # environment: KILN_ONNX_TESTDATA (default /usr/share/libonnx-testdata/data),
 #   OCLGRIND (default oclgrind), OG_KEEP=1 keeps the work directory.
 # Exits 77 (skipped) without oclgrind, the test data or python3-onnx.
@@ -48,8 +48,12 @@ CONF=${2:?usage: oclgrind.sh PATH/TO/kiln PATH/TO/kiln_conformance [FAMILY...]}
 shift 2
 case $KILN in /*) ;; *) KILN=$(pwd)/$KILN ;; esac
 case $CONF in /*) ;; *) CONF=$(pwd)/$CONF ;; esac
-ALL="elementwise cast movement scatter reduce softmax norm gemm conv pool resize rnn misc strings sequence detect"
-FAMILIES=${*:-$ALL}
+ALL=$("$(dirname "$CONF")/families" 2>/dev/null) || ALL=
+if [ $# -eq 0 ]; then
+  [ -n "$ALL" ] || { echo "oclgrind.sh: no family given and no families program beside $CONF"; exit 2; }
+  set -- $ALL
+fi
+FAMILIES=$*
 DATA=${KILN_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
 OCLGRIND=${OCLGRIND:-oclgrind}
 
@@ -383,7 +387,7 @@ EOF
 
 total_fail=0
 for fam in $FAMILIES; do
-  case " $ALL " in *" $fam "*) ;; *) echo "FAIL: unknown family '$fam' (families: $ALL)"; total_fail=$((total_fail + 1)); continue ;; esac
+  [ -z "$ALL" ] || case " $ALL " in *" $fam "*) ;; *) echo "FAIL: unknown family '$fam' (families: $ALL)"; total_fail=$((total_fail + 1)); continue ;; esac
   eval "conf=\${conf_$fam:-}; run=\${run_$fam:-}; tune=\${tune_$fam:-}; need=\${need_$fam:-}"
   OGF=$OG OGT=$OG_TUNE
   case " $NOINST " in *" $fam "*) OGF=$(echo "$OG" | sed 's/ --inst-counts//'); OGT=$(echo "$OG_TUNE" | sed 's/ --inst-counts//'); need= ;; esac

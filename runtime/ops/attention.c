@@ -15,6 +15,7 @@
  * CPU reference: per row, the full softmax in double precision. Device:
  * kernels/attention.cl, tunable family "attention". */
 #include "kiln_internal.h"
+#include "family.h"
 #include <math.h>
 
 #define AT_CL "attention.cl"
@@ -224,64 +225,14 @@ static int at_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   return 0;
 }
 
-/* ---- tunable family "attention" ------------------------------------------
- * QR query rows per work-item, KB keys per online-softmax block, VW vector
- * width along the head dimensions, DVS work-items sharing a row block (each
- * owns Dv/DVS output columns), WG work-group size (0: the driver's). */
-
-enum { AP_QR, AP_KB, AP_VW, AP_DVS, AP_WG, AP_COUNT };
-enum { AD_BATCH, AD_S, AD_SKV, AD_D, AD_DV, AD_UNIT, AD_MASK, AD_ESIZE };
-
-static bool at_is_default(const kiln_tunable *t, const int *p) {
-  for (int i = 0; i < t->nparams; i++) if (p[i] != t->params[i].dflt) return false;
-  return true;
-}
-
-static int at_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
-  const int64_t S = t->dims[AD_S], Skv = t->dims[AD_SKV], D = t->dims[AD_D], Dv = t->dims[AD_DV];
-  const int qr = p[AP_QR], kb = p[AP_KB], vw = p[AP_VW], dvs = p[AP_DVS], wg = p[AP_WG];
-  if (dev && dev->max_work_group && wg > 0 && (size_t)wg > dev->max_work_group) return 1;
-  if (Dv % dvs) return 1;
-  if (vw > 1 && (!t->dims[AD_UNIT] || D % vw || (Dv / dvs) % vw)) return 1;
-  if (at_is_default(t, p)) return 0; /* the defaults run every shape */
-  /* private memory per work-item (elements): Q rows, accumulators, scores */
-  if ((int64_t)qr * (D + Dv / dvs + kb) > 4096) return 1;
-  if (qr > 1 && qr > S) return 1;
-  if (kb > 8 && kb >= 2 * Skv) return 1;
-  return 0;
-}
-
-static void at_features(const kiln_tunable *t, const int *p, kiln_features *f) {
-  const double B = (double)t->dims[AD_BATCH], S = (double)t->dims[AD_S], Skv = (double)t->dims[AD_SKV], D = (double)t->dims[AD_D],
-               Dv = (double)t->dims[AD_DV], es = (double)t->dims[AD_ESIZE];
-  const double qr = p[AP_QR], dvs = p[AP_DVS], dvc = Dv / dvs;
-  const double items = B * ceil(S / qr) * dvs;
-  memset(f, 0, sizeof *f);
-  /* per item: QR rows x Skv keys of a dot product, the softmax update, DVC columns of P V */
-  f->flops = items * qr * Skv * (2 * D + 2 * dvc + 6);
-  /* each item reads every key's K row and its V slice: from memory once per
-   * batch entry when one entry's K and V fit in 1 MiB (the re-reads then come
-   * from on-chip caches, counted as local traffic), else every time; Q (once
-   * per slice), O and the mask once */
-  const double kv = Skv * (D + Dv) * es, rereads = items * Skv * (D + dvc) * es;
-  f->bytes = es * (B * S * D * dvs + B * S * Dv + (t->dims[AD_MASK] ? B * S * Skv * dvs : 0));
-  if (kv <= 1048576) { f->bytes += B * kv; f->bytes_local = rereads; }
-  else f->bytes += rereads;
-  f->wg_size = p[AP_WG] > 0 ? p[AP_WG] : 64;
-  f->work_groups = ceil(items / f->wg_size);
-  f->vec = p[AP_VW];
-  f->launches = 1;
-}
+/* ---- tunable family "attention": kernels/attention.c ---- */
 
 static int at_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   at_geom G;
   kiln_error e = {0};
   if (at_geometry(g, n, &G, &e)) return 1;
-  memset(t, 0, sizeof *t);
   kiln_value *mv = kiln_in(g, n, 3);
-  t->family = "attention";
-  t->file = AT_CL;
-  t->dtype = kiln_in(g, n, 0)->dtype;
+  kiln_family_begin(&kiln_family_attention, kiln_in(g, n, 0)->dtype, t);
   int o = snprintf(t->shape_key, sizeof t->shape_key, "Attention:b=");
   for (int i = 0; i < G.nb; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)G.bdims[i]);
   o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",s=%lld,skv=%lld,d=%lld,dv=%lld", (long long)G.S, (long long)G.Skv, (long long)G.D,
@@ -300,21 +251,6 @@ static int at_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
     for (int d = 0; d < mv->rank && o < (int)sizeof t->shape_key; d++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", d ? "x" : "", (long long)mv->dims[d]);
   }
   if (kiln_attr_float(n, "kiln_scale", 1.0f) != 1.0f) snprintf(t->epilogue, sizeof t->epilogue, "scale");
-  /* defaults per instance, from tuning BERT's heads on a CPU (QR=8, KB=64,
-   * VW=8 ran 5x faster than QR=1, KB=16, VW=1): the widest vectors the head
-   * dims and strides allow, the longest key block up to the keys, the most
-   * query rows that keep a work-item's private arrays within 2048 elements */
-  int vw = 1, kb = G.Skv >= 64 ? 64 : G.Skv >= 32 ? 32 : 16, qr = 1;
-  for (int w = 8; w > 1 && vw == 1; w /= 2)
-    if (G.unit && G.D % w == 0 && G.Dv % w == 0) vw = w;
-  for (int r = 8; r > 1 && qr == 1; r /= 2)
-    if (r <= G.S && (int64_t)r * (G.D + G.Dv + kb) <= 2048) qr = r;
-  t->nparams = AP_COUNT;
-  t->params[AP_QR] = (kiln_kparam){"ATT_QR", 4, {1, 2, 4, 8}, qr};
-  t->params[AP_KB] = (kiln_kparam){"ATT_KB", 4, {8, 16, 32, 64}, kb};
-  t->params[AP_VW] = (kiln_kparam){"ATT_VW", 4, {1, 2, 4, 8}, vw};
-  t->params[AP_DVS] = (kiln_kparam){"ATT_DVS", 4, {1, 2, 4, 8}, 1};
-  t->params[AP_WG] = (kiln_kparam){"ATT_WG", 5, {0, 16, 32, 64, 128}, 0};
   t->dims[AD_BATCH] = G.batch;
   t->dims[AD_S] = G.S;
   t->dims[AD_SKV] = G.Skv;
@@ -323,8 +259,7 @@ static int at_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   t->dims[AD_UNIT] = G.unit;
   t->dims[AD_MASK] = G.mask;
   t->dims[AD_ESIZE] = (int64_t)kiln_dtype_size(t->dtype);
-  t->valid = at_valid;
-  t->features = at_features;
+  kiln_family_end(&kiln_family_attention, t);
   return 0;
 }
 
@@ -335,7 +270,7 @@ static int at_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_tunable t;
   if (at_tunable(x->g, n, &t)) return kiln__err(err, KILN_EINTERNAL, "attention: no descriptor");
   const int *p = kiln_exec_tparams(x, n, &t);
-  if (at_valid(&t, p, &x->d->info)) {
+  if (t.valid(&t, p, &x->d->info)) {
     char ps[128];
     kiln_tunable_str(&t, p, ps, sizeof ps);
     return kiln__err(err, KILN_EINVAL, "attention: parameters %s are not valid for this instance", ps);

@@ -4,6 +4,7 @@
  * Shape inference, CPU references and the OpenCL paths (kernels/conv.cl,
  * kernels/pool.cl, kernels/resize.cl). */
 #include "kiln_internal.h"
+#include "family.h"
 #include "window.h"
 #include <math.h>
 
@@ -447,12 +448,17 @@ static int pool_kind(const kiln_node *n, int *mode, bool *global) {
   return 0;
 }
 
+/* The pool's kind and window geometry; 0 ok. */
+static int pool_setup(kiln_graph *g, kiln_node *n, int *mode, bool *global, win_geom *w, kiln_error *err) {
+  pool_kind(n, mode, global);
+  return kiln__win_setup(g, n, *global ? WIN_GLOBAL : WIN_POOL, w, err);
+}
+
 static int pool_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int mode;
   bool global;
-  pool_kind(n, &mode, &global);
   win_geom w;
-  int rc = kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
+  int rc = pool_setup(g, n, &mode, &global, &w, err);
   if (rc) return rc;
   kiln_value *x = kiln_in(g, n, 0);
   int64_t d[KILN_MAX_RANK];
@@ -468,9 +474,8 @@ static int pool_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
 static int pool_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   int mode;
   bool global;
-  pool_kind(n, &mode, &global);
   win_geom w;
-  int rc = kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
+  int rc = pool_setup(g, n, &mode, &global, &w, err);
   if (rc) return rc;
   int dt = kiln_in(g, n, 0)->dtype;
   double p = mode == POOL_LP ? (double)kiln_attr_int(n, "p", 2) : 0;
@@ -518,86 +523,29 @@ static int pool_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
   return 0;
 }
 
-/* ---- tunable families "pool" (windowed: outputs per work-item and
- * work-group size of pool_fwd) and "gpool" (global pools: a work-item per
- * plane, or a work-group per plane with a step of consecutive elements) ---- */
-
-enum { PP_A, PP_B, PP_COUNT };      /* pool: PL_WPI, PL_WG; gpool: PL_WG, PL_VW */
-enum { PD_PLANES, PD_OUT, PD_IN, PD_WIN, PD_ESIZE, PD_FLOAT };
-
-static int pool_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
-  size_t maxwg = dev && dev->max_work_group ? dev->max_work_group : 256;
-  if (!strcmp(t->family, "pool")) {
-    const int wpi = p[PP_A], wg = p[PP_B];
-    if ((size_t)wg > maxwg) return 1;
-    if (wpi > 1 && (int64_t)wpi > t->dims[PD_OUT]) return 1;       /* more than a plane's outputs */
-    if (wg > 0 && (int64_t)wg * wpi / 2 >= t->dims[PD_OUT] * t->dims[PD_PLANES]) return 1;
-    return 0;
-  }
-  const int wg = p[PP_A], vw = p[PP_B];
-  if ((size_t)wg > maxwg) return 1;
-  if (wg > 1 && !t->dims[PD_FLOAT]) return 1;                          /* gpool_wg: float types */
-  if (wg == 1 && vw > 1) return 1;
-  if (wg > 16 && (int64_t)wg * vw / 2 >= t->dims[PD_IN]) return 1;
-  return 0;
-}
-
-static void pool_features(const kiln_tunable *t, const int *p, kiln_features *f) {
-  const double planes = (double)t->dims[PD_PLANES], out = (double)t->dims[PD_OUT], in = (double)t->dims[PD_IN];
-  const double win = (double)t->dims[PD_WIN], es = (double)t->dims[PD_ESIZE];
-  memset(f, 0, sizeof *f);
-  f->flops = planes * out * win;
-  f->launches = 1;
-  if (!strcmp(t->family, "pool")) {
-    f->bytes = planes * (out * win + out) * es; /* windows overlap: counted per output (caches catch some) */
-    f->vec = p[PP_A];
-    f->wg_size = p[PP_B] ? p[PP_B] : 64;
-    f->work_groups = ceil(planes * ceil(out / p[PP_A]) / f->wg_size);
-  } else {
-    f->bytes = planes * (in + 1) * es;
-    f->wg_size = p[PP_A];
-    f->vec = p[PP_B];
-    f->work_groups = p[PP_A] > 1 ? planes : ceil(planes / 64);
-    f->bytes_local = p[PP_A] > 1 ? planes * p[PP_A] * es : 0;
-  }
-}
+/* ---- tunable families "pool" and "gpool": kernels/pool.c ---- */
 
 /* Descriptor of a pooling node (families "pool" and "gpool"). */
 static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   int mode;
   bool global;
-  pool_kind(n, &mode, &global);
   win_geom w;
   kiln_error e = {0};
   kiln_value *xv = kiln_in(g, n, 0);
-  if (!xv || kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, &e)) return 1;
-  memset(t, 0, sizeof *t);
-  t->family = global ? "gpool" : "pool";
-  t->file = "pool.cl";
-  t->dtype = xv->dtype;
-  int o = snprintf(t->shape_key, sizeof t->shape_key, "%s:x=", n->op_type);
-  for (int i = 0; i < xv->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)xv->dims[i]);
+  if (!xv || pool_setup(g, n, &mode, &global, &w, &e)) return 1;
+  kiln_family_begin(global ? &kiln_family_gpool : &kiln_family_pool, xv->dtype, t);
+  int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "x", xv);
   if (o < (int)sizeof t->shape_key)
     snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",k=%lldx%lldx%lld,s=%lldx%lldx%lld,d=%lldx%lldx%lld,p=%lld.%lld.%lld.%lld.%lld.%lld,mode=%d,ind=%d",
              (long long)w.k[0], (long long)w.k[1], (long long)w.k[2], (long long)w.s[0], (long long)w.s[1], (long long)w.s[2], (long long)w.d[0],
              (long long)w.d[1], (long long)w.d[2], (long long)w.pb[0], (long long)w.pb[1], (long long)w.pb[2], (long long)w.pe[0], (long long)w.pe[1],
              (long long)w.pe[2], mode, kiln_has_out(n, 1));
-  t->nparams = PP_COUNT;
-  if (global) {
-    t->params[PP_A] = (kiln_kparam){"PL_WG", 6, {1, 16, 32, 64, 128, 256}, 1};
-    t->params[PP_B] = (kiln_kparam){"PL_VW", 4, {1, 2, 4, 8}, 1};
-  } else {
-    t->params[PP_A] = (kiln_kparam){"PL_WPI", 4, {1, 2, 4, 8}, 1};
-    t->params[PP_B] = (kiln_kparam){"PL_WG", 5, {0, 32, 64, 128, 256}, 0};
-  }
   t->dims[PD_PLANES] = w.n * w.c;
   t->dims[PD_OUT] = w.out[0] * w.out[1] * w.out[2];
   t->dims[PD_IN] = w.in[0] * w.in[1] * w.in[2];
   t->dims[PD_WIN] = w.k[0] * w.k[1] * w.k[2];
   t->dims[PD_ESIZE] = (int64_t)kiln_dtype_size(xv->dtype);
   t->dims[PD_FLOAT] = xv->dtype == KILN_DT_FLOAT || xv->dtype == KILN_DT_DOUBLE;
-  t->valid = pool_valid;
-  t->features = pool_features;
   return 0;
 }
 
@@ -605,9 +553,8 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   int mode;
   bool global;
-  pool_kind(n, &mode, &global);
   win_geom w;
-  int rc = kiln__win_setup(g, n, global ? WIN_GLOBAL : WIN_POOL, &w, err);
+  int rc = pool_setup(g, n, &mode, &global, &w, err);
   if (rc) return rc;
   kiln_tunable t;
   int pa = 1, pb = global ? 1 : 0; /* the descriptor defaults */

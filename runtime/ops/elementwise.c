@@ -11,6 +11,7 @@
  * are dropped and axes contiguous in every input are merged; when everything
  * collapses to one contiguous axis the kernel takes its flat path. */
 #include "kiln_internal.h"
+#include "family.h"
 #include <float.h>
 #include <math.h>
 
@@ -312,6 +313,16 @@ static double ref_bin_f(int op, double a, double b, bool fmod_) {
   return 0;
 }
 
+/* Max, Min and the comparisons of two integers (ref_bin_i, ref_bin_u). */
+#define INT_MINMAX_CMP_CASES(a, b)                                                                                                                       \
+  case OP_Max: return a > b ? a : b;                                                                                                                     \
+  case OP_Min: return a < b ? a : b;                                                                                                                     \
+  case OP_Equal: return a == b;                                                                                                                          \
+  case OP_Less: return a < b;                                                                                                                            \
+  case OP_Greater: return a > b;                                                                                                                         \
+  case OP_LessOrEqual: return a <= b;                                                                                                                    \
+  case OP_GreaterOrEqual: return a >= b;
+
 /* Binary op on signed integers (and bool). */
 static int64_t ref_bin_i(int op, int64_t a, int64_t b, bool fmod_) {
   switch (op) {
@@ -329,13 +340,7 @@ static int64_t ref_bin_i(int op, int64_t a, int64_t b, bool fmod_) {
     return m;
   }
   case OP_PRelu: return a < 0 ? (int64_t)((uint64_t)a * (uint64_t)b) : a;
-  case OP_Max: return a > b ? a : b;
-  case OP_Min: return a < b ? a : b;
-  case OP_Equal: return a == b;
-  case OP_Less: return a < b;
-  case OP_Greater: return a > b;
-  case OP_LessOrEqual: return a <= b;
-  case OP_GreaterOrEqual: return a >= b;
+  INT_MINMAX_CMP_CASES(a, b)
   case OP_And: return a && b;
   case OP_Or: return a || b;
   case OP_Xor: return !a != !b;
@@ -355,13 +360,7 @@ static uint64_t ref_bin_u(int op, uint64_t a, uint64_t b, bool fmod_, bool left,
     if (b >= (uint64_t)bits) return 0;
     return left ? a << b : a >> b;
   case OP_PRelu: return a;
-  case OP_Max: return a > b ? a : b;
-  case OP_Min: return a < b ? a : b;
-  case OP_Equal: return a == b;
-  case OP_Less: return a < b;
-  case OP_Greater: return a > b;
-  case OP_LessOrEqual: return a <= b;
-  case OP_GreaterOrEqual: return a >= b;
+  INT_MINMAX_CMP_CASES(a, b)
   }
   return 0;
 }
@@ -615,37 +614,10 @@ static const char *ew_pow_const(kiln_graph *g, const kiln_node *n) {
   return v == 2.0 ? "ew_square" : v == 3.0 ? "ew_cube" : v == 0.5 ? "ew_sqrt_pow" : v == -1.0 ? "ew_reciprocal" : NULL;
 }
 
-/* ---- tunable family "eltwise": elements per work-item (EW_WPI) and
- * work-group size (0: the driver's choice) of the unary, clip and broadcast
- * kernels of elementwise.cl (casts keep elementwise_cast.cl's one element
- * per work-item). Nodes computed by a fused kernel have no descriptor. ---- */
+/* ---- tunable family "eltwise" (kernels/elementwise.c). Nodes computed by a
+ * fused kernel have no descriptor. ---- */
 
-enum { EP_WPI, EP_WG, EP_COUNT };
-#define EW_WPI_DEFAULT 16 /* EW_WPI's default in elementwise.cl */
-static const kiln_kparam ew_tparams[EP_COUNT] = {
-  [EP_WPI] = {"EW_WPI", 5, {1, 8, 16, 32, 64}, EW_WPI_DEFAULT}, /* 1: one element per work-item (GPUs) */
-  [EP_WG] = {"EW_WG", 4, {0, 64, 128, 256}, 0},
-};
-enum { ED_TOTAL, ED_INNER, ED_BYTES, ED_LAUNCHES };
-
-static int ew_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
-  const int wpi = p[EP_WPI], wg = p[EP_WG];
-  if (dev && dev->max_work_group && (size_t)wg > dev->max_work_group) return 1;
-  if (wpi > 8 && wpi / 2 >= t->dims[ED_INNER] && wpi != EW_WPI_DEFAULT) return 1; /* the same as a smaller run */
-  if (wg > 0 && (int64_t)wg * wpi / 2 >= t->dims[ED_TOTAL]) return 1;  /* a group wider than the tensor */
-  return 0;
-}
-
-static void ew_features(const kiln_tunable *t, const int *p, kiln_features *f) {
-  memset(f, 0, sizeof *f);
-  const double total = (double)t->dims[ED_TOTAL];
-  f->flops = total * (double)t->dims[ED_LAUNCHES];
-  f->bytes = (double)t->dims[ED_BYTES];
-  f->vec = p[EP_WPI];
-  f->wg_size = p[EP_WG] ? p[EP_WG] : 64;
-  f->work_groups = ceil(total / p[EP_WPI] / f->wg_size);
-  f->launches = (double)t->dims[ED_LAUNCHES];
-}
+#define EW_WPI_DEFAULT KILN_EW_WPI
 
 static int ew_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   int op = ew_find(n);
@@ -654,22 +626,17 @@ static int ew_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   if (!y || y->rank < 0) return 1;
   int64_t total = kiln_value_numel(y);
   if (total == 0) return 1;
-  memset(t, 0, sizeof *t);
-  t->family = "eltwise";
-  t->file = "elementwise.cl";
-  t->dtype = ew_ops[op].kind == K_WHERE ? kiln_in(g, n, 1)->dtype : kiln_in(g, n, 0)->dtype;
-  int o = snprintf(t->shape_key, sizeof t->shape_key, "%s:y=", n->op_type);
-  for (int i = 0; i < y->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)y->dims[i]);
+  kiln_family_begin(&kiln_family_eltwise, ew_ops[op].kind == K_WHERE ? kiln_in(g, n, 1)->dtype : kiln_in(g, n, 0)->dtype, t);
+  int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "y", y);
   double bytes = (double)total * (double)kiln_dtype_size(y->dtype);
   for (int k = 0; k < n->nin && o < (int)sizeof t->shape_key; k++) {
     kiln_value *v = kiln_in(g, n, k);
     if (!v) continue;
     bytes += (double)kiln_value_numel(v) * (double)kiln_dtype_size(v->dtype);
-    o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",in%d=", k);
-    for (int i = 0; i < v->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)v->dims[i]);
+    char tag[8];
+    snprintf(tag, sizeof tag, ",in%d", k);
+    o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, o, tag, v);
   }
-  t->nparams = EP_COUNT;
-  memcpy(t->params, ew_tparams, sizeof ew_tparams);
   int kind = ew_ops[op].kind, nb = kind == K_UNARY || kind == K_CLIP ? 1 : ew_nbcast(n, kind);
   t->dims[ED_TOTAL] = total;
   /* the innermost run a work-item's steps stay in: the whole tensor for
@@ -683,8 +650,6 @@ static int ew_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   t->dims[ED_INNER] = flat ? total : y->dims[y->rank - 1];
   t->dims[ED_BYTES] = (int64_t)bytes;
   t->dims[ED_LAUNCHES] = kind == K_VARIADIC && nb > 1 ? nb - 1 + (op == OP_Mean) : 1;
-  t->valid = ew_valid;
-  t->features = ew_features;
   return 0;
 }
 

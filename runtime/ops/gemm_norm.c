@@ -5,6 +5,7 @@
  * Shape inference, CPU references (OpenBLAS for float products) and the
  * OpenCL paths (kernels/gemm.cl, kernels/norm.cl). */
 #include "kiln_internal.h"
+#include "family.h"
 #include <cblas.h>
 #include <clblast_c.h>
 #include <limits.h>
@@ -85,34 +86,8 @@ static int gemm_desc_check(const gemm_desc *d, kiln_error *err) {
   return 0;
 }
 
-/* Parameter vector of the gemm family, in descriptor order. TM, NV, VW, WGM,
- * WGN, KWI, SA and KWG are -D defines of kernels/gemm.cl and mean the same in
- * kernels 0 and 1 (SA=1: the work-group shares KWG-deep tiles, through local
- * memory in kernel 0, through the cache between barriers in kernel 1); KWG
- * is pinned to its default when SA=0, so the space is not a product of
- * irrelevant values. For CLBlast (2) the same vector maps onto Xgemm's
- * parameters (clb_params). KILN_MAX_KPARAMS (12) rules out a separate set
- * of names per kernel. The space stays under the tuner's enumeration cap
- * (200000 combinations before valid()).
- * Defaults (used where nothing was measured): the panel kernel with a 4 x 16
- * block per work-item, because it is correct for every shape and was the
- * faster untuned choice on the only device measured so far (POCL on a CPU,
- * ~45 GFLOP/s at 256^3 where the tiled kernel ran ~4); on a GPU kernel 0 is
- * expected to win, and tuning decides. */
-enum { GP_KERNEL, GP_TM, GP_NV, GP_VW, GP_WGM, GP_WGN, GP_KWI, GP_SA, GP_KWG, GP_COUNT };
-enum { GK_TILED = 0, GK_PANEL = 1, GK_CLBLAST = 2 };
-static const kiln_kparam gemm_params[GP_COUNT] = {
-  [GP_KERNEL] = {"KERNEL", 3, {GK_TILED, GK_PANEL, GK_CLBLAST}, GK_PANEL},
-  [GP_TM] = {"TM", 6, {1, 2, 4, 6, 8, 12}, 4},
-  [GP_NV] = {"NV", 4, {1, 2, 3, 4}, 2},
-  [GP_VW] = {"VW", 4, {1, 4, 8, 16}, 8},
-  [GP_WGM] = {"WGM", 4, {1, 2, 4, 8}, 1},
-  [GP_WGN] = {"WGN", 5, {1, 2, 4, 8, 16}, 4},
-  [GP_KWI] = {"KWI", 3, {1, 2, 4}, 1},
-  [GP_SA] = {"SA", 2, {0, 1}, 0},
-  [GP_KWG] = {"KWG", 5, {16, 32, 64, 128, 256}, 16},
-};
-_Static_assert(GP_COUNT <= KILN_MAX_KPARAMS && GP_COUNT <= KILN_MAX_KPARAMS_NODE, "gemm parameter vector too long");
+/* The gemm family's parameters, solvers and features: kernels/gemm.c. */
+static const kiln_kparam *const gemm_params = kiln_gemm_params;
 
 /* The KERNEL values offered to the tuner: $KILN_GEMM_KERNELS (a comma list,
  * e.g. "0,1,2"), else 0 and 1. CLBlast (2) is opt-in for now: the tuner sums
@@ -134,9 +109,6 @@ static void gemm_kernels_from_env(kiln_kparam *k) {
   if (n) k->nvals = n;
   else k->nvals = 2, k->vals[0] = GK_TILED, k->vals[1] = GK_PANEL;
 }
-
-/* t->dims of the gemm family. */
-enum { GD_M, GD_N, GD_K, GD_BATCH, GD_NBZ, GD_BCONST, GD_ESIZE };
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -194,56 +166,12 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   return 0;
 }
 
-static void gemm_features(const kiln_tunable *t, const int *p, kiln_features *f) {
-  const double M = (double)t->dims[GD_M], N = (double)t->dims[GD_N], K = (double)t->dims[GD_K], Z = (double)t->dims[GD_BATCH];
-  const double es = (double)t->dims[GD_ESIZE];
-  const int kern = p[GP_KERNEL], tm = p[GP_TM], wgm = p[GP_WGM], wgn = p[GP_WGN];
-  const double tn = (double)p[GP_NV] * p[GP_VW];
-  memset(f, 0, sizeof *f);
-  f->flops = 2 * M * N * K * Z;
-  f->vec = p[GP_VW];
-  f->wg_size = (double)wgm * wgn;
-  double mt = ceil(M / tm), nt = ceil(N / tn), nbz = (double)t->dims[GD_NBZ];
-  f->footprint = Z * (M * K + M * N) * es + nbz * K * N * es;
-  if (kern == GK_PANEL) {
-    f->footprint += nbz * K * (nt * tn - N) * es; /* the B panel, padded to whole tiles */
-    if (!t->dims[GD_BCONST]) {
-      f->footprint += nbz * K * nt * tn * es; /* packed, then read */
-      f->gathered = nbz * K * nt * tn;
-    }
-    f->flops = 2 * mt * tm * nt * tn * K * Z; /* whole register tiles, edges included */
-    /* every work-item reads its TM rows of A and its whole B panel */
-    f->bytes = Z * (M * K * nt + nt * tn * K * ceil(M / tm) + M * N) * es;
-    if (!t->dims[GD_BCONST]) f->bytes += (double)t->dims[GD_NBZ] * K * (N + nt * tn) * es; /* packing */
-    f->launches = t->dims[GD_BCONST] ? 1 : 2;
-    f->work_groups = ceil(nt / wgn) * ceil(mt / wgm) * Z;
-  } else {
-    /* tiles of MWG x NWG per work-group, read once per work-group (SA) or
-     * per work-item (no local memory) */
-    double mwg = (double)wgm * tm, nwg = (double)wgn * tn;
-    double gm = ceil(M / mwg), gn = ceil(N / nwg);
-    if (p[GP_SA] || kern == GK_CLBLAST) {
-      f->bytes = Z * (M * K * gn + K * N * gm + M * N) * es;
-      f->bytes_local = Z * (M * K * gn * wgn + K * N * gm * wgm) * es; /* each element read by a row / column of work-items */
-    } else {
-      f->bytes = Z * (M * K * nt + K * N * mt + M * N) * es;
-    }
-    f->work_groups = gm * gn * Z;
-    f->launches = kern == GK_CLBLAST ? 3 : 1; /* CLBlast: transposes around its kernel */
-  }
-}
-
 /* Fills the tunable descriptor of a product d of element type dt. */
 static void gemm_tunable_fill(const gemm_desc *d, int dt, kiln_tunable *t) {
-  memset(t, 0, sizeof *t);
-  t->family = "gemm";
-  t->file = "gemm.cl";
-  t->dtype = dt;
+  kiln_family_begin(&kiln_family_gemm, dt, t);
   int cmode = !d->has_c ? 0 : d->scm == 0 && d->scn == 0 ? 1 : d->scm == 0 ? 2 : d->scn == 0 ? 3 : 4;
   snprintf(t->shape_key, sizeof t->shape_key, "M=%lld,N=%lld,K=%lld,batch=%lld,nbB=%lld,tA=%d,tB=%d,packB=%d,bias=%d", (long long)d->M,
            (long long)d->N, (long long)d->K, (long long)gemm_batches(d), (long long)d->nbz, d->sak != 1, d->sbn != 1, d->b_const, cmode);
-  t->nparams = GP_COUNT;
-  memcpy(t->params, gemm_params, sizeof gemm_params);
   gemm_kernels_from_env(&t->params[GP_KERNEL]);
   t->dims[GD_M] = d->M;
   t->dims[GD_N] = d->N;
@@ -252,8 +180,8 @@ static void gemm_tunable_fill(const gemm_desc *d, int dt, kiln_tunable *t) {
   t->dims[GD_NBZ] = d->nbz;
   t->dims[GD_BCONST] = d->b_const;
   t->dims[GD_ESIZE] = kiln_dtype_size(dt);
-  t->valid = gemm_valid;
-  t->features = gemm_features;
+  t->valid = gemm_valid; /* the op's: it reads KILN_GEMM_KERNELS */
+  kiln_family_end(&kiln_family_gemm, t);
 }
 
 /* Batch metadata of gemm.cl (nb, dims, A strides, B strides); B strides are
@@ -1087,16 +1015,23 @@ static const char *qopts(int ta, int tb, int ty, char *buf, size_t len) {
   return buf;
 }
 
+/* The shape of a quantized product of inputs 0 and ib into *s and its
+ * batch metadata (gemm.cl's matmul_int, qlinear_matmul) into *mb; 0 ok. */
+static int qmm_setup(kiln_exec *x, kiln_node *n, int ib, mm_shape *s, cl_mem *mb, kiln_error *err) {
+  if (mm_shape_of(kiln_in(x->g, n, 0), kiln_in(x->g, n, ib), s, err)) return err->status;
+  int64_t meta[1 + 3 * MAXR] = {0};
+  meta[0] = s->nb;
+  for (int i = 0; i < s->nb; i++) { meta[1 + i] = s->bd[i]; meta[1 + MAXR + i] = s->bsa[i]; meta[1 + 2 * MAXR + i] = s->bsb[i]; }
+  *mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
+  return *mb ? 0 : err->status;
+}
+
 static int mmi_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   kiln_value *a = kiln_in(g, n, 0), *b = kiln_in(g, n, 1);
   mm_shape s;
-  if (mm_shape_of(a, b, &s, err)) return err->status;
-  int64_t meta[1 + 3 * MAXR] = {0};
-  meta[0] = s.nb;
-  for (int i = 0; i < s.nb; i++) { meta[1 + i] = s.bd[i]; meta[1 + MAXR + i] = s.bsa[i]; meta[1 + 2 * MAXR + i] = s.bsb[i]; }
-  cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
-  if (!mb) return err->status;
+  cl_mem mb;
+  if (qmm_setup(x, n, 1, &s, &mb, err)) return err->status;
   char opts[200];
   cl_kernel k = kiln_cl_kernel(x->d, "gemm.cl", qopts(a->dtype, b->dtype, KILN_DT_UINT8, opts, sizeof opts), "matmul_int", err);
   if (!k) return err->status;
@@ -1110,12 +1045,14 @@ static int mmi_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   return kiln_exec_launch(x, k, 3, gws, NULL, err);
 }
 
-static int mmi_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
+/* A quantized product of inputs 0 and ib within the kernels' int sizes. */
+static int qmm_check(kiln_graph *g, kiln_node *n, int ib, kiln_error *err) {
   mm_shape s;
-  if (mm_shape_of(kiln_in(g, n, 0), kiln_in(g, n, 1), &s, err)) return err->status;
+  if (mm_shape_of(kiln_in(g, n, 0), kiln_in(g, n, ib), &s, err)) return err->status;
   if (s.M > INT_MAX || s.N > INT_MAX || s.K > INT_MAX) return kiln__err(err, KILN_EUNSUPPORTED, "matrix dimension above 2^31");
   return 0;
 }
+static int mmi_check(kiln_graph *g, kiln_node *n, kiln_error *err) { return qmm_check(g, n, 1, err); }
 
 /* QLinearMatMul inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point. */
 static int qlmm_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -1154,23 +1091,14 @@ static int qlmm_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
   return 0;
 }
 
-static int qlmm_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
-  mm_shape s;
-  if (mm_shape_of(kiln_in(g, n, 0), kiln_in(g, n, 3), &s, err)) return err->status;
-  if (s.M > INT_MAX || s.N > INT_MAX || s.K > INT_MAX) return kiln__err(err, KILN_EUNSUPPORTED, "matrix dimension above 2^31");
-  return 0;
-}
+static int qlmm_check(kiln_graph *g, kiln_node *n, kiln_error *err) { return qmm_check(g, n, 3, err); }
 
 static int qlmm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   kiln_value *a = kiln_in(g, n, 0), *b = kiln_in(g, n, 3);
   mm_shape s;
-  if (mm_shape_of(a, b, &s, err)) return err->status;
-  int64_t meta[1 + 3 * MAXR] = {0};
-  meta[0] = s.nb;
-  for (int i = 0; i < s.nb; i++) { meta[1 + i] = s.bd[i]; meta[1 + MAXR + i] = s.bsa[i]; meta[1 + 2 * MAXR + i] = s.bsb[i]; }
-  cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
-  if (!mb) return err->status;
+  cl_mem mb;
+  if (qmm_setup(x, n, 3, &s, &mb, err)) return err->status;
   char opts[200];
   cl_kernel k = kiln_cl_kernel(x->d, "gemm.cl", qopts(a->dtype, b->dtype, kiln_in(g, n, 7)->dtype, opts, sizeof opts), "qlinear_matmul", err);
   if (!k) return err->status;
@@ -1188,7 +1116,7 @@ static int qlmm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 }
 
 /* Work-group size of the row reductions in norm.cl (a power of two). */
-#define NORM_WG 64
+#define NORM_WG KILN_NORM_WG
 
 /* Build options of norm.cl's floating-point kernels. */
 static const char *norm_opts(int dt, char *buf, size_t len) {
@@ -1215,15 +1143,21 @@ static int q_axis(kiln_node *n, const kiln_value *xv, const kiln_value *sc, int6
   return 0;
 }
 
+/* q_axis, and a zero point zp (NULL: none) of one value per scale value. */
+static int q_axis_zp(kiln_node *n, kiln_value *xv, kiln_value *sc, kiln_value *zp, kiln_error *err) {
+  int64_t adiv, alen;
+  if (q_axis(n, xv, sc, &adiv, &alen, err)) return err->status;
+  if (zp && kiln_value_numel(zp) != alen) return kiln__err(err, KILN_ESHAPE, "%s zero point size differs from the scale's", n->op_type);
+  return 0;
+}
+
 static int quant_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   if (need_inputs(g, n, 2, err)) return err->status;
   kiln_value *xv = kiln_in(g, n, 0), *sc = kiln_in(g, n, 1), *zp = kiln_in(g, n, 2);
   int odt = zp ? zp->dtype : KILN_DT_UINT8;
   if (!is_q8(odt)) return kiln__err(err, KILN_EUNSUPPORTED, "QuantizeLinear to %s", kiln_dtype_name(odt));
   if (xv->dtype != KILN_DT_FLOAT || sc->dtype != KILN_DT_FLOAT) return kiln__err(err, KILN_EUNSUPPORTED, "QuantizeLinear from %s", kiln_dtype_name(xv->dtype));
-  int64_t adiv, alen;
-  if (q_axis(n, xv, sc, &adiv, &alen, err)) return err->status;
-  if (zp && kiln_value_numel(zp) != alen) return kiln__err(err, KILN_ESHAPE, "QuantizeLinear zero point size differs from the scale's");
+  if (q_axis_zp(n, xv, sc, zp, err)) return err->status;
   kiln_set_out(g, n, 0, odt, xv->rank, xv->dims);
   return 0;
 }
@@ -1243,6 +1177,19 @@ static int quant_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_er
   return 0;
 }
 
+/* Launches quantize / dequantize k over node n's input (x, scale, zero
+ * point or no_zp when there is none, y; the axis as a divisor and length). */
+static int q_launch(kiln_exec *x, kiln_node *n, cl_kernel k, cl_mem no_zp, int64_t adiv, int64_t alen, kiln_error *err) {
+  if (!k) return err->status;
+  cl_mem bx = kiln_in_buf(x, n, 0), bs = kiln_in_buf(x, n, 1), by = kiln_out_buf(x, n, 0);
+  cl_int has_zp = kiln_has_in(n, 2);
+  cl_mem bz = has_zp ? kiln_in_buf(x, n, 2) : no_zp;
+  cl_long ad = adiv, al = alen, total = kiln_value_numel(kiln_in(x->g, n, 0));
+  if (kiln_cl_args(k, err, KARG(bx), KARG(bs), KARG(bz), KARG(has_zp), KARG(by), KARG(ad), KARG(al), KARG(total), KEND)) return err->status;
+  size_t gws = (size_t)total;
+  return kiln_exec_launch(x, k, 1, &gws, NULL, err);
+}
+
 static int quant_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   kiln_value *xv = kiln_in(g, n, 0), *sc = kiln_in(g, n, 1), *y = kiln_out(g, n, 0);
@@ -1250,14 +1197,7 @@ static int quant_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (q_axis(n, xv, sc, &adiv, &alen, err)) return err->status;
   char opts[200];
   cl_kernel k = kiln_cl_kernel(x->d, "norm.cl", kiln_cl_type_opts(y->dtype, opts, sizeof opts), "quantize", err);
-  if (!k) return err->status;
-  cl_mem bx = kiln_in_buf(x, n, 0), bs = kiln_in_buf(x, n, 1), by = kiln_out_buf(x, n, 0);
-  cl_int has_zp = kiln_has_in(n, 2);
-  cl_mem bz = has_zp ? kiln_in_buf(x, n, 2) : by;
-  cl_long ad = adiv, al = alen, total = kiln_value_numel(xv);
-  if (kiln_cl_args(k, err, KARG(bx), KARG(bs), KARG(bz), KARG(has_zp), KARG(by), KARG(ad), KARG(al), KARG(total), KEND)) return err->status;
-  size_t gws = (size_t)total;
-  return kiln_exec_launch(x, k, 1, &gws, NULL, err);
+  return q_launch(x, n, k, kiln_out_buf(x, n, 0), adiv, alen, err);
 }
 
 static int dequant_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -1266,9 +1206,7 @@ static int dequant_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   if (!is_q8(xv->dtype) && xv->dtype != KILN_DT_INT32) return kiln__err(err, KILN_EUNSUPPORTED, "DequantizeLinear from %s", kiln_dtype_name(xv->dtype));
   if (sc->dtype != KILN_DT_FLOAT) return kiln__err(err, KILN_EUNSUPPORTED, "DequantizeLinear with a %s scale", kiln_dtype_name(sc->dtype));
   if (zp && zp->dtype != xv->dtype) return kiln__err(err, KILN_ESHAPE, "DequantizeLinear zero point type differs from the input's");
-  int64_t adiv, alen;
-  if (q_axis(n, xv, sc, &adiv, &alen, err)) return err->status;
-  if (zp && kiln_value_numel(zp) != alen) return kiln__err(err, KILN_ESHAPE, "DequantizeLinear zero point size differs from the scale's");
+  if (q_axis_zp(n, xv, sc, zp, err)) return err->status;
   kiln_set_out(g, n, 0, KILN_DT_FLOAT, xv->rank, xv->dims);
   return 0;
 }
@@ -1294,14 +1232,7 @@ static int dequant_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   char topts[260], opts[300];
   snprintf(opts, sizeof opts, "%s -DQT=%s", norm_opts(KILN_DT_FLOAT, topts, sizeof topts), kiln_cl_type(xv->dtype));
   cl_kernel k = kiln_cl_kernel(x->d, "norm.cl", opts, "dequantize", err);
-  if (!k) return err->status;
-  cl_mem bx = kiln_in_buf(x, n, 0), bs = kiln_in_buf(x, n, 1), by = kiln_out_buf(x, n, 0);
-  cl_int has_zp = kiln_has_in(n, 2);
-  cl_mem bz = has_zp ? kiln_in_buf(x, n, 2) : bx;
-  cl_long ad = adiv, al = alen, total = kiln_value_numel(xv);
-  if (kiln_cl_args(k, err, KARG(bx), KARG(bs), KARG(bz), KARG(has_zp), KARG(by), KARG(ad), KARG(al), KARG(total), KEND)) return err->status;
-  size_t gws = (size_t)total;
-  return kiln_exec_launch(x, k, 1, &gws, NULL, err);
+  return q_launch(x, n, k, kiln_in_buf(x, n, 0), adiv, alen, err);
 }
 
 static int dynq_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -1436,16 +1367,7 @@ static void norm_rows_ref(const norm_layout *l, int flags, double eps, const voi
   }
 }
 
-/* ---- the "norm" tunable family: norm.cl's norm_rows ---- */
-
-enum { NP_WG, NP_VW, NP_BLK, NP_COUNT };
-static const kiln_kparam norm_params[NP_COUNT] = {
-  [NP_WG] = {"NORM_WG", 6, {1, 16, 32, 64, 128, 256}, NORM_WG}, /* work-items per row (one work-group per row) */
-  [NP_VW] = {"NORM_VW", 4, {1, 2, 4, 8}, 1},                     /* vector width of the loads along a contiguous row */
-  [NP_BLK] = {"NORM_BLK", 2, {0, 1}, 0},                         /* 1: a contiguous block of the row per work-item */
-};
-enum { ND_ROWS, ND_L, ND_CONTIG, ND_ESIZE, ND_AFFINE };
-#define NORM_ITEM_MIN_ROWS 64 /* rows from which the default is a work-item per row */
+/* ---- the "norm" tunable family (kernels/norm.c): norm.cl's norm_rows ---- */
 
 /* Activation fused after a normalization by the plan-time pass (passes.c,
  * internal attribute "kiln_activation"): norm.cl flag bits. */
@@ -1454,59 +1376,20 @@ static int norm_act_flags(const kiln_node *n) {
   return !strcmp(a, "Relu") ? 128 : !strcmp(a, "SiLU") ? 256 : 0;
 }
 
-static int norm_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
-  const int wg = p[NP_WG], vw = p[NP_VW];
-  const int64_t L = t->dims[ND_L];
-  if (dev && dev->max_work_group && (size_t)wg > dev->max_work_group) return 1;
-  if (p[NP_BLK] && wg == 1) return 1;                            /* the same as cyclic */
-  if (vw > 1 && (!t->dims[ND_CONTIG] || L < vw)) return 1;
-  /* work-items with nothing to do: a smaller group covers the row (the
-   * default stays valid for every shape) */
-  if (wg > norm_params[NP_WG].dflt && (int64_t)wg * vw / 2 >= L) return 1;
-  if (wg > 16 && vw > 1 && (int64_t)wg * vw / 2 >= L) return 1;
-  return 0;
-}
-
-static void norm_features(const kiln_tunable *t, const int *p, kiln_features *f) {
-  const double rows = (double)t->dims[ND_ROWS], L = (double)t->dims[ND_L], es = (double)t->dims[ND_ESIZE];
-  memset(f, 0, sizeof *f);
-  f->flops = rows * L * (6 + 2 * (double)t->dims[ND_AFFINE]);
-  f->bytes = rows * L * es * 4;              /* three passes over x, one write of y */
-  f->bytes_local = rows * (double)p[NP_WG] * es * 4;
-  f->work_groups = rows;
-  f->wg_size = p[NP_WG];
-  f->vec = p[NP_VW];
-  f->launches = 1;
-}
-
 /* Descriptor of node n's row normalization with layout l and flags. */
 static void norm_tunable_fill(kiln_graph *g, const kiln_node *n, const norm_layout *l, int flags, kiln_tunable *t) {
-  memset(t, 0, sizeof *t);
   const kiln_value *xv = kiln_in(g, n, 0);
-  t->family = "norm";
-  t->file = "norm.cl";
-  t->dtype = xv->dtype;
-  int o = snprintf(t->shape_key, sizeof t->shape_key, "%s:x=", n->op_type);
-  for (int i = 0; i < xv->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)xv->dims[i]);
+  kiln_family_begin(&kiln_family_norm, xv->dtype, t);
+  int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "x", xv);
   if (o < (int)sizeof t->shape_key)
     snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",rows=%lld,L=%lld,flags=%d", (long long)l->rows, (long long)l->L, flags & (127 | 512));
   snprintf(t->epilogue, sizeof t->epilogue, "%s", (flags & 128) ? "relu" : (flags & 256) ? "silu" : "");
-  t->nparams = NP_COUNT;
-  memcpy(t->params, norm_params, sizeof norm_params);
-  /* many rows: a work-item per row, contiguous rows read 8 elements a time
-   * (on POCL a LayerNormalization of 2048 rows of 320 ran 26 ms with a
-   * work-group of 64 per row) */
-  if (l->rows >= NORM_ITEM_MIN_ROWS) {
-    t->params[NP_WG].dflt = 1;
-    t->params[NP_VW].dflt = l->ni == 1 && l->is[0] == 1 && l->L >= 8 ? 8 : 1;
-  }
   t->dims[ND_ROWS] = l->rows;
   t->dims[ND_L] = l->L;
   t->dims[ND_CONTIG] = l->ni == 1 && l->is[0] == 1;
   t->dims[ND_ESIZE] = (int64_t)kiln_dtype_size(xv->dtype);
   t->dims[ND_AFFINE] = (flags & 3) != 0;
-  t->valid = norm_valid;
-  t->features = norm_features;
+  kiln_family_end(&kiln_family_norm, t);
 }
 
 static int norm_rows_dev(kiln_exec *x, kiln_node *n, const norm_layout *l, int flags, double eps, int dt, cl_mem bx, cl_mem by, cl_mem bs,
@@ -1632,22 +1515,36 @@ static int in_layout(kiln_graph *g, kiln_node *n, norm_layout *l, kiln_error *er
   return 0;
 }
 
-static int in_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
+/* InstanceNormalization and GroupNormalization: rows of a layout (in_layout,
+ * gn_layout) with a scale and a bias (flags 3) and the fused activation. */
+typedef int (*norm_layout_fn)(kiln_graph *g, kiln_node *n, norm_layout *l, kiln_error *err);
+
+static int affine_norm_infer(kiln_graph *g, kiln_node *n, norm_layout_fn layout, kiln_error *err) {
   if (need_inputs(g, n, 3, err)) return err->status;
   kiln_value *xv = kiln_in(g, n, 0);
   norm_layout l;
-  if (in_layout(g, n, &l, err)) return err->status;
+  if (layout(g, n, &l, err)) return err->status;
   kiln_set_out(g, n, 0, xv->dtype, xv->rank, xv->dims);
   return 0;
 }
 
-static int in_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
+static int affine_norm_ref(kiln_graph *g, kiln_node *n, void **in, void **out, norm_layout_fn layout, kiln_error *err) {
   norm_layout l;
-  if (in_layout(g, n, &l, err)) return err->status;
+  if (layout(g, n, &l, err)) return err->status;
   norm_rows_ref(&l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), in[0], out[0], kiln_in(g, n, 0)->dtype, in[1], kiln_in(g, n, 1)->dtype, in[2],
                 kiln_in(g, n, 2)->dtype, NULL, NULL, 0);
   return 0;
 }
+
+static int affine_norm_dev(kiln_exec *x, kiln_node *n, norm_layout_fn layout, kiln_error *err) {
+  norm_layout l;
+  if (layout(x->g, n, &l, err)) return err->status;
+  return norm_rows_dev(x, n, &l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
+                       kiln_in_buf(x, n, 1), kiln_in_buf(x, n, 2), NULL, NULL, err);
+}
+
+static int in_infer(kiln_graph *g, kiln_node *n, kiln_error *err) { return affine_norm_infer(g, n, in_layout, err); }
+static int in_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return affine_norm_ref(g, n, in, out, in_layout, err); }
 
 static int same_float_inputs(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int dt = kiln_in(g, n, 0)->dtype;
@@ -1657,12 +1554,7 @@ static int same_float_inputs(kiln_graph *g, kiln_node *n, kiln_error *err) {
   return 0;
 }
 
-static int in_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
-  norm_layout l;
-  if (in_layout(x->g, n, &l, err)) return err->status;
-  return norm_rows_dev(x, n, &l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
-                       kiln_in_buf(x, n, 1), kiln_in_buf(x, n, 2), NULL, NULL, err);
-}
+static int in_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return affine_norm_dev(x, n, in_layout, err); }
 
 /* ---- GroupNormalization (scale/bias per group in opset 18, per channel from 21) ---- */
 
@@ -1691,29 +1583,9 @@ static int gn_layout(kiln_graph *g, kiln_node *n, norm_layout *l, kiln_error *er
   return 0;
 }
 
-static int gn_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
-  if (need_inputs(g, n, 3, err)) return err->status;
-  kiln_value *xv = kiln_in(g, n, 0);
-  norm_layout l;
-  if (gn_layout(g, n, &l, err)) return err->status;
-  kiln_set_out(g, n, 0, xv->dtype, xv->rank, xv->dims);
-  return 0;
-}
-
-static int gn_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
-  norm_layout l;
-  if (gn_layout(g, n, &l, err)) return err->status;
-  norm_rows_ref(&l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), in[0], out[0], kiln_in(g, n, 0)->dtype, in[1], kiln_in(g, n, 1)->dtype, in[2],
-                kiln_in(g, n, 2)->dtype, NULL, NULL, 0);
-  return 0;
-}
-
-static int gn_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
-  norm_layout l;
-  if (gn_layout(x->g, n, &l, err)) return err->status;
-  return norm_rows_dev(x, n, &l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
-                       kiln_in_buf(x, n, 1), kiln_in_buf(x, n, 2), NULL, NULL, err);
-}
+static int gn_infer(kiln_graph *g, kiln_node *n, kiln_error *err) { return affine_norm_infer(g, n, gn_layout, err); }
+static int gn_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return affine_norm_ref(g, n, in, out, gn_layout, err); }
+static int gn_dev(kiln_exec *x, kiln_node *n, kiln_error *err) { return affine_norm_dev(x, n, gn_layout, err); }
 
 /* ---- MeanVarianceNormalization: (x - mean) / (std + 1e-9) over `axes` ---- */
 

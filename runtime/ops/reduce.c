@@ -3,12 +3,13 @@
  * CumSum, TopK, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: shape
  * inference, CPU reference and the OpenCL path (kernels/reduce.cl). */
 #include "kiln_internal.h"
+#include "family.h"
 #include <math.h>
 
 #define RD_CL "reduce.cl"
-#define RD_WG 64              /* work-group size of the *_wg kernels; matches RD_WG in reduce.cl */
-#define RD_WG_MIN_REDUCE 256  /* reductions of at least this many elements use reduce_wg */
-#define RD_WG_MIN_SOFTMAX 256 /* softmax lines of at least this length use softmax_wg */
+#define RD_WG KILN_RD_WG
+#define RD_WG_MIN_REDUCE KILN_RD_WG_MIN_REDUCE
+#define RD_WG_MIN_SOFTMAX KILN_RD_WG_MIN_SOFTMAX
 
 enum { RD_SUM, RD_MEAN, RD_MAX, RD_MIN, RD_PROD, RD_L1, RD_L2, RD_LOGSUM, RD_LOGSUMEXP, RD_SUMSQUARE };
 enum { SM_SOFTMAX, SM_LOGSOFTMAX, SM_HARDMAX };
@@ -40,73 +41,23 @@ static cl_kernel rd_kernel(kiln_exec *x, int dtype, int tidx, const char *name, 
   return rd_kernel_p(x, dtype, tidx, RD_WG, 1, name, err);
 }
 
-/* ---- tunable families "reduce" and "softmax": line reductions ------------
- * Parameters: work-items per line (1: one work-item per line, the *_item
- * kernels; else one work-group of that size per line, the *_wg kernels) and
- * the step of consecutive elements per work-item along a unit-stride line. */
-
-enum { LP_WG, LP_VW, LP_COUNT };
-enum { LD_LINES, LD_LEN, LD_CONTIG, LD_ESIZE, LD_PASSES };
-
-static int lines_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
-  const int wg = p[LP_WG], vw = p[LP_VW];
-  const int64_t len = t->dims[LD_LEN];
-  if (dev && dev->max_work_group && (size_t)wg > dev->max_work_group) return 1;
-  if (vw > 1 && (!t->dims[LD_CONTIG] || len < vw)) return 1;
-  /* groups wider than the line leave items idle (the default stays valid) */
-  if (wg > 16 && wg != t->params[LP_WG].dflt && (int64_t)wg * vw / 2 >= len) return 1;
-  return 0;
-}
-
-static void lines_features(const kiln_tunable *t, const int *p, kiln_features *f) {
-  const double lines = (double)t->dims[LD_LINES], len = (double)t->dims[LD_LEN], es = (double)t->dims[LD_ESIZE];
-  const double passes = (double)t->dims[LD_PASSES];
-  memset(f, 0, sizeof *f);
-  f->flops = lines * len * passes * 2;
-  f->bytes = lines * len * es * passes + lines * es * (passes > 1 ? len : 1);
-  f->bytes_local = p[LP_WG] > 1 ? lines * (double)p[LP_WG] * es * 2 : 0;
-  f->work_groups = p[LP_WG] > 1 ? lines : ceil(lines / 64);
-  f->wg_size = p[LP_WG] > 1 ? p[LP_WG] : 64;
-  f->vec = p[LP_VW];
-  f->launches = 1;
-}
-
-/* Default parameters of a line family: with at least RD_ITEM_MIN_LINES
- * lines, a work-item per line, reading unit-stride lines 8 elements at a
- * time (float types: vector lanes; measured on POCL, where a ReduceMean of
- * 2048 lines of 320 ran 6x faster than with a work-group per line); fewer
- * lines: a work-group of RD_WG for lines of at least min_wg elements. */
-#define RD_ITEM_MIN_LINES 64
-static void lines_default(int64_t lines, int64_t len, bool contig, int64_t min_wg, int *wg, int *vw) {
-  *wg = len >= min_wg && lines < RD_ITEM_MIN_LINES ? RD_WG : 1;
-  *vw = *wg == 1 && contig && len >= 8 ? 8 : 1;
-}
+/* ---- tunable families "reduce" and "softmax" (kernels/reduce.c): line reductions ---- */
 
 /* Descriptor of a line reduction family over `lines` lines of `len`
- * elements (contig: unit stride), with lines_default's parameters. */
-static void lines_tunable(kiln_graph *g, const kiln_node *n, const char *family, int64_t lines, int64_t len, bool contig, int passes,
-                          int64_t min_wg, const char *extra, kiln_tunable *t) {
-  memset(t, 0, sizeof *t);
+ * elements (contig: unit stride), with the family's default parameters. */
+static void lines_tunable(kiln_graph *g, const kiln_node *n, const kiln_family *fam, int64_t lines, int64_t len, bool contig, int passes,
+                          const char *extra, kiln_tunable *t) {
   const kiln_value *xv = kiln_in(g, n, 0);
-  t->family = family;
-  t->file = RD_CL;
-  t->dtype = xv->dtype;
-  int o = snprintf(t->shape_key, sizeof t->shape_key, "%s:x=", n->op_type);
-  for (int i = 0; i < xv->rank && o < (int)sizeof t->shape_key; i++) o += snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, "%s%lld", i ? "x" : "", (long long)xv->dims[i]);
+  kiln_family_begin(fam, xv->dtype, t);
+  int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "x", xv);
   if (o < (int)sizeof t->shape_key)
     snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",lines=%lld,len=%lld,contig=%d%s", (long long)lines, (long long)len, contig, extra);
-  t->nparams = LP_COUNT;
-  int wg, vw;
-  lines_default(lines, len, contig, min_wg, &wg, &vw);
-  t->params[LP_WG] = (kiln_kparam){"WG", 6, {1, 16, 32, 64, 128, 256}, wg};
-  t->params[LP_VW] = (kiln_kparam){"VW", 4, {1, 2, 4, 8}, vw};
   t->dims[LD_LINES] = lines;
   t->dims[LD_LEN] = len;
   t->dims[LD_CONTIG] = contig;
   t->dims[LD_ESIZE] = (int64_t)kiln_dtype_size(xv->dtype);
   t->dims[LD_PASSES] = passes;
-  t->valid = lines_valid;
-  t->features = lines_features;
+  kiln_family_end(fam, t);
 }
 
 /* Smallest and largest value of integer dtype dt (int64 range for 64-bit types). */
@@ -298,7 +249,7 @@ static int reduce_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   int64_t rc = reduce_layout(xv, mask, &nk, &nr, kd, ks, rd, rs);
   char extra[32];
   snprintf(extra, sizeof extra, ",op=%d", reduce_op(n->op_type));
-  lines_tunable(g, n, "reduce", kiln_value_numel(y), rc, nr == 1 && rs[0] == 1, reduce_op(n->op_type) == RD_LOGSUMEXP ? 2 : 1, RD_WG_MIN_REDUCE, extra, t);
+  lines_tunable(g, n, &kiln_family_reduce, kiln_value_numel(y), rc, nr == 1 && rs[0] == 1, reduce_op(n->op_type) == RD_LOGSUMEXP ? 2 : 1, extra, t);
   return 0;
 }
 
@@ -328,7 +279,7 @@ static int reduce_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (!mb) return err->status;
   kiln_tunable t;
   int wg = meta[2] >= RD_WG_MIN_REDUCE ? RD_WG : 1, vw = 1;
-  lines_default(nout, meta[2], nr == 1 && rs[0] == 1, RD_WG_MIN_REDUCE, &wg, &vw);
+  kiln_lines_default(nout, meta[2], nr == 1 && rs[0] == 1, RD_WG_MIN_REDUCE, &wg, &vw);
   if (reduce_tunable(g, n, &t) == 0) {
     const int *p = kiln_exec_tparams(x, n, &t);
     wg = p[LP_WG];
@@ -499,7 +450,7 @@ static int sm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   int64_t o, l, i;
   kiln_error e = {0};
   if (!xv || sm_mode(n->op_type) == SM_HARDMAX || sm_geom(xv, n, &o, &l, &i, &e)) return 1;
-  lines_tunable(g, n, "softmax", o * i, l, i == 1, 3, RD_WG_MIN_SOFTMAX, "", t);
+  lines_tunable(g, n, &kiln_family_softmax, o * i, l, i == 1, 3, "", t);
   double sc = sm_scale(n);
   kiln_value *mv = kiln_in(g, n, 1);
   if (sc != 1.0 || mv) {
@@ -547,7 +498,7 @@ static int sm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (rc) return rc;
   kiln_tunable t;
   int wg = sm_mode(n->op_type) != SM_HARDMAX && l >= RD_WG_MIN_SOFTMAX ? RD_WG : 1, vw = 1;
-  lines_default(o * i, l, i == 1, sm_mode(n->op_type) != SM_HARDMAX ? RD_WG_MIN_SOFTMAX : INT64_MAX, &wg, &vw);
+  kiln_lines_default(o * i, l, i == 1, sm_mode(n->op_type) != SM_HARDMAX ? RD_WG_MIN_SOFTMAX : INT64_MAX, &wg, &vw);
   if (sm_tunable(x->g, n, &t) == 0) {
     const int *p = kiln_exec_tparams(x, n, &t);
     wg = p[LP_WG];
@@ -673,27 +624,16 @@ static int topk_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
 }
 
 typedef struct { double f; int64_t i, idx; } topk_item;
-/* Orders for qsort: best first, ties by lower index. */
-static int topk_cmp_fdesc(const void *a, const void *b) {
-  const topk_item *p = a, *q = b;
-  if (p->f != q->f) return p->f > q->f ? -1 : 1;
+/* Orders for qsort: best first (by the float or the integer key,
+ * descending or ascending), ties by lower index. */
+static int topk_order(const topk_item *p, const topk_item *q, bool isf, bool desc) {
+  if (isf ? p->f != q->f : p->i != q->i) return (isf ? (desc ? p->f > q->f : p->f < q->f) : (desc ? p->i > q->i : p->i < q->i)) ? -1 : 1;
   return p->idx < q->idx ? -1 : p->idx > q->idx;
 }
-static int topk_cmp_fasc(const void *a, const void *b) {
-  const topk_item *p = a, *q = b;
-  if (p->f != q->f) return p->f < q->f ? -1 : 1;
-  return p->idx < q->idx ? -1 : p->idx > q->idx;
-}
-static int topk_cmp_idesc(const void *a, const void *b) {
-  const topk_item *p = a, *q = b;
-  if (p->i != q->i) return p->i > q->i ? -1 : 1;
-  return p->idx < q->idx ? -1 : p->idx > q->idx;
-}
-static int topk_cmp_iasc(const void *a, const void *b) {
-  const topk_item *p = a, *q = b;
-  if (p->i != q->i) return p->i < q->i ? -1 : 1;
-  return p->idx < q->idx ? -1 : p->idx > q->idx;
-}
+static int topk_cmp_fdesc(const void *a, const void *b) { return topk_order(a, b, true, true); }
+static int topk_cmp_fasc(const void *a, const void *b) { return topk_order(a, b, true, false); }
+static int topk_cmp_idesc(const void *a, const void *b) { return topk_order(a, b, false, true); }
+static int topk_cmp_iasc(const void *a, const void *b) { return topk_order(a, b, false, false); }
 
 static int topk_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   kiln_value *x = kiln_in(g, n, 0);
@@ -806,7 +746,10 @@ static void nll_host(const loss_geom *lg, const double *lp, const void *t, int t
   else if (lg->red == RED_MEAN) kiln_store_f(out, dt, 0, sum / wsum);
 }
 
-static int nll_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
+/* NegativeLogLikelihoodLoss on the input as log-probabilities, or
+ * SoftmaxCrossEntropyLoss (softmax: on their log-softmax, stored into the
+ * optional second output). */
+static int loss_ref(kiln_graph *g, kiln_node *n, void **in, void **out, bool softmax, kiln_error *err) {
   loss_geom lg;
   int rc = loss_geom_get(g, n, &lg, err);
   if (rc) return rc;
@@ -814,26 +757,18 @@ static int nll_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_erro
   int64_t cnt = kiln_value_numel(x);
   double *lp = malloc(sizeof *lp * (size_t)(cnt ? cnt : 1));
   if (!lp) return kiln__err(err, KILN_ENOMEM, "out of memory");
-  for (int64_t i = 0; i < cnt; i++) lp[i] = kiln_load_f(in[0], x->dtype, i);
+  if (softmax) {
+    sm_lines(in[0], x->dtype, lp, KILN_DT_DOUBLE, lg.N, lg.C, lg.D, SM_LOGSOFTMAX);
+    if (out[1]) for (int64_t i = 0; i < cnt; i++) kiln_store_f(out[1], x->dtype, i, lp[i]);
+  } else {
+    for (int64_t i = 0; i < cnt; i++) lp[i] = kiln_load_f(in[0], x->dtype, i);
+  }
   nll_host(&lg, lp, in[1], t->dtype, w ? in[2] : NULL, w ? w->dtype : 0, out[0], x->dtype);
   free(lp);
   return 0;
 }
-
-static int sce_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
-  loss_geom lg;
-  int rc = loss_geom_get(g, n, &lg, err);
-  if (rc) return rc;
-  kiln_value *x = kiln_in(g, n, 0), *t = kiln_in(g, n, 1), *w = kiln_in(g, n, 2);
-  int64_t cnt = kiln_value_numel(x);
-  double *lp = malloc(sizeof *lp * (size_t)(cnt ? cnt : 1));
-  if (!lp) return kiln__err(err, KILN_ENOMEM, "out of memory");
-  sm_lines(in[0], x->dtype, lp, KILN_DT_DOUBLE, lg.N, lg.C, lg.D, SM_LOGSOFTMAX);
-  if (out[1]) for (int64_t i = 0; i < cnt; i++) kiln_store_f(out[1], x->dtype, i, lp[i]);
-  nll_host(&lg, lp, in[1], t->dtype, w ? in[2] : NULL, w ? w->dtype : 0, out[0], x->dtype);
-  free(lp);
-  return 0;
-}
+static int nll_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return loss_ref(g, n, in, out, false, err); }
+static int sce_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) { return loss_ref(g, n, in, out, true, err); }
 
 /* Enqueues the NLL of log-probabilities in buffer lp into output 0. */
 static int nll_launch(kiln_exec *x, kiln_node *n, const loss_geom *lg, cl_mem lp, kiln_error *err) {

@@ -1,0 +1,106 @@
+/* kernels/gemm.c: the "gemm" kernel family beside its OpenCL source
+ * (kernels/gemm.cl): one batched strided matrix product, its parameter
+ * vector and solvers, features for the cost model.
+ *
+ * Parameters, in descriptor order (GP_* in family.h). TM, NV, VW, WGM, WGN,
+ * KWI, SA and KWG are -D defines of kernels/gemm.cl and mean the same in the
+ * tiled and panel kernels (SA=1: the work-group shares KWG-deep tiles,
+ * through local memory in the tiled kernel, through the cache between
+ * barriers in the panel kernel); KWG is pinned to its default when SA=0, so
+ * the space is not a product of irrelevant values. For CLBlast the same
+ * vector maps onto Xgemm's parameters (clb_params in runtime/ops/gemm_norm.c).
+ * KILN_MAX_KPARAMS (12) rules out a separate set of names per kernel. The
+ * space stays under the tuner's enumeration cap (200000 combinations before
+ * valid()).
+ * Defaults (used where nothing was measured): the panel kernel with a 4 x 16
+ * block per work-item, because it is correct for every shape and was the
+ * faster untuned choice on the only device measured so far (POCL on a CPU,
+ * ~45 GFLOP/s at 256^3 where the tiled kernel ran ~4); on a GPU the tiled
+ * kernel is expected to win, and tuning decides.
+ *
+ * The solvers (KERNEL):
+ *   tiled    0, gemm.cl's gemm: MWG x NWG tiles per work-group, local-memory
+ *            tiling, the right shape for GPUs;
+ *   panel    1, gemm_panel: B packed into column panels of NR = NV*VW
+ *            elements contiguous along K (once per plan when B is a constant,
+ *            else each run by gemm_pack_b into a scratch buffer); each
+ *            work-item computes a TM x NR block in vector registers, no local
+ *            memory: the CPU shape;
+ *   clblast  2, CLBlast's Xgemm (float and double), its tuning parameters
+ *            mapped from the same vector and set with CLBlastOverrideParameters.
+ * valid() is the op's (runtime/ops/gemm_norm.c gemm_valid: the KERNEL values
+ * offered depend on KILN_GEMM_KERNELS, read there); the launches are the op's
+ * too (gemm_tiled, gemm_panel, gemm_clblast), over its gemm_desc. */
+#include "family.h"
+#include <math.h>
+
+const kiln_kparam kiln_gemm_params[GP_COUNT] = {
+  [GP_KERNEL] = {"KERNEL", 3, {GK_TILED, GK_PANEL, GK_CLBLAST}, GK_PANEL},
+  [GP_TM] = {"TM", 6, {1, 2, 4, 6, 8, 12}, 4},
+  [GP_NV] = {"NV", 4, {1, 2, 3, 4}, 2},
+  [GP_VW] = {"VW", 4, {1, 4, 8, 16}, 8},
+  [GP_WGM] = {"WGM", 4, {1, 2, 4, 8}, 1},
+  [GP_WGN] = {"WGN", 5, {1, 2, 4, 8, 16}, 4},
+  [GP_KWI] = {"KWI", 3, {1, 2, 4}, 1},
+  [GP_SA] = {"SA", 2, {0, 1}, 0},
+  [GP_KWG] = {"KWG", 5, {16, 32, 64, 128, 256}, 16},
+};
+_Static_assert(GP_COUNT <= KILN_MAX_KPARAMS && GP_COUNT <= KILN_MAX_KPARAMS_NODE, "gemm parameter vector too long");
+
+static void panel_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  const double M = (double)t->dims[GD_M], N = (double)t->dims[GD_N], K = (double)t->dims[GD_K], Z = (double)t->dims[GD_BATCH];
+  const double es = (double)t->dims[GD_ESIZE], nbz = (double)t->dims[GD_NBZ];
+  const int tm = p[GP_TM], wgm = p[GP_WGM], wgn = p[GP_WGN];
+  const double tn = (double)p[GP_NV] * p[GP_VW], mt = ceil(M / tm), nt = ceil(N / tn);
+  f->footprint += nbz * K * (nt * tn - N) * es; /* the B panel, padded to whole tiles */
+  if (!t->dims[GD_BCONST]) {
+    f->footprint += nbz * K * nt * tn * es; /* packed, then read */
+    f->gathered = nbz * K * nt * tn;
+  }
+  f->flops = 2 * mt * tm * nt * tn * K * Z; /* whole register tiles, edges included */
+  /* every work-item reads its TM rows of A and its whole B panel */
+  f->bytes = Z * (M * K * nt + nt * tn * K * ceil(M / tm) + M * N) * es;
+  if (!t->dims[GD_BCONST]) f->bytes += nbz * K * (N + nt * tn) * es; /* packing */
+  f->launches = t->dims[GD_BCONST] ? 1 : 2;
+  f->work_groups = ceil(nt / wgn) * ceil(mt / wgm) * Z;
+}
+
+/* tiles of MWG x NWG per work-group, read once per work-group (SA) or per
+ * work-item (no local memory) */
+static void tiled_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  const double M = (double)t->dims[GD_M], N = (double)t->dims[GD_N], K = (double)t->dims[GD_K], Z = (double)t->dims[GD_BATCH];
+  const double es = (double)t->dims[GD_ESIZE];
+  const int kern = p[GP_KERNEL], tm = p[GP_TM], wgm = p[GP_WGM], wgn = p[GP_WGN];
+  const double tn = (double)p[GP_NV] * p[GP_VW], mt = ceil(M / tm), nt = ceil(N / tn);
+  double mwg = (double)wgm * tm, nwg = (double)wgn * tn;
+  double gm = ceil(M / mwg), gn = ceil(N / nwg);
+  if (p[GP_SA] || kern == GK_CLBLAST) {
+    f->bytes = Z * (M * K * gn + K * N * gm + M * N) * es;
+    f->bytes_local = Z * (M * K * gn * wgn + K * N * gm * wgm) * es; /* each element read by a row / column of work-items */
+  } else {
+    f->bytes = Z * (M * K * nt + K * N * mt + M * N) * es;
+  }
+  f->work_groups = gm * gn * Z;
+  f->launches = kern == GK_CLBLAST ? 3 : 1; /* CLBlast: transposes around its kernel */
+}
+
+static void gemm_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  const double M = (double)t->dims[GD_M], N = (double)t->dims[GD_N], K = (double)t->dims[GD_K], Z = (double)t->dims[GD_BATCH];
+  const double es = (double)t->dims[GD_ESIZE], nbz = (double)t->dims[GD_NBZ];
+  memset(f, 0, sizeof *f);
+  f->flops = 2 * M * N * K * Z;
+  f->vec = p[GP_VW];
+  f->wg_size = (double)p[GP_WGM] * p[GP_WGN];
+  f->footprint = Z * (M * K + M * N) * es + nbz * K * N * es;
+  if (p[GP_KERNEL] == GK_PANEL) panel_features(t, p, f);
+  else tiled_features(t, p, f);
+}
+
+static const kiln_solver gemm_solvers[] = {
+  {"tiled", ~0u, GK_TILED},
+  {"panel", ~0u, GK_PANEL},
+  {"clblast", ~0u, GK_CLBLAST},
+};
+
+const kiln_family kiln_family_gemm = {.name = "gemm", .file = "gemm.cl", .oclgrind = "gemm", .nparams = GP_COUNT, .params = kiln_gemm_params,
+                                       .selector = GP_KERNEL, KILN_SOLVERS(gemm_solvers), .epilogue = 1, .features = gemm_features};

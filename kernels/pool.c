@@ -1,0 +1,75 @@
+/* kernels/pool.c: the pooling kernel families beside their OpenCL source
+ * (kernels/pool.cl), one solver each:
+ *   pool   windowed pools (MaxPool, AveragePool, LpPool) by pool_fwd: PL_WPI
+ *          outputs per work-item, PL_WG work-items per group (0: the
+ *          driver's choice);
+ *   gpool  global pools (GlobalAveragePool, GlobalMaxPool, GlobalLpPool):
+ *          PL_WG work-items per plane (1: a work-item per plane, gpool_item;
+ *          else gpool_wg, float types) with a step of PL_VW consecutive
+ *          elements.
+ * The op (runtime/ops/conv_pool.c) describes the planes (dims PD_*) and
+ * launches. */
+#include "family.h"
+#include <math.h>
+
+static size_t max_wg(const kiln_device_info *dev) { return dev && dev->max_work_group ? dev->max_work_group : 256; }
+
+static const kiln_kparam pool_params[PP_COUNT] = {
+  [PP_A] = {"PL_WPI", 4, {1, 2, 4, 8}, 1},
+  [PP_B] = {"PL_WG", 5, {0, 32, 64, 128, 256}, 0},
+};
+
+static int pool_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
+  const int wpi = p[PP_A], wg = p[PP_B];
+  if ((size_t)wg > max_wg(dev)) return 1;
+  if (wpi > 1 && (int64_t)wpi > t->dims[PD_OUT]) return 1;       /* more than a plane's outputs */
+  if (wg > 0 && (int64_t)wg * wpi / 2 >= t->dims[PD_OUT] * t->dims[PD_PLANES]) return 1;
+  return 0;
+}
+
+static void pool_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  const double planes = (double)t->dims[PD_PLANES], out = (double)t->dims[PD_OUT], win = (double)t->dims[PD_WIN], es = (double)t->dims[PD_ESIZE];
+  memset(f, 0, sizeof *f);
+  f->flops = planes * out * win;
+  f->launches = 1;
+  f->bytes = planes * (out * win + out) * es; /* windows overlap: counted per output (caches catch some) */
+  f->vec = p[PP_A];
+  f->wg_size = p[PP_B] ? p[PP_B] : 64;
+  f->work_groups = ceil(planes * ceil(out / p[PP_A]) / f->wg_size);
+}
+
+static const kiln_kparam gpool_params[PP_COUNT] = {
+  [PP_A] = {"PL_WG", 6, {1, 16, 32, 64, 128, 256}, 1},
+  [PP_B] = {"PL_VW", 4, {1, 2, 4, 8}, 1},
+};
+
+static int gpool_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
+  const int wg = p[PP_A], vw = p[PP_B];
+  if ((size_t)wg > max_wg(dev)) return 1;
+  if (wg > 1 && !t->dims[PD_FLOAT]) return 1;                          /* gpool_wg: float types */
+  if (wg == 1 && vw > 1) return 1;
+  if (wg > 16 && (int64_t)wg * vw / 2 >= t->dims[PD_IN]) return 1;
+  return 0;
+}
+
+static void gpool_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  const double planes = (double)t->dims[PD_PLANES], out = (double)t->dims[PD_OUT], in = (double)t->dims[PD_IN];
+  const double win = (double)t->dims[PD_WIN], es = (double)t->dims[PD_ESIZE];
+  memset(f, 0, sizeof *f);
+  f->flops = planes * out * win;
+  f->launches = 1;
+  f->bytes = planes * (in + 1) * es;
+  f->wg_size = p[PP_A];
+  f->vec = p[PP_B];
+  f->work_groups = p[PP_A] > 1 ? planes : ceil(planes / 64);
+  f->bytes_local = p[PP_A] > 1 ? planes * p[PP_A] * es : 0;
+}
+
+static const kiln_solver pool_solvers[] = {{"pool_fwd", ~0u, -1}};
+static const kiln_solver gpool_solvers[] = {{"gpool", ~0u, -1}};
+
+#define POOL_FAMILY(nm, prm, solv, val, feat)                                                                                                           \
+  {.name = nm, .file = "pool.cl", .oclgrind = "pool", .nparams = PP_COUNT, .params = prm, .selector = -1, KILN_SOLVERS(solv), .valid = val,  \
+   .features = feat}
+const kiln_family kiln_family_pool = POOL_FAMILY("pool", pool_params, pool_solvers, pool_valid, pool_features);
+const kiln_family kiln_family_gpool = POOL_FAMILY("gpool", gpool_params, gpool_solvers, gpool_valid, gpool_features);
