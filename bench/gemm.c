@@ -262,6 +262,8 @@ int main(int argc, char **argv) {
   kiln_error err = {0};
   kiln_device *d;
   if (kiln_device_open(sel, &d, &err)) { fprintf(stderr, "bench_gemm: %s\n", err.msg); return 77; }
+  kiln_options opts; /* the KILN_* environment; gemm_kernels is set per pass below */
+  if (kiln_options_from_env(&opts, &err) || kiln_device_set_options(d, &opts, &err)) { fprintf(stderr, "bench_gemm: %s\n", err.msg); return 2; }
   openblas_set_num_threads(2);
   char dbpath[256];
   if (keep_db) snprintf(dbpath, sizeof dbpath, "%s", keep_db);
@@ -318,7 +320,8 @@ int main(int argc, char **argv) {
     kiln_tensor ta = {.dtype = KILN_DT_FLOAT, .rank = 2, .dims = {s->M, s->K}, .data = A};
     if (kiln_session_set_input(c.ses, "A", &ta, &err)) { fprintf(stderr, "bench_gemm: %s\n", err.msg); return 1; }
     double t_kd = run_kiln(&c) ? -1 : time_median(run_kiln, &c);
-    setenv("KILN_GEMM_KERNELS", "0,1", 1);
+    opts.gemm_kernels = 1u << 0 | 1u << 1; /* kiln's own kernels */
+    kiln_device_set_options(d, &opts, &err);
     kiln_tune_options to = {.budget_s = budget * (2.0 * s->M * s->N * s->K > 1e9 ? 2 : 1), .max_trials = max_trials, .strategy = strategy, .seed = 7};
     kiln_tune_result *res = NULL;
     int nres = 0;
@@ -329,16 +332,18 @@ int main(int argc, char **argv) {
 
     /* CLBlast with the parameters kiln's tuner finds for it: a second tuning
      * pass over KERNEL=2 only, into its own database (CLBlast candidates are
-     * opt-in, see gemm_kernels_from_env in runtime/ops/gemm_norm.c) */
+     * opt-in, see gemm_kernels_offered in runtime/ops/gemm_norm.c) */
     best_clb bc = {.ns = -1};
     double t_clbk = -1;
     if (clb_trials > 0) {
       kiln_tune_result *res2 = NULL;
       int nres2 = 0;
       kiln_tune_options to2 = {.budget_s = budget, .max_trials = clb_trials, .strategy = "random", .seed = 7};
-      setenv("KILN_GEMM_KERNELS", "2", 1);
+      opts.gemm_kernels = 1u << 2;
+      kiln_device_set_options(d, &opts, &err);
       if (kiln_tune(c.ses, db2, &to2, &res2, &nres2, &err)) fprintf(stderr, "bench_gemm: CLBlast tuning: %s\n", err.msg);
-      setenv("KILN_GEMM_KERNELS", "0,1", 1);
+      opts.gemm_kernels = 1u << 0 | 1u << 1;
+      kiln_device_set_options(d, &opts, &err);
       if (nres2 > 0) kiln_db_each(db2, c.ses->db_device, "gemm", KILN_DT_FLOAT, res2[0].shape_key, "", pick_clblast, &bc, &err);
       free(res2);
       kiln_session_set_db(c.ses, db, &err);

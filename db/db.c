@@ -39,9 +39,8 @@ static const char *SCHEMA_V1 =
 const char *kiln_db_path(const kiln_db *db) { return db->path; }
 
 const char *kiln_db_default_path(char *buf, size_t len) {
-  const char *e = getenv("KILN_DB");
-  if (e && *e) snprintf(buf, len, "%s", e);
-  else snprintf(buf, len, "%s/.cache/kiln/tuning.db", getenv("HOME") ? getenv("HOME") : ".");
+  const char *home = getenv("HOME");
+  snprintf(buf, len, "%s/.cache/kiln/tuning.db", home && *home ? home : ".");
   return buf;
 }
 

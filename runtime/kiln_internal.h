@@ -124,6 +124,7 @@ struct kiln_graph {
   bool fusion;               /* the plan fuses (kernels may merge producer steps, e.g. im2col into the GEMM) */
   struct kiln_fusion_decision *pdec; /* plan-time pattern rewrites done (passes.c), listed by kiln plan */
   int npdec;
+  const struct kiln_dev_opts *dev_opt; /* the options of the device a session runs it on (NULL: defaults) */
 };
 
 /* Attribute lookup; the *_or variants return `dflt` when absent. */
@@ -182,8 +183,18 @@ typedef struct kiln_cl_prog {
   int nkerns;
 } kiln_cl_prog;
 
+/* A device's options (kiln_device_set_options; kiln_options of kiln.h). */
+typedef struct kiln_dev_opts {
+  char kernel_dir[512];      /* "" = the embedded kernels */
+  bool no_probe;             /* no quick probe */
+  unsigned gemm_kernels;     /* gemm KERNEL values offered to the search (bit k), 0 = the default set */
+  int attention_fuse;        /* KILN_FUSE_AUTO / _ALWAYS / _NEVER */
+  bool no_predict;           /* no cost-model predictions: descriptor defaults */
+} kiln_dev_opts;
+
 struct kiln_device {
   kiln_device_info info;
+  kiln_dev_opts opt;
   cl_platform_id platform;
   cl_device_id dev;
   cl_context ctx;
@@ -216,17 +227,21 @@ void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const struct 
  * device idle for tens of microseconds between a node's kernels. */
 void kiln_cl_src_key(const char *src, char key[24]);
 cl_kernel kiln_cl_kernel_src(kiln_device *d, const char *key, const char *src, const char *options, const char *name, kiln_error *err);
-/* Source text of an embedded kernel file, or of KILN_KERNEL_DIR/<file> when
- * that override exists: then *owned holds it too, for the caller to free
- * (else *owned is NULL). NULL when there is no such file. */
+/* Source text of kernels/<file>: dir/<file> when dir (a kernel directory,
+ * kiln_options.kernel_dir; NULL or "": none) has that file, then *owned
+ * holds it too, for the caller to free (else *owned is NULL); else the
+ * embedded copy. NULL when there is no such file. */
+const char *kiln_cl_source_in(const char *dir, const char *file, char **owned);
+/* The embedded copy (kiln_cl_source_in without a directory). */
 const char *kiln_cl_source(const char *file, char **owned);
 /* Enqueues a kernel over `dims` dimensions; lws may be NULL. Zero-size grids are skipped. */
 int kiln_cl_launch(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, kiln_error *err);
 /* Same, returning the launch's event in *ev (NULL when nothing was launched). */
 int kiln_cl_launch_ev(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, cl_event *ev, kiln_error *err);
-/* Hex hash of the embedded source of kernels/<files> (a comma list: the
- * sources chained; a single file hashes as itself). */
-void kiln_source_hash(const char *files, char *buf, size_t len);
+/* Hex hash of the source of kernels/<files> as device d reads it (its
+ * kernel directory; d NULL: embedded) (a comma list: the sources chained; a
+ * single file hashes as itself). */
+void kiln_source_hash(const kiln_device *d, const char *files, char *buf, size_t len);
 /* Sets kernel args: pairs of (size, pointer) terminated by size 0. */
 int kiln_cl_args(cl_kernel k, kiln_error *err, ...);
 #define KARG(x) sizeof(x), (const void *)&(x)
@@ -490,6 +505,7 @@ typedef struct kiln_fusion_costs {
    * (force_fused) or not, whatever was predicted or recorded */
   const char *force_sig;
   int force_fused;
+  int force_attention;     /* KILN_FUSE_AUTO (the prediction decides), _ALWAYS, _NEVER (kiln_options.attention_fuse) */
 } kiln_fusion_costs;
 
 /* A grouping's final choice: the tuner's force, else recorded measurements

@@ -1039,8 +1039,8 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
     memset(how_u, 0, sizeof how_u);
     how_u[3] = nrm + 1;
   }
-  const char *force = getenv("KILN_ATTENTION_FUSE");
-  bool take = force ? atoi(force) != 0 : fused < unfused;
+  int force = costs ? costs->force_attention : KILN_FUSE_AUTO;
+  bool take = force != KILN_FUSE_AUTO ? force == KILN_FUSE_ALWAYS : fused < unfused;
   char ops[256], why[192];
   rm[nrm] = si;
   ops_list(g, si, rm, nrm, ops, sizeof ops);

@@ -70,7 +70,7 @@ static int selected(const char *label) {
 
 static void run_case(const char *op, int nin, const vspec *ins, kiln_attr *attrs, int nattr, const char *label) {
   if (!selected(label)) return;
-  kiln_graph g = {0};
+  kiln_graph g = {.dev_opt = &dev->opt}; /* the device's gemm kernels (KILN_GEMM_KERNELS) */
   kiln_node n = {0};
   kiln_error err = {0};
   n.name = (char *)label;
@@ -193,10 +193,12 @@ int main(int argc, char **argv) {
     printf("skipped: %s\n", err.msg);
     return SKIP;
   }
+  kiln_options env;
+  if (kiln_options_from_env(&env, &err) || kiln_device_set_options(dev, &env, &err)) { printf("FAIL: %s\n", err.msg); return 1; }
   const int F = KILN_DT_FLOAT, D = KILN_DT_DOUBLE, I = KILN_DT_INT32;
   {
     /* the vector set, from the descriptor of a float MatMul */
-    kiln_graph g = {0};
+    kiln_graph g = {.dev_opt = &dev->opt};
     kiln_node n = {0};
     int in[2], out[1];
     n.nin = 2, n.nout = 1, n.in = in, n.out = out, n.op = kiln_op_lookup("", "MatMul");

@@ -143,10 +143,10 @@ int main(void) {
   char model[256], dbpath[256];
   snprintf(model, sizeof model, "%s/mm.onnx", dir);
   snprintf(dbpath, sizeof dbpath, "%s/tuning.db", dir);
-  setenv("KILN_CACHE_DIR", "off", 0);
   kiln_error err = {0};
   kiln_device *d = NULL;
   if (kiln_device_open(NULL, &d, &err) != 0) { printf("SKIP: no OpenCL device: %s\n", err.msg); rmdir(dir); return SKIP; }
+  kiln_device_set_options(d, &(kiln_options){.cache_dir = "off"}, &err); /* no program cache */
   kiln_model *m = NULL;
   kiln_session *s = NULL;
   kiln_db *db = NULL;

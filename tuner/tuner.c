@@ -761,6 +761,17 @@ int kiln_tune_check_families(kiln_session *s, const char *families, kiln_error *
   return rc;
 }
 
+/* The shape key of t's resume marker: its own, with the search space
+ * appended when the device's options narrowed it (KILN_GEMM_KERNELS), so that
+ * a narrowed search does not pass for a search of the whole space. */
+static void marker_key(const kiln_device *d, const kiln_tunable *t, char *buf, size_t n) {
+  int len = snprintf(buf, n, "%s", t->shape_key);
+  if (!d->opt.gemm_kernels || strcmp(t->family, "gemm")) return;
+  len += snprintf(buf + len, n - (size_t)len, "|KERNEL=");
+  for (int v = 0, k = 0; v < 3; v++)
+    if (d->opt.gemm_kernels & (1u << v)) len += snprintf(buf + len, n - (size_t)len, "%s%d", k++ ? "," : "", v);
+}
+
 int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
   double t0 = now_s(); /* the budget covers everything from here: verification and the device probe too */
   kiln_tune_options opt = {0};
@@ -869,9 +880,11 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     kiln_tunable *t = &in->t;
     kiln_node *n = &g->nodes[in->node];
     kiln_tune_result *r = &res[ii];
-    kiln_source_hash(t->file, hash, sizeof hash);
+    kiln_source_hash(s->d, t->file, hash, sizeof hash);
     kiln_lookup usable; /* a marker counts while a record of this kernel source and kiln version backs it */
-    if (!opt.compare && kiln_db_is_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue) &&
+    char mkey[sizeof t->shape_key + 32];
+    marker_key(s->d, t, mkey, sizeof mkey);
+    if (!opt.compare && kiln_db_is_tuned(db, s->db_device, t->family, t->dtype, mkey, t->epilogue) &&
         kiln_db_best_layered(db, s->db_device, &d->info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &usable, NULL) == 0 && usable.exact) {
       r->skipped = r->tuned = 1;
       /* what run and plan will use (kiln_db_pick_best's choice) */
@@ -1085,7 +1098,7 @@ int kiln_tune(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tun
     }
     if (!rc && !stopped && tc.best_k >= 0) {
       /* the search ran to its end (or its per-instance cap): resume may skip it */
-      rc = kiln_db_mark_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, r->trials, err);
+      rc = kiln_db_mark_tuned(db, s->db_device, t->family, t->dtype, mkey, t->epilogue, r->trials, err);
       r->tuned = !rc;
     }
     free(cands);
