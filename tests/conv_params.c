@@ -221,6 +221,8 @@ int main(int argc, char **argv) {
     printf("skipped: %s\n", err.msg);
     return SKIP;
   }
+  kiln_options env; /* KILN_CACHE_DIR and the rest, as the kiln command reads them */
+  if (kiln_options_from_env(&env, &err) || kiln_device_set_options(dev, &env, &err)) { printf("FAIL: %s\n", err.msg); return 1; }
   const int F = KILN_DT_FLOAT, D = KILN_DT_DOUBLE;
   /* label, dtype, nsp, N, C, M, in, k, strides, dilations, pads, group, bias, wconst */
   const conv_case cases[] = {
