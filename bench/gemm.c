@@ -47,29 +47,19 @@ static const shape resnet_shapes[] = {
   {"resnet18 conv4_x", 196, 256, 2304},   {"resnet18 conv5_x", 49, 512, 4608},
 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmpd(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 /* Median seconds of fn(ctx) over at least 3 calls and ~0.5 s (at most 25);
  * a single call when one takes over 2 s (CLBlast's defaults at 2048^3). */
 static double time_median(int (*fn)(void *), void *ctx) {
   double ts[25];
   int n = 0;
-  double t0 = now_s();
-  while (n < 25 && (n < 3 || now_s() - t0 < 0.5) && !(n == 1 && ts[0] > 2)) {
-    double a = now_s();
+  double t0 = kiln__now_s();
+  while (n < 25 && (n < 3 || kiln__now_s() - t0 < 0.5) && !(n == 1 && ts[0] > 2)) {
+    double a = kiln__now_s();
     if (fn(ctx)) return -1;
-    ts[n++] = now_s() - a;
+    ts[n++] = kiln__now_s() - a;
   }
-  qsort(ts, (size_t)n, sizeof(double), cmpd);
+  qsort(ts, (size_t)n, sizeof(double), kiln__cmp_double);
   return ts[n / 2];
 }
 

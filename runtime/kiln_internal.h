@@ -24,6 +24,13 @@
 
 /* Sets err (if not NULL) to status and a printf-style message; returns status. */
 int kiln__err(kiln_error *err, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The monotonic clock in seconds. */
+double kiln__now_s(void);
+/* qsort comparators, ascending: doubles, uint64_t. */
+int kiln__cmp_double(const void *a, const void *b);
+int kiln__cmp_u64(const void *a, const void *b);
+/* splitmix64: the next value of the small seeded generator in *s. */
+uint64_t kiln__splitmix(uint64_t *s);
 const char *kiln__clerror(cl_int e);
 
 /* ---- values and nodes -------------------------------------------------- */

@@ -18,34 +18,17 @@
 #define MAX_REL_ERR 1e-3
 #define SLOW_FACTOR 8.0  /* a candidate this much slower than the best so far is not repeated */
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmpd(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+/* the shared helpers of runtime/util.c, by their local names */
+#define now_s kiln__now_s
+#define cmpd kiln__cmp_double
+#define cmpu64 kiln__cmp_u64
+#define splitmix kiln__splitmix
 
 typedef struct {
   int node;           /* representative node index */
   int count;          /* nodes sharing the instance key */
   kiln_tunable t;
 } instance;
-
-static int cmpu64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 /* Runs node n once with the exec context's override; returns the summed
  * kernel time (ns) from profiling events, or a negative status. */
