@@ -561,6 +561,9 @@ int kiln_epi_ref(kiln_device *d, kiln_graph *g, kiln_node *n, void **host, kiln_
 int kiln_graph_add_value(kiln_graph *g, const char *name);   /* returns id or -1 */
 int kiln_graph_find_value(const kiln_graph *g, const char *name);
 void kiln_graph_free(kiln_graph *g);
+/* Frees what node n owns (strings, inputs and outputs, attributes, state);
+ * not its device buffers. */
+void kiln__node_free_fields(kiln_node *n);
 /* Loads an ONNX file into a graph (no shape inference yet). */
 int kiln_onnx_load(const char *path, uint64_t max_bytes, kiln_graph **out, kiln_error *err);
 /* Same from a serialized ModelProto in memory (len bytes, not kept; refused

@@ -34,6 +34,19 @@ int kiln_graph_add_value(kiln_graph *g, const char *name) {
   return g->nvals++;
 }
 
+void kiln__node_free_fields(kiln_node *n) {
+  free(n->name); free(n->op_type); free(n->domain); free(n->in); free(n->out);
+  for (int a = 0; a < n->nattr; a++) {
+    kiln_attr *at = &n->attrs[a];
+    free(at->name); free(at->s); free(at->floats); free(at->ints);
+    for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
+    free(at->strings);
+    kiln_tensor_free(at->t);
+  }
+  free(n->attrs);
+  free(n->state);
+}
+
 void kiln_graph_free(kiln_graph *g) {
   if (!g) return;
   for (int i = 0; i < g->nvals; i++) {
@@ -44,20 +57,11 @@ void kiln_graph_free(kiln_graph *g) {
   }
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
-    free(n->name); free(n->op_type); free(n->domain); free(n->in); free(n->out);
-    for (int a = 0; a < n->nattr; a++) {
-      kiln_attr *at = &n->attrs[a];
-      free(at->name); free(at->s); free(at->floats); free(at->ints);
-      for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
-      free(at->strings);
-      kiln_tensor_free(at->t);
-    }
-    free(n->attrs);
+    kiln__node_free_fields(n);
     for (int k = 0; k < 4; k++) {
       if (n->param[k]) clReleaseMemObject(n->param[k]);
       if (n->scratch[k]) clReleaseMemObject(n->scratch[k]);
     }
-    free(n->state);
   }
   free(g->nodes); free(g->vals); free(g->inputs); free(g->outputs); free(g->path);
   free(g->pdec);

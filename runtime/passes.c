@@ -248,17 +248,7 @@ static int new_init(kiln_graph *g, const char *name, int rank, const int64_t *di
 }
 
 static void drop_node(kiln_graph *g, int i) {
-  kiln_node *n = &g->nodes[i];
-  free(n->name); free(n->op_type); free(n->domain); free(n->in); free(n->out);
-  for (int a = 0; a < n->nattr; a++) {
-    kiln_attr *at = &n->attrs[a];
-    free(at->name); free(at->s); free(at->floats); free(at->ints);
-    for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
-    free(at->strings);
-    kiln_tensor_free(at->t);
-  }
-  free(n->attrs);
-  free(n->state);
+  kiln__node_free_fields(&g->nodes[i]);
   memmove(&g->nodes[i], &g->nodes[i + 1], sizeof(kiln_node) * (size_t)(g->nnodes - i - 1));
   g->nnodes--;
   for (int k = 0; k < g->nvals; k++) g->vals[k].producer = -1;
@@ -339,23 +329,7 @@ int kiln_graph_rewrite(kiln_graph *g, kiln_error *err) {
     if (strcmp(n->op_type, "Gradient") || strcmp(n->domain, "ai.onnx.preview.training")) continue;
     int rc = expand_gradient(g, i, err);
     if (rc) return rc;
-    /* drop the Gradient node itself */
-    n = &g->nodes[i];
-    free(n->name); free(n->op_type); free(n->domain); free(n->in); free(n->out);
-    for (int a = 0; a < n->nattr; a++) {
-      kiln_attr *at = &n->attrs[a];
-      free(at->name); free(at->s); free(at->floats); free(at->ints);
-      for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
-      free(at->strings);
-      kiln_tensor_free(at->t);
-    }
-    free(n->attrs);
-    memmove(&g->nodes[i], &g->nodes[i + 1], sizeof(kiln_node) * (size_t)(g->nnodes - i - 1));
-    g->nnodes--;
-    for (int k = 0; k < g->nvals; k++) g->vals[k].producer = -1;
-    for (int k = 0; k < g->nnodes; k++)
-      for (int j = 0; j < g->nodes[k].nout; j++)
-        if (g->nodes[k].out[j] >= 0) g->vals[g->nodes[k].out[j]].producer = k;
+    drop_node(g, i); /* the Gradient node itself */
     i--;
     changed = 1;
   }
