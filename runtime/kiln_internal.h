@@ -564,6 +564,10 @@ void kiln_graph_free(kiln_graph *g);
 /* Frees what node n owns (strings, inputs and outputs, attributes, state);
  * not its device buffers. */
 void kiln__node_free_fields(kiln_node *n);
+/* Orders g's nodes so every producer precedes its consumers, keeping the
+ * given order where it is valid; KILN_EPARSE "the <what> has a cycle
+ * through node ..." (onnx_load.c). */
+int kiln__graph_toposort(kiln_graph *g, const char *what, kiln_error *err);
 /* Loads an ONNX file into a graph (no shape inference yet). */
 int kiln_onnx_load(const char *path, uint64_t max_bytes, kiln_graph **out, kiln_error *err);
 /* Same from a serialized ModelProto in memory (len bytes, not kept; refused

@@ -249,30 +249,29 @@ static int set_value_info(kiln_graph *g, int id, const Onnx__ValueInfoProto *vi)
   return 0;
 }
 
-/* Orders nodes so every producer precedes its consumers; fails on a cycle. */
-static int topo_sort(kiln_graph *g, kiln_error *err) {
+/* Orders nodes so every producer precedes its consumers (Kahn's algorithm
+ * in repeated sweeps, which keeps the given order where it is valid);
+ * KILN_EPARSE naming a node on a cycle ("the <what> has a cycle ..."). */
+int kiln__graph_toposort(kiln_graph *g, const char *what, kiln_error *err) {
   int n = g->nnodes;
   if (!n) return 0;
   int *prod = malloc(sizeof(int) * (size_t)(g->nvals > 0 ? g->nvals : 1));
-  int *indeg = calloc((size_t)n, sizeof(int));
   int *order = malloc(sizeof(int) * (size_t)n);
   char *done = calloc((size_t)n, 1);
-  if (!prod || !indeg || !order || !done) { free(prod); free(indeg); free(order); free(done); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  if (!prod || !order || !done) { free(prod); free(order); free(done); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
   for (int i = 0; i < g->nvals; i++) prod[i] = -1;
   for (int i = 0; i < n; i++)
     for (int k = 0; k < g->nodes[i].nout; k++)
       if (g->nodes[i].out[k] >= 0) prod[g->nodes[i].out[k]] = i;
   int cnt = 0, progress = 1;
-  /* Kahn's algorithm in repeated sweeps keeps the file's order where it is valid. */
   while (cnt < n && progress) {
     progress = 0;
     for (int i = 0; i < n; i++) {
       if (done[i]) continue;
-      int ready = 1;
+      int ready = 1; /* every input's producer placed (a node reading its own output never is) */
       for (int k = 0; k < g->nodes[i].nin && ready; k++) {
         int v = g->nodes[i].in[k];
-        if (v >= 0 && prod[v] >= 0 && prod[v] != i && !done[prod[v]]) ready = 0;
-        if (v >= 0 && prod[v] == i) ready = 0;
+        if (v >= 0 && prod[v] >= 0 && !done[prod[v]]) ready = 0;
       }
       if (ready) { done[i] = 1; order[cnt++] = i; progress = 1; }
     }
@@ -281,9 +280,9 @@ static int topo_sort(kiln_graph *g, kiln_error *err) {
   if (cnt < n) {
     int bad = 0;
     while (done[bad]) bad++;
-    rc = kiln__err(err, KILN_EPARSE, "the graph has a cycle through node '%s' (%s)", g->nodes[bad].name, g->nodes[bad].op_type);
+    rc = kiln__err(err, KILN_EPARSE, "the %s has a cycle through node '%s' (%s)", what, g->nodes[bad].name, g->nodes[bad].op_type);
   } else {
-    kiln_node *nn = malloc(sizeof(kiln_node) * (size_t)n);
+    kiln_node *nn = malloc(sizeof(kiln_node) * ((size_t)n + 1));
     if (!nn) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
     else {
       for (int i = 0; i < n; i++) nn[i] = g->nodes[order[i]];
@@ -295,7 +294,7 @@ static int topo_sort(kiln_graph *g, kiln_error *err) {
           if (nn[i].out[k] >= 0) g->vals[nn[i].out[k]].producer = i;
     }
   }
-  free(prod); free(indeg); free(order); free(done);
+  free(prod); free(order); free(done);
   return rc;
 }
 
@@ -490,7 +489,7 @@ static int load_model(const void *buf, size_t len, const char *path, const char 
     g->vals[id].is_output = true;
     g->outputs[g->noutputs++] = id;
   }
-  if ((rc = topo_sort(g, err)) != 0) {
+  if ((rc = kiln__graph_toposort(g, "graph", err)) != 0) {
     char tmp[1024]; snprintf(tmp, sizeof tmp, "%s: %s", label, err ? err->msg : ""); if (err) snprintf(err->msg, sizeof err->msg, "%s", tmp);
     goto fail;
   }

@@ -181,47 +181,6 @@ static int expand_gradient(kiln_graph *g, int gi, kiln_error *err) {
   return rc;
 }
 
-/* Reorders nodes topologically after rewrites (Kahn, stable). */
-static int resort(kiln_graph *g, kiln_error *err) {
-  int n = g->nnodes;
-  char *done = calloc((size_t)n + 1, 1);
-  int *order = malloc(sizeof(int) * (size_t)(n + 1));
-  if (!done || !order) { free(done); free(order); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-  int cnt = 0, progress = 1;
-  while (cnt < n && progress) {
-    progress = 0;
-    for (int i = 0; i < n; i++) {
-      if (done[i]) continue;
-      int ready = 1;
-      for (int k = 0; k < g->nodes[i].nin && ready; k++) {
-        int v = g->nodes[i].in[k];
-        int p = v >= 0 ? g->vals[v].producer : -1;
-        if (p >= 0 && !done[p]) ready = 0;
-      }
-      if (ready) { done[i] = 1; order[cnt++] = i; progress = 1; }
-    }
-  }
-  int rc = 0;
-  if (cnt < n) rc = kiln__err(err, KILN_EPARSE, "the rewritten graph has a cycle");
-  else {
-    kiln_node *nn = malloc(sizeof *nn * (size_t)(n + 1));
-    if (!nn) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
-    else {
-      for (int i = 0; i < n; i++) nn[i] = g->nodes[order[i]];
-      free(g->nodes);
-      g->nodes = nn;
-      g->capnodes = n;
-      for (int i = 0; i < n; i++)
-        for (int k = 0; k < nn[i].nout; k++)
-          if (nn[i].out[k] >= 0) g->vals[nn[i].out[k]].producer = i;
-    }
-  }
-  free(done);
-  free(order);
-  return rc;
-}
-
-
 static const float *init_f32(kiln_graph *g, int v, int64_t n) {
   if (v < 0) return NULL;
   kiln_value *val = &g->vals[v];
@@ -334,7 +293,7 @@ int kiln_graph_rewrite(kiln_graph *g, kiln_error *err) {
     changed = 1;
   }
   if (!changed && !nf) return 0;
-  int rc = resort(g, err);
+  int rc = kiln__graph_toposort(g, "rewritten graph", err);
   if (rc) return rc;
   for (int i = 0; i < g->nvals; i++) g->vals[i].nconsumers = 0;
   for (int i = 0; i < g->nnodes; i++)
@@ -1074,7 +1033,7 @@ int kiln_graph_fuse_attention(kiln_graph *g, const kiln_predictor *pred, kiln_cm
   for (int k = 0; k < nsm; k++) free(names[k]);
   free(names);
   if (!rc && cnt) {
-    if ((rc = resort(g, err)) != 0) return rc;
+    if ((rc = kiln__graph_toposort(g, "rewritten graph", err)) != 0) return rc;
     for (int i = 0; i < g->nvals; i++) g->vals[i].nconsumers = 0;
     for (int i = 0; i < g->nnodes; i++)
       for (int k = 0; k < g->nodes[i].nin; k++)
