@@ -564,6 +564,8 @@ void kiln_graph_free(kiln_graph *g);
 /* Frees what node n owns (strings, inputs and outputs, attributes, state);
  * not its device buffers. */
 void kiln__node_free_fields(kiln_node *n);
+/* Frees node n's attributes (leaves it with none). */
+void kiln__node_free_attrs(kiln_node *n);
 /* Orders g's nodes so every producer precedes its consumers, keeping the
  * given order where it is valid; KILN_EPARSE "the <what> has a cycle
  * through node ..." (onnx_load.c). */

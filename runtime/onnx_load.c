@@ -34,8 +34,7 @@ int kiln_graph_add_value(kiln_graph *g, const char *name) {
   return g->nvals++;
 }
 
-void kiln__node_free_fields(kiln_node *n) {
-  free(n->name); free(n->op_type); free(n->domain); free(n->in); free(n->out);
+void kiln__node_free_attrs(kiln_node *n) {
   for (int a = 0; a < n->nattr; a++) {
     kiln_attr *at = &n->attrs[a];
     free(at->name); free(at->s); free(at->floats); free(at->ints);
@@ -44,6 +43,13 @@ void kiln__node_free_fields(kiln_node *n) {
     kiln_tensor_free(at->t);
   }
   free(n->attrs);
+  n->attrs = NULL;
+  n->nattr = 0;
+}
+
+void kiln__node_free_fields(kiln_node *n) {
+  free(n->name); free(n->op_type); free(n->domain); free(n->in); free(n->out);
+  kiln__node_free_attrs(n);
   free(n->state);
 }
 

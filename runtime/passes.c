@@ -380,18 +380,6 @@ static const char *match_activation(kiln_graph *g, int z, int *rm, int *nrm, int
   return "SiLU";
 }
 
-static void free_attrs(kiln_node *n) {
-  for (int a = 0; a < n->nattr; a++) {
-    kiln_attr *at = &n->attrs[a];
-    free(at->name); free(at->s); free(at->floats); free(at->ints);
-    for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
-    free(at->strings);
-    kiln_tensor_free(at->t);
-  }
-  free(n->attrs);
-  n->attrs = NULL;
-  n->nattr = 0;
-}
 
 /* Appends an attribute (name copied; string copied). */
 static int push_attr(kiln_node *n, const char *name, int type, int64_t i, float f, const char *s) {
@@ -510,7 +498,7 @@ static int fuse_groupnorm(kiln_graph *g, int ii, bool act, kiln_error *err) {
   if (note_rewrite(g, g->nodes[ii].name, ops, nrm + 1, why)) return kiln__err(err, KILN_ENOMEM, "out of memory");
   in = &g->nodes[ii];
   float eps = kiln_attr_float(in, "epsilon", 1e-5f);
-  free_attrs(in);
+  kiln__node_free_attrs(in);
   char *nt = strdup("GroupNormalization");
   if (!nt || push_attr(in, "epsilon", KILN_ATTR_FLOAT, 0, eps, NULL) || push_attr(in, "num_groups", KILN_ATTR_INT, G, 0, NULL) ||
       push_attr(in, "kiln_per_channel", KILN_ATTR_INT, 1, 0, NULL) || (actname && push_attr(in, "kiln_activation", KILN_ATTR_STRING, 0, 0, actname))) {
@@ -662,7 +650,7 @@ static int fuse_decomposed_norm(kiln_graph *g, int qi, kiln_error *err) {
   kiln_node *ln = &g->nodes[last];
   if (note_rewrite(g, ln->name, ops, nrm + 1, why)) { free(nin); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
   ln = &g->nodes[last];
-  free_attrs(ln);
+  kiln__node_free_attrs(ln);
   char *nt = strdup("LayerNormalization");
   if (!nt || push_attr(ln, "axis", KILN_ATTR_INT, ax, 0, NULL) || push_attr(ln, "epsilon", KILN_ATTR_FLOAT, 0, (float)eps, NULL) ||
       push_attr(ln, "kiln_rms", KILN_ATTR_INT, mi < 0, 0, NULL)) {
@@ -942,7 +930,7 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
   if (scale != 1.0f && push_attr(&cand, "kiln_scale", KILN_ATTR_FLOAT, 0, scale, NULL)) rc = -1;
   for (int k = 0; k < 4 && !rc; k++)
     if (tn[k] >= 0 && push_ints(&cand, pnames[k], k < 3 ? g->vals[src[k]].rank : o->rank, perm[k])) rc = -1;
-  if (rc) { free_attrs(&cand); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  if (rc) { kiln__node_free_attrs(&cand); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
   /* shapes must come out as the pattern's (else leave it alone) */
   kiln_error e2 = {0};
   kiln_value save = g->vals[yv];
@@ -951,7 +939,7 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
   g->vals[yv].rank = save.rank;
   memcpy(g->vals[yv].dims, save.dims, sizeof save.dims);
   g->vals[yv].dtype = save.dtype;
-  if (!ok) { free_attrs(&cand); return 0; }
+  if (!ok) { kiln__node_free_attrs(&cand); return 0; }
   kiln_tunable t;
   double fused = 0;
   if (cm && pred && cand.op->tunable(g, &cand, &t) == 0 && pred->predict_run(cm, &t, &fused, &how_f) == 0) {
@@ -985,16 +973,16 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
   snprintf(why, sizeof why, "%s: attention kernel %.1f us (%s) vs %d kernels %.1f us (%s)%s", take ? "fused" : "rejected", fused / 1e3, hows[how_f], nrm + 1,
            unfused / 1e3, uw, force ? " [KILN_ATTENTION_FUSE]" : "");
   if (note_attention(g, g->nodes[yv == ov ? m2 : tn[3]].name, ops, nrm + 1, take, costs && costs->probed, fused, unfused, why)) {
-    free_attrs(&cand);
+    kiln__node_free_attrs(&cand);
     return kiln__err(err, KILN_ENOMEM, "out of memory");
   }
-  if (!take) { free_attrs(&cand); return 0; }
+  if (!take) { kiln__node_free_attrs(&cand); return 0; }
   /* the Softmax node becomes the attention node */
   sm = &g->nodes[si];
   char *nt = strdup("KilnAttention");
   int *ni = malloc(sizeof(int) * 4);
-  if (!nt || !ni) { free(nt); free(ni); free_attrs(&cand); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-  free_attrs(sm);
+  if (!nt || !ni) { free(nt); free(ni); kiln__node_free_attrs(&cand); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  kiln__node_free_attrs(sm);
   sm->attrs = cand.attrs;
   sm->nattr = cand.nattr;
   free(sm->op_type);
