@@ -130,26 +130,7 @@ static int write_model(const char *path, const shape *s, const float *B) {
   gp.input = &in;
   gp.n_output = 1;
   gp.output = &out;
-  Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opsp = &ops;
-  ops.domain = "";
-  ops.has_version = 1;
-  ops.version = 17;
-  Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
-  mp.has_ir_version = 1;
-  mp.ir_version = 8;
-  mp.producer_name = "kiln bench_gemm";
-  mp.n_opset_import = 1;
-  mp.opset_import = &opsp;
-  mp.graph = &gp;
-  size_t len = onnx__model_proto__get_packed_size(&mp);
-  uint8_t *buf = malloc(len);
-  if (!buf) return -1;
-  onnx__model_proto__pack(&mp, buf);
-  FILE *f = fopen(path, "wb");
-  int rc = !f || fwrite(buf, 1, len, f) != len;
-  if (f && fclose(f)) rc = 1;
-  free(buf);
-  return rc ? -1 : 0;
+  return kiln__onnx_write_graph(path, &gp, 17, "kiln bench_gemm", NULL) ? -1 : 0;
 }
 
 /* ---- the contenders ---- */

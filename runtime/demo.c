@@ -243,6 +243,34 @@ static Onnx__ValueInfoProto *b_value_info(demo_b *b, const char *name, int rank,
   return vi;
 }
 
+int kiln__onnx_write_graph(const char *path, struct Onnx__GraphProto *gp, int64_t opset, const char *producer, kiln_error *err) {
+  Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opsp = &ops;
+  ops.domain = "";
+  ops.has_version = 1;
+  ops.version = opset;
+  Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
+  mp.has_ir_version = 1;
+  mp.ir_version = 8;
+  mp.producer_name = (char *)producer;
+  mp.producer_version = KILN_VERSION;
+  mp.n_opset_import = 1;
+  mp.opset_import = &opsp;
+  mp.graph = gp;
+  size_t len = onnx__model_proto__get_packed_size(&mp);
+  uint8_t *buf = malloc(len ? len : 1);
+  if (!buf) return kiln__err(err, KILN_ENOMEM, "%s: out of memory packing %zu bytes", path, len);
+  size_t packed = onnx__model_proto__pack(&mp, buf);
+  assert(packed == len);
+  (void)packed;
+  int rc = 0;
+  FILE *f = fopen(path, "wb");
+  if (!f) rc = kiln__err(err, KILN_EIO, "%s: cannot create: %s", path, strerror(errno));
+  else if (fwrite(buf, 1, len, f) != len) rc = kiln__err(err, KILN_EIO, "%s: write failed: %s", path, strerror(errno));
+  if (f && fclose(f) != 0 && !rc) rc = kiln__err(err, KILN_EIO, "%s: write failed: %s", path, strerror(errno));
+  free(buf);
+  return rc;
+}
+
 /* ---- layers ---- */
 
 /* Conv with He-normal weights [cout, cin, k, k] and a small bias. */
@@ -359,45 +387,17 @@ int kiln_demo_write(const char *which, const char *path, uint64_t seed, kiln_err
   demos[idx].build(b);
 
   int rc = 0;
-  uint8_t *buf = NULL;
-  FILE *f = NULL;
-  Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
   Onnx__GraphProto gp = ONNX__GRAPH_PROTO__INIT;
-  Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT;
-  Onnx__OperatorSetIdProto *opsp = &ops;
   char gname[64];
   if (b->failed || !b->in || !b->out) { rc = kiln__err(err, KILN_ENOMEM, "demo '%s': out of memory building the model", which); goto done; }
   snprintf(gname, sizeof gname, "kiln_demo_%s", which);
-  ops.domain = "";
-  ops.has_version = 1;
-  ops.version = 17;
   gp.name = gname;
   gp.n_node = b->nnodes; gp.node = b->nodes;
   gp.n_initializer = b->ninits; gp.initializer = b->inits;
   gp.n_input = 1; gp.input = &b->in;
   gp.n_output = 1; gp.output = &b->out;
-  mp.has_ir_version = 1;
-  mp.ir_version = 8;
-  mp.producer_name = "kiln";
-  mp.producer_version = KILN_VERSION;
-  mp.n_opset_import = 1;
-  mp.opset_import = &opsp;
-  mp.graph = &gp;
-
-  size_t len = onnx__model_proto__get_packed_size(&mp);
-  buf = malloc(len ? len : 1);
-  if (!buf) { rc = kiln__err(err, KILN_ENOMEM, "demo '%s': out of memory packing %zu bytes", which, len); goto done; }
-  size_t packed = onnx__model_proto__pack(&mp, buf);
-  assert(packed == len);
-  (void)packed;
-  f = fopen(path, "wb");
-  if (!f) { rc = kiln__err(err, KILN_EIO, "%s: cannot create: %s", path, strerror(errno)); goto done; }
-  if (fwrite(buf, 1, len, f) != len) { rc = kiln__err(err, KILN_EIO, "%s: write failed: %s", path, strerror(errno)); goto done; }
-  if (fclose(f) != 0) { f = NULL; rc = kiln__err(err, KILN_EIO, "%s: write failed: %s", path, strerror(errno)); goto done; }
-  f = NULL;
+  rc = kiln__onnx_write_graph(path, &gp, 17, "kiln", err);
 done:
-  if (f) fclose(f);
-  free(buf);
   b_free(b);
   free(b);
   return rc;

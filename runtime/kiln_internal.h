@@ -570,6 +570,10 @@ void kiln__node_free_attrs(kiln_node *n);
  * given order where it is valid; KILN_EPARSE "the <what> has a cycle
  * through node ..." (onnx_load.c). */
 int kiln__graph_toposort(kiln_graph *g, const char *what, kiln_error *err);
+/* Writes the ONNX graph gp (an Onnx__GraphProto) as a model of opset opset
+ * (default domain), IR version 8, to path (demo.c). */
+struct Onnx__GraphProto;
+int kiln__onnx_write_graph(const char *path, struct Onnx__GraphProto *gp, int64_t opset, const char *producer, kiln_error *err);
 /* Loads an ONNX file into a graph (no shape inference yet). */
 int kiln_onnx_load(const char *path, uint64_t max_bytes, kiln_graph **out, kiln_error *err);
 /* Same from a serialized ModelProto in memory (len bytes, not kept; refused

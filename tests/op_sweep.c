@@ -562,25 +562,7 @@ static int write_model(const sw_case *c, void *const *host, const char *path) {
   gp.n_input = (size_t)ngi; gp.input = pin;
   gp.n_initializer = (size_t)nini; gp.initializer = pinit;
   gp.n_output = (size_t)c->nout; gp.output = pout;
-  Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *pos = &os;
-  os.domain = "";
-  os.has_version = 1;
-  os.version = c->opset;
-  Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
-  mp.has_ir_version = 1;
-  mp.ir_version = 8;
-  mp.producer_name = "kiln_op_sweep";
-  mp.n_opset_import = 1;
-  mp.opset_import = &pos;
-  mp.graph = &gp;
-  size_t len = onnx__model_proto__get_packed_size(&mp);
-  uint8_t *buf = xmalloc(len);
-  onnx__model_proto__pack(&mp, buf);
-  FILE *f = fopen(path, "wb");
-  int rc = f && fwrite(buf, 1, len, f) == len ? 0 : -1;
-  if (f && fclose(f) != 0) rc = -1;
-  free(buf);
-  return rc;
+  return kiln__onnx_write_graph(path, &gp, c->opset, "kiln_op_sweep", NULL) ? -1 : 0;
 }
 
 typedef enum { R_PASS, R_FAIL, R_UNSUP } result;
