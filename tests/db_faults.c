@@ -8,6 +8,7 @@
  * only to the user database), export/import round trip, and, when an OpenCL
  * device is present, verify-on-first-use demoting a forged record.
  * usage: db_faults [DIR]  (fixtures are left in DIR for tests/db_faults.sh) */
+#include "test_files.h"
 #include "kiln_db.h"
 #include <math.h>
 #include <sqlite3.h>
@@ -29,17 +30,6 @@ static char *P(const char *name) { /* path in dir (a few live at once) */
   return buf[k];
 }
 
-static char *slurp(const char *p, size_t *n) {
-  FILE *f = fopen(p, "rb");
-  if (!f) { *n = 0; return NULL; }
-  fseek(f, 0, SEEK_END);
-  long l = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)l + 1);
-  *n = fread(b, 1, (size_t)l, f);
-  fclose(f);
-  return b;
-}
 static int same_bytes(const char *a, size_t na, const char *p) {
   size_t n;
   char *b = slurp(p, &n);

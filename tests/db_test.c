@@ -2,6 +2,7 @@
  * lookup, tuned markers (resume), binary cache, reopen, and refusal of bad
  * files (empty, random bytes, truncated, another application's SQLite file,
  * newer schema) without changing their bytes. */
+#include "test_files.h"
 #include "kiln_db.h"
 #include <sqlite3.h>
 #include <stdio.h>
@@ -13,17 +14,6 @@
 static int failures;
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
 
-static char *slurp(const char *p, size_t *n) {
-  FILE *f = fopen(p, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long l = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)l + 1);
-  *n = fread(b, 1, (size_t)l, f);
-  fclose(f);
-  return b;
-}
 static void write_bytes(const char *p, const void *b, size_t n) { FILE *f = fopen(p, "wb"); fwrite(b, 1, n, f); fclose(f); }
 
 /* Opening `path` must fail with KILN_EDB and leave the bytes unchanged. */
