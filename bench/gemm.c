@@ -69,23 +69,8 @@ static Onnx__ValueInfoProto *value_info(const char *name, int64_t d0, int64_t d1
                                         Onnx__TypeProto__Tensor *tt, Onnx__TensorShapeProto *sh, Onnx__TensorShapeProto__Dimension *dv,
                                         Onnx__TensorShapeProto__Dimension **dvp) {
   onnx__value_info_proto__init(vi);
-  onnx__type_proto__init(tp);
-  onnx__type_proto__tensor__init(tt);
-  onnx__tensor_shape_proto__init(sh);
   int64_t d[2] = {d0, d1};
-  for (int i = 0; i < 2; i++) {
-    onnx__tensor_shape_proto__dimension__init(&dv[i]);
-    dv[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    dv[i].dim_value = d[i];
-    dvp[i] = &dv[i];
-  }
-  sh->n_dim = 2;
-  sh->dim = dvp;
-  tt->has_elem_type = 1;
-  tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-  tt->shape = sh;
-  tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-  tp->tensor_type = tt;
+  kiln__onnx_tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d, tp, tt, sh, dv, dvp);
   vi->name = (char *)name;
   vi->type = tp;
   return vi;

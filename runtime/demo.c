@@ -218,29 +218,34 @@ static Onnx__ValueInfoProto *b_value_info(demo_b *b, const char *name, int rank,
   Onnx__TypeProto *tp = b_alloc(b, sizeof *tp);
   Onnx__TypeProto__Tensor *tt = b_alloc(b, sizeof *tt);
   Onnx__TensorShapeProto *sh = b_alloc(b, sizeof *sh);
-  Onnx__TensorShapeProto__Dimension **dv = b_alloc(b, sizeof *dv * (size_t)rank);
-  if (!vi || !tp || !tt || !sh || !dv) return NULL;
+  Onnx__TensorShapeProto__Dimension *dv = b_alloc(b, sizeof *dv * (size_t)rank), **dp = b_alloc(b, sizeof *dp * (size_t)rank);
+  if (!vi || !tp || !tt || !sh || !dv || !dp) return NULL;
   onnx__value_info_proto__init(vi);
+  kiln__onnx_tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, rank, dims, tp, tt, sh, dv, dp);
+  vi->name = b_str(b, name);
+  vi->type = tp;
+  return vi;
+}
+
+Onnx__TypeProto *kiln__onnx_tensor_type(int elem, int rank, const int64_t *dims, Onnx__TypeProto *tp, Onnx__TypeProto__Tensor *tt,
+                                        Onnx__TensorShapeProto *sh, Onnx__TensorShapeProto__Dimension *dv, Onnx__TensorShapeProto__Dimension **dp) {
   onnx__type_proto__init(tp);
   onnx__type_proto__tensor__init(tt);
   onnx__tensor_shape_proto__init(sh);
   for (int i = 0; i < rank; i++) {
-    dv[i] = b_alloc(b, sizeof **dv);
-    if (!dv[i]) return NULL;
-    onnx__tensor_shape_proto__dimension__init(dv[i]);
-    dv[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    dv[i]->dim_value = dims[i];
+    onnx__tensor_shape_proto__dimension__init(&dv[i]);
+    dv[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    dv[i].dim_value = dims[i];
+    dp[i] = &dv[i];
   }
   sh->n_dim = (size_t)rank;
-  sh->dim = dv;
+  sh->dim = dp;
   tt->has_elem_type = 1;
-  tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  tt->elem_type = elem;
   tt->shape = sh;
   tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
   tp->tensor_type = tt;
-  vi->name = b_str(b, name);
-  vi->type = tp;
-  return vi;
+  return tp;
 }
 
 int kiln__onnx_write_graph(const char *path, struct Onnx__GraphProto *gp, int64_t opset, const char *producer, kiln_error *err) {

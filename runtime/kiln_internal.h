@@ -574,6 +574,16 @@ int kiln__graph_toposort(kiln_graph *g, const char *what, kiln_error *err);
  * (default domain), IR version 8, to path (demo.c). */
 struct Onnx__GraphProto;
 int kiln__onnx_write_graph(const char *path, struct Onnx__GraphProto *gp, int64_t opset, const char *producer, kiln_error *err);
+/* Fills tp as a tensor type of element type elem (ONNX numbering) and the
+ * static shape dims[0..rank), in the caller's tt, sh and rank dimensions
+ * dv with their pointers dp (demo.c); returns tp. */
+struct Onnx__TypeProto;
+struct Onnx__TypeProto__Tensor;
+struct Onnx__TensorShapeProto;
+struct Onnx__TensorShapeProto__Dimension;
+struct Onnx__TypeProto *kiln__onnx_tensor_type(int elem, int rank, const int64_t *dims, struct Onnx__TypeProto *tp, struct Onnx__TypeProto__Tensor *tt,
+                                               struct Onnx__TensorShapeProto *sh, struct Onnx__TensorShapeProto__Dimension *dv,
+                                               struct Onnx__TensorShapeProto__Dimension **dp);
 /* Loads an ONNX file into a graph (no shape inference yet). */
 int kiln_onnx_load(const char *path, uint64_t max_bytes, kiln_graph **out, kiln_error *err);
 /* Same from a serialized ModelProto in memory (len bytes, not kept; refused

@@ -238,6 +238,7 @@ static void release_plan(kiln_session *s) {
 
 void kiln_session_free(kiln_session *s) {
   if (!s) return;
+  if (s->m->g->dev_opt == &s->d->opt) s->m->g->dev_opt = NULL; /* the device may be closed next */
   release_plan(s);
   if (s->cm) s->pred->close(s->cm);
   free(s->ev_lo);
