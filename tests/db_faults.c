@@ -116,17 +116,8 @@ static flagcount flags_of(kiln_db *db, const kiln_device_info *in, const char *s
 /* ---- migrations ------------------------------------------------------------ */
 
 static const char *V1_SQL =
-  "CREATE TABLE devices (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL UNIQUE, family TEXT NOT NULL, platform TEXT, vendor TEXT, name TEXT,"
-  " driver TEXT, version TEXT, compute_units INTEGER, max_clock_mhz INTEGER, global_mem INTEGER, local_mem INTEGER, max_alloc INTEGER,"
-  " max_work_group INTEGER, probe TEXT, created INTEGER);"
-  "CREATE TABLE records (id INTEGER PRIMARY KEY, device INTEGER NOT NULL REFERENCES devices(id), family TEXT NOT NULL, dtype INTEGER NOT NULL,"
-  " shape_key TEXT NOT NULL, epilogue TEXT NOT NULL DEFAULT '', params TEXT NOT NULL, median_ns REAL, spread REAL, samples INTEGER, max_err REAL,"
-  " status TEXT NOT NULL, origin TEXT NOT NULL, source_hash TEXT, build_options TEXT, kiln_version TEXT, created INTEGER,"
-  " UNIQUE(device, family, dtype, shape_key, epilogue, params));"
+  KILN_TEST_V1_TABLES
   "CREATE INDEX records_instance ON records(device, family, dtype, shape_key, epilogue);"
-  "CREATE TABLE tuned (device INTEGER NOT NULL, family TEXT NOT NULL, dtype INTEGER NOT NULL, shape_key TEXT NOT NULL, epilogue TEXT NOT NULL DEFAULT '',"
-  " trials INTEGER, created INTEGER, PRIMARY KEY(device, family, dtype, shape_key, epilogue));"
-  "CREATE TABLE binaries (key TEXT PRIMARY KEY, binary BLOB NOT NULL, created INTEGER);"
   "INSERT INTO devices(id, fingerprint, family) VALUES(1, 'fp', 'fam');"
   "INSERT INTO records(device, family, dtype, shape_key, params, median_ns, spread, samples, status, origin, source_hash, kiln_version)"
   "  VALUES(1, 'gemm', 1, 'M=1', 'TM=2', 5.0, 0.01, 10, 'ok', 'measured', 'h1', '" KILN_VERSION "');"

@@ -222,16 +222,7 @@ int main(void) {
   snprintf(p2, sizeof p2, "%s/v1.db", dir);
   sqlite3_open(p2, &h);
   CHECK(sqlite3_exec(h,
-    "CREATE TABLE devices (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL UNIQUE, family TEXT NOT NULL, platform TEXT, vendor TEXT, name TEXT,"
-    " driver TEXT, version TEXT, compute_units INTEGER, max_clock_mhz INTEGER, global_mem INTEGER, local_mem INTEGER, max_alloc INTEGER,"
-    " max_work_group INTEGER, probe TEXT, created INTEGER);"
-    "CREATE TABLE records (id INTEGER PRIMARY KEY, device INTEGER NOT NULL REFERENCES devices(id), family TEXT NOT NULL, dtype INTEGER NOT NULL,"
-    " shape_key TEXT NOT NULL, epilogue TEXT NOT NULL DEFAULT '', params TEXT NOT NULL, median_ns REAL, spread REAL, samples INTEGER, max_err REAL,"
-    " status TEXT NOT NULL, origin TEXT NOT NULL, source_hash TEXT, build_options TEXT, kiln_version TEXT, created INTEGER,"
-    " UNIQUE(device, family, dtype, shape_key, epilogue, params));"
-    "CREATE TABLE tuned (device INTEGER NOT NULL, family TEXT NOT NULL, dtype INTEGER NOT NULL, shape_key TEXT NOT NULL, epilogue TEXT NOT NULL DEFAULT '',"
-    " trials INTEGER, created INTEGER, PRIMARY KEY(device, family, dtype, shape_key, epilogue));"
-    "CREATE TABLE binaries (key TEXT PRIMARY KEY, binary BLOB NOT NULL, created INTEGER);"
+    KILN_TEST_V1_TABLES
     "INSERT INTO devices(id, fingerprint, family) VALUES(1, 'fp', 'fam');"
     "INSERT INTO records(device, family, dtype, shape_key, params, median_ns, status, origin) VALUES(1, 'gemm', 1, 'M=1', 'TM=2', 5.0, 'ok', 'measured');"
     "PRAGMA application_id=1802071150; PRAGMA user_version=1;", NULL, NULL, NULL) == SQLITE_OK);
