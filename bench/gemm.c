@@ -47,29 +47,19 @@ static const shape resnet_shapes[] = {
   {"resnet18 conv4_x", 196, 256, 2304},   {"resnet18 conv5_x", 49, 512, 4608},
 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmpd(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 /* Median seconds of fn(ctx) over at least 3 calls and ~0.5 s (at most 25);
  * a single call when one takes over 2 s (CLBlast's defaults at 2048^3). */
 static double time_median(int (*fn)(void *), void *ctx) {
   double ts[25];
   int n = 0;
-  double t0 = now_s();
-  while (n < 25 && (n < 3 || now_s() - t0 < 0.5) && !(n == 1 && ts[0] > 2)) {
-    double a = now_s();
+  double t0 = kiln__now_s();
+  while (n < 25 && (n < 3 || kiln__now_s() - t0 < 0.5) && !(n == 1 && ts[0] > 2)) {
+    double a = kiln__now_s();
     if (fn(ctx)) return -1;
-    ts[n++] = now_s() - a;
+    ts[n++] = kiln__now_s() - a;
   }
-  qsort(ts, (size_t)n, sizeof(double), cmpd);
+  qsort(ts, (size_t)n, sizeof(double), kiln__cmp_double);
   return ts[n / 2];
 }
 
@@ -79,23 +69,8 @@ static Onnx__ValueInfoProto *value_info(const char *name, int64_t d0, int64_t d1
                                         Onnx__TypeProto__Tensor *tt, Onnx__TensorShapeProto *sh, Onnx__TensorShapeProto__Dimension *dv,
                                         Onnx__TensorShapeProto__Dimension **dvp) {
   onnx__value_info_proto__init(vi);
-  onnx__type_proto__init(tp);
-  onnx__type_proto__tensor__init(tt);
-  onnx__tensor_shape_proto__init(sh);
   int64_t d[2] = {d0, d1};
-  for (int i = 0; i < 2; i++) {
-    onnx__tensor_shape_proto__dimension__init(&dv[i]);
-    dv[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    dv[i].dim_value = d[i];
-    dvp[i] = &dv[i];
-  }
-  sh->n_dim = 2;
-  sh->dim = dvp;
-  tt->has_elem_type = 1;
-  tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-  tt->shape = sh;
-  tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-  tp->tensor_type = tt;
+  kiln__onnx_tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d, tp, tt, sh, dv, dvp);
   vi->name = (char *)name;
   vi->type = tp;
   return vi;
@@ -140,26 +115,7 @@ static int write_model(const char *path, const shape *s, const float *B) {
   gp.input = &in;
   gp.n_output = 1;
   gp.output = &out;
-  Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opsp = &ops;
-  ops.domain = "";
-  ops.has_version = 1;
-  ops.version = 17;
-  Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
-  mp.has_ir_version = 1;
-  mp.ir_version = 8;
-  mp.producer_name = "kiln bench_gemm";
-  mp.n_opset_import = 1;
-  mp.opset_import = &opsp;
-  mp.graph = &gp;
-  size_t len = onnx__model_proto__get_packed_size(&mp);
-  uint8_t *buf = malloc(len);
-  if (!buf) return -1;
-  onnx__model_proto__pack(&mp, buf);
-  FILE *f = fopen(path, "wb");
-  int rc = !f || fwrite(buf, 1, len, f) != len;
-  if (f && fclose(f)) rc = 1;
-  free(buf);
-  return rc ? -1 : 0;
+  return kiln__onnx_write_graph(path, &gp, 17, "kiln bench_gemm", NULL) ? -1 : 0;
 }
 
 /* ---- the contenders ---- */
@@ -262,6 +218,8 @@ int main(int argc, char **argv) {
   kiln_error err = {0};
   kiln_device *d;
   if (kiln_device_open(sel, &d, &err)) { fprintf(stderr, "bench_gemm: %s\n", err.msg); return 77; }
+  kiln_options opts; /* the KILN_* environment; gemm_kernels is set per pass below */
+  if (kiln_options_from_env(&opts, &err) || kiln_device_set_options(d, &opts, &err)) { fprintf(stderr, "bench_gemm: %s\n", err.msg); return 2; }
   openblas_set_num_threads(2);
   char dbpath[256];
   if (keep_db) snprintf(dbpath, sizeof dbpath, "%s", keep_db);
@@ -318,7 +276,8 @@ int main(int argc, char **argv) {
     kiln_tensor ta = {.dtype = KILN_DT_FLOAT, .rank = 2, .dims = {s->M, s->K}, .data = A};
     if (kiln_session_set_input(c.ses, "A", &ta, &err)) { fprintf(stderr, "bench_gemm: %s\n", err.msg); return 1; }
     double t_kd = run_kiln(&c) ? -1 : time_median(run_kiln, &c);
-    setenv("KILN_GEMM_KERNELS", "0,1", 1);
+    opts.gemm_kernels = 1u << 0 | 1u << 1; /* kiln's own kernels */
+    kiln_device_set_options(d, &opts, &err);
     kiln_tune_options to = {.budget_s = budget * (2.0 * s->M * s->N * s->K > 1e9 ? 2 : 1), .max_trials = max_trials, .strategy = strategy, .seed = 7};
     kiln_tune_result *res = NULL;
     int nres = 0;
@@ -329,16 +288,18 @@ int main(int argc, char **argv) {
 
     /* CLBlast with the parameters kiln's tuner finds for it: a second tuning
      * pass over KERNEL=2 only, into its own database (CLBlast candidates are
-     * opt-in, see gemm_kernels_from_env in runtime/ops/gemm_norm.c) */
+     * opt-in, see gemm_kernels_offered in runtime/ops/gemm_norm.c) */
     best_clb bc = {.ns = -1};
     double t_clbk = -1;
     if (clb_trials > 0) {
       kiln_tune_result *res2 = NULL;
       int nres2 = 0;
       kiln_tune_options to2 = {.budget_s = budget, .max_trials = clb_trials, .strategy = "random", .seed = 7};
-      setenv("KILN_GEMM_KERNELS", "2", 1);
+      opts.gemm_kernels = 1u << 2;
+      kiln_device_set_options(d, &opts, &err);
       if (kiln_tune(c.ses, db2, &to2, &res2, &nres2, &err)) fprintf(stderr, "bench_gemm: CLBlast tuning: %s\n", err.msg);
-      setenv("KILN_GEMM_KERNELS", "0,1", 1);
+      opts.gemm_kernels = 1u << 0 | 1u << 1;
+      kiln_device_set_options(d, &opts, &err);
       if (nres2 > 0) kiln_db_each(db2, c.ses->db_device, "gemm", KILN_DT_FLOAT, res2[0].shape_key, "", pick_clblast, &bc, &err);
       free(res2);
       kiln_session_set_db(c.ses, db, &err);

@@ -127,10 +127,41 @@ int kiln_cli__cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+kiln_options kiln_cli_env;
+
+int kiln_cli__load_env(void) {
+  kiln_error err = {0};
+  int rc = kiln_options_from_env(&kiln_cli_env, &err);
+  return rc ? kiln_cli__fail(&err, rc) : 0;
+}
+
+const char *kiln_cli__env_string(const char *name) {
+  if (!strcmp(name, "KILN_DEVICE")) return kiln_cli_env.device;
+  if (!strcmp(name, "KILN_DB")) return kiln_cli_env.db;
+  if (!strcmp(name, "KILN_DB_PATH")) return kiln_cli_env.db_path;
+  return NULL;
+}
+
+const char *kiln_cli__default_db(char *buf, size_t len) {
+  if (kiln_cli_env.db) { snprintf(buf, len, "%s", kiln_cli_env.db); return buf; }
+  return kiln_db_default_path(buf, len);
+}
+
+int kiln_cli__device_open(const char *selector, kiln_device **out, kiln_error *err) {
+  int rc = kiln_device_open(selector, out, err);
+  if (rc == 0 && (rc = kiln_device_set_options(*out, &kiln_cli_env, err)) != 0) {
+    kiln_device_close(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+uint64_t kiln_cli__max_model_bytes(uint64_t explicit_limit) { return explicit_limit ? explicit_limit : kiln_cli_env.max_model_bytes; }
+
 int kiln_cli__open_db(const char *explicit_path, int flags, bool shared, kiln_db **db) {
   char buf[4096];
-  const char *path = explicit_path ? explicit_path : kiln_db_default_path(buf, sizeof buf);
-  const char *list = shared ? getenv("KILN_DB_PATH") : NULL;
+  const char *path = explicit_path ? explicit_path : kiln_cli__default_db(buf, sizeof buf);
+  const char *list = shared ? kiln_cli_env.db_path : NULL;
   bool have_shared = list && *list;
   kiln_error err = {0};
   *db = NULL;

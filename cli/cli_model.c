@@ -7,7 +7,7 @@
 int kiln_cli__ctx_load(kiln_cli__ctx *x, const kiln_cli__load *o) {
   kiln_error err = {0};
   kiln_load_options lo = {.shapes = o->shapes ? o->shapes->b : NULL, .nshapes = o->shapes ? o->shapes->n : 0,
-                          .max_model_bytes = o->max_model_bytes};
+                          .max_model_bytes = kiln_cli__max_model_bytes(o->max_model_bytes)};
   int rc;
   if ((rc = kiln_model_load(o->path, &lo, &x->m, &err)) != 0) return kiln_cli__fail(&err, rc);
   if ((rc = kiln_model_check_supported(x->m, &err)) != 0) return kiln_cli__fail(&err, rc);
@@ -17,7 +17,7 @@ int kiln_cli__ctx_load(kiln_cli__ctx *x, const kiln_cli__load *o) {
 int kiln_cli__ctx_session(kiln_cli__ctx *x, const char *devsel, unsigned flags) {
   kiln_error err = {0};
   int rc;
-  if ((rc = kiln_device_open(devsel, &x->d, &err)) != 0) return kiln_cli__fail(&err, rc);
+  if ((rc = kiln_cli__device_open(devsel, &x->d, &err)) != 0) return kiln_cli__fail(&err, rc);
   if (flags & KILN_CLI_NOTE_CPU) kiln_cli__note_cpu_fallback(x->d, devsel);
   if ((rc = kiln_session_create(x->m, x->d, &x->s, &err)) != 0) return kiln_cli__fail(&err, rc);
   if (x->db && !(flags & KILN_CLI_SESSION_NO_DB) && (rc = kiln_session_set_db(x->s, x->db, &err)) != 0) return kiln_cli__fail(&err, rc);

@@ -50,7 +50,7 @@ typedef struct dbargs {
 static const char *db_path(const dbargs *a, char *buf, size_t len) {
   if (a->pos.n > 0) return a->pos.v[0];
   if (a->db) return a->db;
-  return kiln_db_default_path(buf, len);
+  return kiln_cli__default_db(buf, len);
 }
 
 static int open_ro(const char *path, kiln_db **db) {
@@ -225,7 +225,7 @@ static int cmd_stats(dbargs *a) {
 /* Loads a model and makes a session on d with seeded random inputs. */
 static int model_session(const char *path, const dbargs *a, kiln_device *d, kiln_model **m, kiln_session **s) {
   kiln_error err = {0};
-  kiln_load_options lo = {.shapes = a->shapes.b, .nshapes = a->shapes.n};
+  kiln_load_options lo = {.shapes = a->shapes.b, .nshapes = a->shapes.n, .max_model_bytes = kiln_cli__max_model_bytes(0)};
   kiln_cli__inputs b = {0};
   int rc;
   if ((rc = kiln_model_load(path, &lo, m, &err)) != 0) return fail_err(&err, rc);
@@ -251,7 +251,7 @@ static int cmd_coverage(dbargs *a) {
   int rc = 0;
   const char *model = a->pos.v[0];
   char buf[4096];
-  const char *path = a->db ? a->db : kiln_db_default_path(buf, sizeof buf);
+  const char *path = a->db ? a->db : kiln_cli__default_db(buf, sizeof buf);
   kiln_error err = {0};
   kiln_db *db = NULL;
   kiln_device *d = NULL;
@@ -259,12 +259,12 @@ static int cmd_coverage(dbargs *a) {
   kiln_session *s = NULL;
   kiln_coverage *cv = NULL;
   int n = 0;
-  if ((rc = kiln_db_open_layered(path, 1, getenv("KILN_DB_PATH"), &db, &err)) != 0) {
+  if ((rc = kiln_db_open_layered(path, 1, kiln_cli_env.db_path, &db, &err)) != 0) {
     if (rc == KILN_ENOTFOUND && !strstr(err.msg, "shared")) { db_error("%s: no such tuning database", path); return EXIT_USAGE; }
     return fail_err(&err, rc);
   }
   const char *devsel = a->device; /* --device, else $KILN_DEVICE (the option table) */
-  if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
+  if ((rc = kiln_cli__device_open(devsel, &d, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
   if ((rc = model_session(model, a, d, &m, &s)) != 0) goto done;
   if ((rc = kiln_db_coverage(s, db, &cv, &n, &err)) != 0) { rc = fail_err(&err, rc); goto done; }
   int found = 0, local = 0, tuned = 0; /* tuned: what kiln run and plan count as tuned (a lookup finds a measured record) */
@@ -349,7 +349,7 @@ static int cmd_import(dbargs *a) {
   int rc = 0;
   const char *file = a->pos.v[0];
   char buf[4096];
-  const char *path = a->db ? a->db : kiln_db_default_path(buf, sizeof buf);
+  const char *path = a->db ? a->db : kiln_cli__default_db(buf, sizeof buf);
   kiln_db *src = NULL, *db = NULL;
   kiln_error err = {0};
   if ((rc = open_ro(file, &src)) != 0) return rc;
@@ -420,7 +420,7 @@ static int cmd_verify(dbargs *a) {
   kiln_device *d = NULL;
   if (a->retime.n && !integ) {
     const char *devsel = a->device; /* --device, else $KILN_DEVICE (the option table) */
-    if ((rc = kiln_device_open(devsel, &d, &err)) != 0) { if (a->json) printf("]}\n"); kiln_db_close(db); return fail_err(&err, rc); }
+    if ((rc = kiln_cli__device_open(devsel, &d, &err)) != 0) { if (a->json) printf("]}\n"); kiln_db_close(db); return fail_err(&err, rc); }
     for (int k = 0; k < a->retime.n && !rc; k++) {
       kiln_model *m = NULL;
       kiln_session *s = NULL;

@@ -40,7 +40,7 @@ static int cmd_demo(int argc, char **argv) {
   }
   kiln_error err = {0};
   kiln_device *d = NULL;
-  int rc = kiln_device_open(devsel, &d, &err);
+  int rc = kiln_cli__device_open(devsel, &d, &err);
   if (rc) return kiln_cli__fail(&err, rc);
   const kiln_device_info *di = kiln_device_get_info(d);
   printf("kiln %s demo\ndevice: %s (%s)\nmodels: %s\n", KILN_VERSION, di->name, di->platform, dir);

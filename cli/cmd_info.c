@@ -56,7 +56,7 @@ static int plan_for_info(kiln_model *m, const char *devsel, char *why, size_t wl
   kiln_error err = {0};
   if (kiln_model_check_supported(m, &err) != 0) { snprintf(why, wl, "the model has unsupported ops"); return -1; }
   kiln_device *d = NULL;
-  if (kiln_device_open(devsel, &d, &err) != 0) { snprintf(why, wl, "needs an OpenCL device to plan: %s", err.msg); return -1; }
+  if (kiln_cli__device_open(devsel, &d, &err) != 0) { snprintf(why, wl, "needs an OpenCL device to plan: %s", err.msg); return -1; }
   kiln_session *s = NULL;
   int rc = kiln_session_create(m, d, &s, &err);
   for (int i = 0; !rc && i < nin; i++) {
@@ -88,7 +88,7 @@ static int cmd_info(int argc, char **argv) {
   kiln_shape_binding *shapes = a.shapes.b;
   int nshapes = a.shapes.n;
   kiln_error err = {0};
-  kiln_load_options lo = {.shapes = shapes, .nshapes = nshapes};
+  kiln_load_options lo = {.shapes = shapes, .nshapes = nshapes, .max_model_bytes = kiln_cli__max_model_bytes(0)};
   kiln_model *m = NULL;
   int rc = kiln_model_load(path, &lo, &m, &err);
   if (rc) return kiln_cli__fail(&err, rc);

@@ -10,8 +10,8 @@
 
 typedef struct model_args {
   kiln_cli_list pos;
-  bool json;
-  const char *dbpath, *devsel, *stored;
+  bool json, trace;
+  const char *dbpath, *devsel, *stored, *dump;
 } model_args;
 
 static const kiln_cli_opt OPTS[] = {
@@ -23,6 +23,14 @@ static const kiln_cli_opt OPTS[] = {
            "device's (a row id or part of its fingerprint, see `kiln db list`); it\n"
            "need not be present, and no OpenCL device is opened"},
   KILN_OPT_JSON(model_args, json, "print one JSON object"),
+  {.name = "--trace", .kind = KILN_OPT_FLAG, .off = offsetof(model_args, trace),
+   .help = "eval: per held-out instance, its Kendall tau, regret, the predicted\n"
+           "and the measured best, on stderr"},
+  {.name = "--dump", .kind = KILN_OPT_STRING, .off = offsetof(model_args, dump), .value = "KEY", .nonempty = true,
+   .err = "--dump needs part of an instance key",
+   .help = "eval: every candidate of the instances whose key contains KEY, on stderr:\n"
+           "measured and predicted time, the base estimate's work and launch parts,\n"
+           "the correction terms that move it by more than 5%"},
 };
 
 #define MODEL_ACTIONS "expected `kiln model eval` or `kiln model export-prior`"
@@ -35,7 +43,7 @@ static int cmd_model(int argc, char **argv) {
   bool export_prior = !strcmp(a.pos.v[0], "export-prior"), json = a.json;
   const char *devsel = a.devsel, *dbpath = a.dbpath, *stored = a.stored;
   char dbbuf[4096];
-  if (!dbpath) dbpath = kiln_db_default_path(dbbuf, sizeof dbbuf);
+  if (!dbpath) dbpath = kiln_cli__default_db(dbbuf, sizeof dbbuf);
   kiln_error err = {0};
   kiln_db *db = NULL;
   kiln_device *d = NULL;
@@ -47,7 +55,7 @@ static int cmd_model(int argc, char **argv) {
   if ((rc = kiln_db_open(dbpath, stored ? KILN_DB_READONLY : 0, &db, &err)) != 0) return kiln_cli__fail(&err, rc);
   if (stored) { /* records of a device in the database, which need not be present */
     if ((rc = kiln_db_find_device(db, stored, &dev, &err)) == 0) rc = kiln_db_device_info(db, dev, &sinfo, &err);
-  } else if ((rc = kiln_device_open(devsel, &d, &err)) == 0) {
+  } else if ((rc = kiln_cli__device_open(devsel, &d, &err)) == 0) {
     di = kiln_device_get_info(d);
     rc = kiln_db_device(db, di, &dev, &err);
   }
@@ -59,7 +67,8 @@ static int cmd_model(int argc, char **argv) {
     kiln_db_close(db);
     return rc;
   }
-  rc = kiln_cm_eval_device(db, dev, di, &e, &n, &err);
+  kiln_cm_eval_debug dbg = {.trace = a.trace, .dump = a.dump};
+  rc = kiln_cm_eval_device(db, dev, di, &dbg, &e, &n, &err);
   if (rc) rc = kiln_cli__fail(&err, rc);
   else if (json) {
     kiln_cli__jprintf(stdout, "{\"device\":%s,\"db\":%s,\"families\":[", di->name, dbpath);

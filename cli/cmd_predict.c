@@ -32,7 +32,7 @@ static int predict_here(kiln_cli__ctx *x, const char *dbpath, const char *devsel
   kiln_error err = {0};
   char dbbuf[4096];
   int rc;
-  if (!dbpath) dbpath = kiln_db_default_path(dbbuf, sizeof dbbuf);
+  if (!dbpath) dbpath = kiln_cli__default_db(dbbuf, sizeof dbbuf);
   if ((rc = kiln_cli__open_db(dbpath, KILN_DB_CREATE, false, &x->db)) != 0) return rc;
   if ((rc = kiln_cli__ctx_session(x, devsel, 0)) != 0) return rc;
   rc = kiln_predict(x->m, NULL, x->s, x->db, p, n, &err);

@@ -26,7 +26,7 @@ static int cmd_probe(int argc, char **argv) {
   kiln_probe_figure *f = NULL;
   int n = 0, rc;
   if (!a.nodb && (rc = kiln_cli__open_db(a.dbpath, KILN_DB_CREATE | KILN_DB_WRITE, false, &db)) != 0) return rc;
-  if ((rc = kiln_device_open(a.devsel, &d, &err)) != 0) { kiln_db_close(db); return kiln_cli__fail(&err, rc); }
+  if ((rc = kiln_cli__device_open(a.devsel, &d, &err)) != 0) { kiln_db_close(db); return kiln_cli__fail(&err, rc); }
   const kiln_device_info *di = kiln_device_get_info(d);
   if (!json) { printf("probing %s (%s)...\n", di->name, di->platform); fflush(stdout); }
   rc = kiln_probe(d, db, &f, &n, &err);

@@ -145,7 +145,7 @@ static int load_device(kiln_db *db, device_rep *d, kiln_error *err) {
     fr->records = d->recs.n - before;
     if (d->have_dm) {
       kiln_cm_fit_db(db, d->id, &d->dm, fams[f], &fr->corr, NULL);
-      fr->have_eval = kiln_cm_evaluate(db, d->id, &d->dm, fams[f], &fr->eval, NULL) == 0 && fr->eval.records > 0;
+      fr->have_eval = kiln_cm_evaluate(db, d->id, &d->dm, fams[f], NULL, &fr->eval, NULL) == 0 && fr->eval.records > 0;
     }
   }
   d->final_pred = calloc((size_t)d->recs.n + 1, sizeof(double));
@@ -401,9 +401,10 @@ static void load_model(kiln_db *db, model_rep *mr) {
   kiln_cli__inputs b = {0};
   int rc;
   mr->device_id = -1;
-  if ((rc = kiln_model_load(mr->path, NULL, &m, &err)) != 0 || (rc = kiln_model_check_supported(m, &err)) != 0) goto fail;
+  kiln_load_options lo = {.max_model_bytes = kiln_cli__max_model_bytes(0)};
+  if ((rc = kiln_model_load(mr->path, &lo, &m, &err)) != 0 || (rc = kiln_model_check_supported(m, &err)) != 0) goto fail;
   if ((rc = kiln_cli__bind_inputs(m, NULL, 0, true, 0, NULL, &b)) != 0) { snprintf(mr->error, sizeof mr->error, "the model's inputs cannot be drawn at random"); goto out; }
-  if ((rc = kiln_device_open(mr->devsel, &d, &err)) != 0) goto fail;
+  if ((rc = kiln_cli__device_open(mr->devsel, &d, &err)) != 0) goto fail;
   snprintf(mr->device, sizeof mr->device, "%s", kiln_device_get_info(d)->name);
   if (kiln_db_device(db, kiln_device_get_info(d), &mr->device_id, &err) != 0) {
     mr->device_id = -1;
@@ -671,7 +672,7 @@ static int cmd_report(int argc, char **argv) {
   struct stat st;
   if (mr.path && stat(mr.path, &st) != 0) { kiln_cli__error("--model %s: no such file", mr.path); return 2; }
   char buf[4096];
-  if (!dbpath) dbpath = kiln_db_default_path(buf, sizeof buf);
+  if (!dbpath) dbpath = kiln_cli__default_db(buf, sizeof buf);
   kiln_error err = {0};
   kiln_db *db = NULL;
   device_rep *devs = NULL;

@@ -35,7 +35,7 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_DB(A, dbpath, "tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db)"),
   {.name = "--budget", .kind = KILN_OPT_DOUBLE, .off = offsetof(A, budget), .value = "SECONDS", .err = "--budget needs a number of seconds",
    .help = "stop after this much time (recorded instances are kept; rerun resumes)"},
-  {.name = "--evict-mb", .kind = KILN_OPT_STRING, .off = offsetof(A, evict_mb), .value = "MB", .env = "KILN_TUNE_EVICT_MB",
+  {.name = "--evict-mb", .kind = KILN_OPT_STRING, .off = offsetof(A, evict_mb), .value = "MB",
    .help = "an experiment, off by default: overwrite a buffer of MB megabytes before every timed\n"
            "run, so that candidates do not find their weights in a cache the run before left\n"
            "them in, as a GPU's L2 does between repeats"},
@@ -213,7 +213,7 @@ static int cmd_tune(int argc, char **argv) {
   kiln_tune_result *res = NULL;
   int nres = 0;
   char dbbuf[4096] = "";
-  if (!dbpath) dbpath = kiln_db_default_path(dbbuf, sizeof dbbuf);
+  if (!dbpath) dbpath = kiln_cli__default_db(dbbuf, sizeof dbbuf);
   kiln_cli__load lo = {.path = path, .shapes = &a.shapes, .inputs = &a.inputs, .random = true, .seed = a.seed};
   if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
   /* the session plans with descriptor defaults; the tuner reads and writes the database */
@@ -229,7 +229,7 @@ static int cmd_tune(int argc, char **argv) {
   if (a.evict_mb && *a.evict_mb) {
     char *end = NULL;
     evict_mb = strtod(a.evict_mb, &end);
-    if (*end || !(evict_mb >= 0 && evict_mb <= 1e6)) { kiln_cli__error("--evict-mb (or KILN_TUNE_EVICT_MB) needs a number of MB, got '%s'", a.evict_mb); rc = 2; goto done; }
+    if (*end || !(evict_mb >= 0 && evict_mb <= 1e6)) { kiln_cli__error("--evict-mb needs a number of MB, got '%s'", a.evict_mb); rc = 2; goto done; }
   }
   kiln_tune_options o = {.budget_s = a.budget, .max_trials = (int)a.max_trials, .strategy = strategy, .seed = a.seed,
                          .families = a.families, .max_gflop = a.max_gflop, .compare = compare, .progress = tune_progress, .ctx = &ui,

@@ -41,17 +41,23 @@ static int top_usage_error(const char *msg, const char *arg) {
   return 2;
 }
 
+/* The environment section of `kiln --help`: the library's table
+ * (kiln_env_vars), one variable a line and what it changes; the key it
+ * enters below. tests/env_table.sh compares it with the README's table. */
+static void print_env_table(void) {
+  int n;
+  const kiln_env_var *v = kiln_env_vars(&n);
+  printf("\nenvironment (read once at start; see README, \"Environment\"):\n");
+  for (int i = 0; i < n; i++) printf("  %s=%s\n      %s\n      key: %s\n", v[i].name, v[i].value, v[i].changes, v[i].key);
+}
+
 static void print_main_help(void) {
   printf("kiln %s: run ONNX models on OpenCL devices\n\nusage: kiln <command> [options]\n       kiln <command> --help\n\ncommands:\n", KILN_VERSION);
   for (size_t i = 0; i < NCOMMANDS; i++) printf("  %-9s %s\n", COMMANDS[i]->name, COMMANDS[i]->summary);
   printf("\noptions:\n  -h, --help       show this help\n  --version        print the version\n\n"
          "exit status: 0 success, 2 bad input or environment (model, inputs, arguments, no OpenCL\n"
-         "platform), 1 other failures (OpenCL errors, mismatch with the CPU reference).\n"
-         "environment: KILN_DEVICE (default device), KILN_DB (your tuning database, default\n"
-         "~/.cache/kiln/tuning.db), KILN_DB_PATH (shared tuning databases, FILE1:FILE2, read-only, consulted\n"
-         "after yours), KILN_CACHE_DIR (compiled program and quick-probe cache, default ~/.cache/kiln/programs;\n"
-         "'off' to disable), KILN_PROBE ('off': no quick probe of the device without a probed database;\n"
-         "predictions rest on the built-in prior's figures)\n");
+         "platform), 1 other failures (OpenCL errors, mismatch with the CPU reference).\n");
+  print_env_table();
 }
 
 /* `kiln --list-options` (not in the help): every option of every command
@@ -86,6 +92,8 @@ int main(int argc, char **argv) {
   if (!strcmp(a, "--version") || !strcmp(a, "-V")) { printf("kiln %s\n", KILN_VERSION); return 0; }
   if (!strcmp(a, "--list-options")) { list_options(); return 0; }
   if (a[0] == '-') return top_usage_error("unknown option '", a);
+  int rc = kiln_cli__load_env(); /* the KILN_* variables, once (runtime/options.c) */
+  if (rc) return rc;
   const kiln_cli_cmd *c = find_cmd(a);
   if (!c) return top_usage_error("unknown command '", a);
   return c->fn(argc - 2, argv + 2);

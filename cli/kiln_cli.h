@@ -49,6 +49,22 @@ void kiln_cli__json_str_or_null(FILE *f, const char *s);
  * with '%'. The compiler cannot check these: pass exactly those types. */
 void kiln_cli__jprintf(FILE *f, const char *fmt, ...);
 
+/* The KILN_* environment, read once by main (kiln_cli__load_env) through
+ * the library's kiln_options_from_env: the table of runtime/options.c. */
+extern kiln_options kiln_cli_env;
+/* Fills kiln_cli_env; 0, or the exit status after printing a malformed
+ * variable's error. */
+int kiln_cli__load_env(void);
+/* The value of a string variable of the table ("KILN_DEVICE", "KILN_DB",
+ * "KILN_DB_PATH") as loaded, or NULL; for option rows' .env defaults. */
+const char *kiln_cli__env_string(const char *name);
+/* The user's tuning database: $KILN_DB, else the library's default path. */
+const char *kiln_cli__default_db(char *buf, size_t len);
+/* kiln_device_open with the environment's device options applied. */
+int kiln_cli__device_open(const char *selector, kiln_device **out, kiln_error *err);
+/* The model size limit: explicit (--max-model-bytes) when set, else $KILN_MAX_MODEL_BYTES (0: the library's). */
+uint64_t kiln_cli__max_model_bytes(uint64_t explicit_limit);
+
 /* Opens the tuning database at explicit_path, else the default path; without
  * an explicit path, without KILN_DB_CREATE and (with shared) without
  * $KILN_DB_PATH, a missing default file leaves *db NULL. With shared, the

@@ -184,7 +184,7 @@ int kiln_cli_parse(const kiln_cli_cmd *c, int argc, char **argv, void *args) {
   for (int i = 0; i < argc; i++)
     if (is_help(argv[i])) { kiln_cli_print_help(c, stdout); return KILN_CLI_HELP; }
   for (int i = 0; i < c->nopts; i++) {
-    const char *e = c->opts[i].env ? getenv(c->opts[i].env) : NULL;
+    const char *e = c->opts[i].env ? kiln_cli__env_string(c->opts[i].env) : NULL;
     if (e && c->opts[i].kind == KILN_OPT_STRING) *(const char **)((char *)args + c->opts[i].off) = e;
   }
     kiln_cli_list *pos = c->max_pos > 0 ? (kiln_cli_list *)((char *)args + c->pos_off) : NULL;

@@ -57,7 +57,7 @@ typedef struct kiln_cli_opt {
   bool finite;         /* DOUBLE: infinity is a bad value */
   bool nonempty;       /* STRING, LIST: "" is a bad value */
   const char *choices; /* STRING: the accepted words, "npy|pb" */
-  const char *env;     /* (optional) STRING: the environment variable whose value, when set, is the default */
+  const char *env;     /* (optional) STRING: the environment variable (of kiln_cli_env) whose value, when set, is the default */
   /* (optional) parses v into target instead of the kind's parser; false:
    * a bad value (err is printed). */
   bool (*parse)(const char *v, void *target);

@@ -659,7 +659,7 @@ double kiln_cm_transfer_factor(const kiln_cm_transfer *ts, const char *params) {
   return wsum > 0 ? exp(acc / (wsum + KILN_CM_TR_K0)) : 1;
 }
 
-/* Debugging aid (KILN_CM_EVAL_DUMP=<part of an instance key>): a held-out
+/* Debugging aid (`kiln model eval --dump <part of an instance key>`): a held-out
  * candidate's measured and predicted time, its base estimate and launch
  * part, and the correction's terms that move it by more than 5%. */
 static void dump_candidate(const kiln_devmodel *m, const kiln_correction *c, const kiln_features *f, const char *params, double ns, double pred) {
@@ -692,7 +692,8 @@ static int cmp_idx_ctx_sort(const void *x, const void *y, void *ctx) {
   return a < b ? -1 : a > b;
 }
 
-int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const char *family, kiln_cm_eval *out, kiln_error *err) {
+int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const char *family, const kiln_cm_eval_debug *dbg, kiln_cm_eval *out,
+                     kiln_error *err) {
   memset(out, 0, sizeof *out);
   snprintf(out->family, sizeof out->family, "%s", family);
   kiln_cm_samples s = {0};
@@ -704,7 +705,7 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
   kiln_correction *c = malloc(sizeof *c);
   double *pi = malloc(sizeof(double) * (size_t)(s.n + 1)), *mi = malloc(sizeof(double) * (size_t)(s.n + 1));
   if (!pred || !idx || !pi || !mi || !c) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto done; }
-  const char *dump = getenv("KILN_CM_EVAL_DUMP");
+  const char *dump = dbg && dbg->dump && *dbg->dump ? dbg->dump : NULL;
   /* distinct instances: held out one at a time */
   for (int i = 0; i < s.n; i++) {
     int first = 1;
@@ -734,7 +735,7 @@ int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const 
     for (int k = 0; k < ni && k < 5; k++) in5 |= idx[k] == best;
     out->top5 += in5;
     out->regret += mi[idx[0]] / mi[best];
-    if (getenv("KILN_CM_EVAL_TRACE")) { /* debugging aid: per held-out instance, its pick and best */
+    if (dbg && dbg->trace) { /* debugging aid: per held-out instance, its pick and best */
       int pk = -1, bk = -1, q = 0;
       for (int k = 0; k < s.n; k++)
         if (!strcmp(s.key[k], s.key[i])) { if (q == idx[0]) pk = k; if (q == best) bk = k; q++; }
@@ -759,6 +760,7 @@ done:
 struct kiln_cm_state {
   kiln_db *db;
   int64_t device;
+  const kiln_device *d;     /* its options: kernel directory, gemm kernels, predictions off */
   kiln_devmodel dm;
   kiln_cm_figsrc figs;      /* where dm's figures came from */
   /* kiln_cm_choose's answers by instance (family, dtype, shape key, epilogue):
@@ -805,6 +807,7 @@ static uint64_t mix(uint64_t h, const void *p, size_t n) {
 
 kiln_cm_state *kiln_cm_state_for_device(kiln_db *db, int64_t device, kiln_device *d) {
   kiln_cm_state *st = state_new(db, device, &d->info, d);
+  if (st) st->d = d;
   if (st && !db && d->cache_dir[0]) { /* the answers' file: device, figures, prior and kiln version in its name */
     const kiln_devmodel *m = &st->dm;
     char exact[1024], family[512];
@@ -817,6 +820,7 @@ kiln_cm_state *kiln_cm_state_for_device(kiln_db *db, int64_t device, kiln_device
     h = mix(h, m->bw_size, sizeof(double) * (size_t)m->nbw);
     double more[6] = {m->local_bw, m->launch_us, m->dep_us, m->span_us, m->next_us, m->gather};
     h = mix(h, more, sizeof more);
+    h = mix(h, &d->opt.gemm_kernels, sizeof d->opt.gemm_kernels); /* the search space (KILN_GEMM_KERNELS) */
     snprintf(st->choices, sizeof st->choices, "%s/predicted-%016llx.txt", d->cache_dir, (unsigned long long)h);
   }
   return st;
@@ -905,10 +909,10 @@ static int in_space(const kiln_cm_state *st, const kiln_tunable *t, const int *p
 
 int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred_ns) {
   if (!t->features) return KILN_EUNSUPPORTED;
-  if (getenv("KILN_NO_PREDICT")) return KILN_ENOTFOUND; /* descriptor defaults, for comparison */
+  if (st->d && st->d->opt.no_predict) return KILN_ENOTFOUND; /* descriptor defaults, for comparison */
   if (!st->choices_loaded) choices_load(st);
   char key[400], hash[24];
-  kiln_source_hash(t->file, hash, sizeof hash);
+  kiln_source_hash(st->d, t->file, hash, sizeof hash);
   snprintf(key, sizeof key, "%s|%d|%s|%s|%s", t->family, t->dtype, t->shape_key, t->epilogue, hash);
   for (int i = 0; i < st->nmemo; i++) {
     struct cm_memo *m = &st->memo[i];
@@ -976,7 +980,7 @@ int kiln_cm_predict_run(kiln_cm_state *st, const kiln_tunable *t, double *pred_n
   if (st->db) { /* measured: the time of the record a run would use */
     kiln_lookup lk;
     char hash[24];
-    kiln_source_hash(t->file, hash, sizeof hash);
+    kiln_source_hash(st->d, t->file, hash, sizeof hash);
     if (kiln_db_best_layered(st->db, st->device, &st->dm.info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &lk, NULL) == 0 &&
         kiln_record_ns(&lk.rec) > 0) {
       *pred_ns = kiln_record_ns(&lk.rec);
@@ -1003,10 +1007,11 @@ int kiln_costmodel_eval(kiln_db *db, kiln_device *d, kiln_model_eval **out, int 
   int64_t dev;
   int rc = kiln_db_device(db, &d->info, &dev, err);
   if (rc) return rc;
-  return kiln_cm_eval_device(db, dev, &d->info, out, nout, err);
+  return kiln_cm_eval_device(db, dev, &d->info, NULL, out, nout, err);
 }
 
-int kiln_cm_eval_device(kiln_db *db, int64_t dev, const kiln_device_info *info, kiln_model_eval **out, int *nout, kiln_error *err) {
+int kiln_cm_eval_device(kiln_db *db, int64_t dev, const kiln_device_info *info, const kiln_cm_eval_debug *dbg, kiln_model_eval **out, int *nout,
+                        kiln_error *err) {
   *out = NULL;
   *nout = 0;
   int rc;
@@ -1018,7 +1023,7 @@ int kiln_cm_eval_device(kiln_db *db, int64_t dev, const kiln_device_info *info, 
   if (!e) return kiln__err(err, KILN_ENOMEM, "out of memory");
   for (int i = 0; i < nf; i++) {
     kiln_cm_eval ce;
-    if ((rc = kiln_cm_evaluate(db, dev, &m, fams[i], &ce, err)) != 0) { free(e); return rc; }
+    if ((rc = kiln_cm_evaluate(db, dev, &m, fams[i], dbg, &ce, err)) != 0) { free(e); return rc; }
     snprintf(e[i].family, sizeof e[i].family, "%s", ce.family);
     e[i].instances = ce.instances;
     e[i].records = ce.records;

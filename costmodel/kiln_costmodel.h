@@ -176,7 +176,15 @@ typedef struct kiln_cm_eval {
   double top1, top5;      /* recall: fraction of instances whose measured best is the predicted best / in the predicted top 5 */
   double regret;          /* mean of measured(predicted best) / measured best */
 } kiln_cm_eval;
-int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const char *family, kiln_cm_eval *out, kiln_error *err);
+/* Debugging output of an evaluation on stderr (`kiln model eval --trace,
+ * --dump KEY`): trace, per held-out instance, its Kendall tau, regret, the
+ * predicted and the measured best; dump, every candidate of the instances
+ * whose key contains it (measured and predicted time, the base estimate's
+ * parts, the correction terms that move it by more than 5%). */
+typedef struct kiln_cm_eval_debug { int trace; const char *dump; } kiln_cm_eval_debug;
+/* dbg may be NULL (no debugging output). */
+int kiln_cm_evaluate(kiln_db *db, int64_t device, const kiln_devmodel *m, const char *family, const kiln_cm_eval_debug *dbg, kiln_cm_eval *out,
+                     kiln_error *err);
 
 /* Loads the device's model from the database (KILN_ENOTFOUND if never probed). */
 int kiln_cm_load(kiln_db *db, int64_t device, const kiln_device_info *info, kiln_devmodel *m, kiln_error *err);
@@ -194,7 +202,8 @@ const char *kiln_cm_prior_device(const kiln_device_info *info);
 int kiln_cm_prior(const kiln_device_info *info, const char *family, kiln_correction *c);
 /* kiln_costmodel_eval on the records of device row dev (described by info),
  * which need not be present. */
-int kiln_cm_eval_device(kiln_db *db, int64_t dev, const kiln_device_info *info, kiln_model_eval **out, int *nout, kiln_error *err);
+int kiln_cm_eval_device(kiln_db *db, int64_t dev, const kiln_device_info *info, const kiln_cm_eval_debug *dbg, kiln_model_eval **out, int *nout,
+                        kiln_error *err);
 /* Writes prior_cpu.inc or prior_gpu.inc (by info->is_gpu) from the device's
  * probe and records (families with at least KILN_CM_MIN_SAMPLES measured records). */
 int kiln_cm_export_prior(kiln_db *db, int64_t device, const kiln_device_info *info, FILE *out, kiln_error *err);

@@ -38,15 +38,6 @@ static const probe_cfg full_cfg = {7, full_sizes, 5, (size_t)8 << 20, 4096 * 8, 
 static const size_t quick_sizes[] = {(size_t)32 << 10, (size_t)256 << 10, (size_t)2 << 20, (size_t)16 << 20};
 static const probe_cfg quick_cfg = {5, quick_sizes, 4, (size_t)1 << 20, 2048, 1024, 32, 64, 30, 6, 0, 1};
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static int cmpd(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 typedef struct {
   kiln_probe_figure *f;
@@ -74,7 +65,7 @@ static void add(figs *fs, const char *name, const char *unit, double *samples, i
     fs->f = nf;
     fs->cap = cap;
   }
-  qsort(samples, (size_t)n, sizeof(double), cmpd);
+  qsort(samples, (size_t)n, sizeof(double), kiln__cmp_double);
   kiln_probe_figure *f = &fs->f[fs->n++];
   memset(f, 0, sizeof *f);
   snprintf(f->name, sizeof f->name, "%s", name);
@@ -242,15 +233,15 @@ static int probe_launch(probe_ctx *c) {
   int n = c->cfg->launch_n, rc;
   for (int r = 0; r < c->cfg->reps; r++) {
     clFinish(c->d->q);
-    double t0 = now_s();
+    double t0 = kiln__now_s();
     for (int i = 0; i < n; i++)
       if ((rc = kiln_cl_launch(c->d, ke, 1, &one, NULL, c->err))) return rc;
     clFinish(c->d->q);
-    lo[r] = (now_s() - t0) / n * 1e6;
-    t0 = now_s();
+    lo[r] = (kiln__now_s() - t0) / n * 1e6;
+    t0 = kiln__now_s();
     if ((rc = kiln_cl_launch(c->d, ke, 1, &one, NULL, c->err))) return rc;
     clFinish(c->d->q);
-    ls[r] = (now_s() - t0) * 1e6;
+    ls[r] = (kiln__now_s() - t0) * 1e6;
   }
   add(&c->fs, "launch", "us", lo, c->cfg->reps, 0);
   add(&c->fs, "launch_sync", "us", ls, c->cfg->reps, 0);
@@ -303,11 +294,11 @@ static int probe_transfers(probe_ctx *c) {
   memset(hostbuf, 1, bytes);
   double h2d[REPS_MAX], d2h[REPS_MAX];
   for (int r = 0; r < c->cfg->reps; r++) {
-    double t0 = now_s();
+    double t0 = kiln__now_s();
     clEnqueueWriteBuffer(c->d->q, c->a, CL_TRUE, 0, bytes, hostbuf, 0, NULL, NULL);
-    double t1 = now_s();
+    double t1 = kiln__now_s();
     clEnqueueReadBuffer(c->d->q, c->a, CL_TRUE, 0, bytes, hostbuf, 0, NULL, NULL);
-    double t2 = now_s();
+    double t2 = kiln__now_s();
     h2d[r] = (double)bytes / (t1 - t0) * 1e-9;
     d2h[r] = (double)bytes / (t2 - t1) * 1e-9;
   }
@@ -327,13 +318,13 @@ static int probe_build(probe_ctx *c) {
     for (int i = 0; i < 64 && o + 512 < cap; i++)
       o += (size_t)snprintf(src + o, cap - o, "__kernel void f%d(__global float *p, float a) { size_t i = get_global_id(0); p[i] = p[i] * a + (float)%d * SALT; }\n", i, i);
     char opts[64]; /* the salt: this build's round, process and clock */
-    snprintf(opts, sizeof opts, "-DSALT=%d.%d%df", r + 1, (int)getpid() % 100000, (int)(now_s() * 1000) % 100000);
+    snprintf(opts, sizeof opts, "-DSALT=%d.%d%df", r + 1, (int)getpid() % 100000, (int)(kiln__now_s() * 1000) % 100000);
     const char *sp = src;
     cl_int e;
-    double t0 = now_s();
+    double t0 = kiln__now_s();
     cl_program p = clCreateProgramWithSource(c->d->ctx, 1, &sp, &o, &e);
     if (e == CL_SUCCESS) e = clBuildProgram(p, 1, &c->d->dev, opts, NULL, NULL);
-    double t = now_s() - t0;
+    double t = kiln__now_s() - t0;
     if (p) clReleaseProgram(p);
     free(src);
     if (e != CL_SUCCESS) return kiln__err(c->err, KILN_ECL, "probe build: %s", kiln__clerror(e));

@@ -102,8 +102,7 @@ static int write_atomic(const char *dir, const char *path, const char *key, cons
 int kiln_cm_probe_cached(kiln_device *d, char **json, kiln_cm_figsrc *src) {
   memset(src, 0, sizeof *src);
   *json = NULL;
-  const char *off = getenv("KILN_PROBE");
-  if ((off && !strcmp(off, "off")) || !d->cache_dir[0]) return KILN_ENOTFOUND; /* asked for: no note */
+  if (d->opt.no_probe || !d->cache_dir[0]) return KILN_ENOTFOUND; /* asked for (KILN_PROBE=off, no cache): no note */
   char key[32];
   cache_key(d, key, sizeof key);
   snprintf(src->path, sizeof src->path, "%s/probe-%s.json", d->cache_dir, key);

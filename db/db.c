@@ -39,9 +39,8 @@ static const char *SCHEMA_V1 =
 const char *kiln_db_path(const kiln_db *db) { return db->path; }
 
 const char *kiln_db_default_path(char *buf, size_t len) {
-  const char *e = getenv("KILN_DB");
-  if (e && *e) snprintf(buf, len, "%s", e);
-  else snprintf(buf, len, "%s/.cache/kiln/tuning.db", getenv("HOME") ? getenv("HOME") : ".");
+  const char *home = getenv("HOME");
+  snprintf(buf, len, "%s/.cache/kiln/tuning.db", home && *home ? home : ".");
   return buf;
 }
 
@@ -471,13 +470,22 @@ int kiln_db_device(kiln_db *db, const kiln_device_info *in, int64_t *id, kiln_er
   return kiln_db_device(db, in, id, err);
 }
 
+void kiln__db_bind_instance(sqlite3_stmt *st, int at, const char *family, int dtype, const char *shape_key, const char *epilogue) {
+  sqlite3_bind_text(st, at, family, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, at + 1, dtype);
+  sqlite3_bind_text(st, at + 2, shape_key, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, at + 3, epilogue ? epilogue : "", -1, SQLITE_TRANSIENT);
+}
+
+void kiln__db_bind_text_or_null(sqlite3_stmt *st, int i, const char *s) {
+  if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+  else sqlite3_bind_null(st, i);
+}
+
 /* Binds parameters 1..18 of a records insert (device .. predicted_ns) and 23 (min_ns) from r. */
 void kiln__db_bind_record(sqlite3_stmt *st, int64_t device, const kiln_record *r) {
   sqlite3_bind_int64(st, 1, device);
-  sqlite3_bind_text(st, 2, r->family, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(st, 3, r->dtype);
-  sqlite3_bind_text(st, 4, r->shape_key, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 5, r->epilogue, -1, SQLITE_TRANSIENT);
+  kiln__db_bind_instance(st, 2, r->family, r->dtype, r->shape_key, r->epilogue);
   sqlite3_bind_text(st, 6, r->params, -1, SQLITE_TRANSIENT);
   sqlite3_bind_double(st, 7, r->median_ns);
   sqlite3_bind_double(st, 8, r->spread);
@@ -554,10 +562,7 @@ static void read_record(sqlite3_stmt *st, kiln_record *r) {
 static int prep_instance(kiln_db *db, sqlite3_stmt **st, const char *sql, int64_t device, const char *family, int dtype, const char *shape_key, const char *epilogue, kiln_error *err) {
   if (sqlite3_prepare_v2(db->h, sql, -1, st, NULL) != SQLITE_OK) return kiln__err(err, KILN_EDB, "%s: %s", db->path, sqlite3_errmsg(db->h));
   sqlite3_bind_int64(*st, 1, device);
-  sqlite3_bind_text(*st, 2, family, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(*st, 3, dtype);
-  sqlite3_bind_text(*st, 4, shape_key, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(*st, 5, epilogue ? epilogue : "", -1, SQLITE_TRANSIENT);
+  kiln__db_bind_instance(*st, 2, family, dtype, shape_key, epilogue);
   return 0;
 }
 
@@ -568,8 +573,7 @@ int kiln_db_best(kiln_db *db, int64_t device, const char *family, int dtype, con
                                   " AND status='ok' AND (?6 IS NULL OR source_hash=?6) ORDER BY " KILN_RECORD_RANK_SQL " LIMIT 1",
                          device, family, dtype, shape_key, epilogue, err);
   if (rc) return rc;
-  if (source_hash) sqlite3_bind_text(st, 6, source_hash, -1, SQLITE_TRANSIENT);
-  else sqlite3_bind_null(st, 6);
+  kiln__db_bind_text_or_null(st, 6, source_hash);
   rc = step_retry(db, st);
   if (rc == SQLITE_ROW) { read_record(st, out); sqlite3_finalize(st); return 0; }
   sqlite3_finalize(st);

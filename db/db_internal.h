@@ -34,6 +34,12 @@ int kiln__db_sqlerr(kiln_db *db, kiln_error *err, const char *what);
  * application_id and user_version; returns an SQLite code. */
 int kiln__db_create_schema(kiln_db *db, kiln_error *err);
 
+/* Binds an instance key (family, dtype, shape key, epilogue; NULL
+ * epilogue: "") to parameters at..at+3 (db.c). */
+void kiln__db_bind_instance(sqlite3_stmt *st, int at, const char *family, int dtype, const char *shape_key, const char *epilogue);
+/* Binds text s, or NULL when s is NULL, to parameter i. */
+void kiln__db_bind_text_or_null(sqlite3_stmt *st, int i, const char *s);
+
 /* Binds parameters 1..18 of a records insert (device .. predicted_ns) from r (db.c). */
 void kiln__db_bind_record(sqlite3_stmt *st, int64_t device, const kiln_record *r);
 

@@ -139,12 +139,8 @@ static int query_cands(kiln_db *L, int layer, int devmode, int64_t devid, const 
   sqlite3_bind_int64(st, 1, devid);
   sqlite3_bind_text(st, 2, fp ? fp : "", -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 3, fam ? fam : "", -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 4, family, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(st, 5, dtype);
-  sqlite3_bind_text(st, 6, shape_key, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 7, epilogue ? epilogue : "", -1, SQLITE_TRANSIENT);
-  if (hash) sqlite3_bind_text(st, 8, hash, -1, SQLITE_TRANSIENT);
-  else sqlite3_bind_null(st, 8);
+  kiln__db_bind_instance(st, 4, family, dtype, shape_key, epilogue);
+  kiln__db_bind_text_or_null(st, 8, hash);
   if (need_version) sqlite3_bind_text(st, 9, KILN_VERSION, -1, SQLITE_STATIC);
   else sqlite3_bind_null(st, 9);
   int rc;
@@ -171,10 +167,7 @@ static int demoted_here(kiln_db *db, int64_t device, const kiln_record *r) {
   if (sqlite3_prepare_v2(db->h, "SELECT 1 FROM records WHERE device=?1 AND family=?2 AND dtype=?3 AND shape_key=?4 AND epilogue=?5 AND params=?6"
                                 " AND source_hash IS ?7 AND status IN ('demoted','wrong','nan') LIMIT 1", -1, &st, NULL) != SQLITE_OK) return 0;
   sqlite3_bind_int64(st, 1, device);
-  sqlite3_bind_text(st, 2, r->family, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(st, 3, r->dtype);
-  sqlite3_bind_text(st, 4, r->shape_key, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 5, r->epilogue, -1, SQLITE_TRANSIENT);
+  kiln__db_bind_instance(st, 2, r->family, r->dtype, r->shape_key, r->epilogue);
   sqlite3_bind_text(st, 6, r->params, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 7, r->source_hash, -1, SQLITE_TRANSIENT);
   int found = kiln__db_step(db, st) == SQLITE_ROW;
@@ -283,12 +276,8 @@ int kiln_db_count_priors(kiln_db *db, const kiln_device_info *info, const char *
                                  " AND r.dtype=?3 AND r.shape_key=?4 AND r.epilogue=?5 AND r.status='ok'"
                                  " AND ((?6 IS NOT NULL AND r.source_hash IS NOT ?6) OR r.kiln_version IS NOT ?7)", -1, &st, NULL) != SQLITE_OK) continue;
     sqlite3_bind_text(st, 1, fp, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, family, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 3, dtype);
-    sqlite3_bind_text(st, 4, shape_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 5, epilogue ? epilogue : "", -1, SQLITE_TRANSIENT);
-    if (source_hash) sqlite3_bind_text(st, 6, source_hash, -1, SQLITE_TRANSIENT);
-    else sqlite3_bind_null(st, 6);
+    kiln__db_bind_instance(st, 2, family, dtype, shape_key, epilogue);
+    kiln__db_bind_text_or_null(st, 6, source_hash);
     sqlite3_bind_text(st, 7, KILN_VERSION, -1, SQLITE_STATIC);
     if (kiln__db_step(h, st) == SQLITE_ROW) total += sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
@@ -321,10 +310,7 @@ static int insert_record(kiln_db *db, int64_t device, const kiln_record *r, int 
 
 static int bind_key(sqlite3_stmt *st, int64_t device, const kiln_record *r) {
   sqlite3_bind_int64(st, 1, device);
-  sqlite3_bind_text(st, 2, r->family, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(st, 3, r->dtype);
-  sqlite3_bind_text(st, 4, r->shape_key, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 5, r->epilogue, -1, SQLITE_TRANSIENT);
+  kiln__db_bind_instance(st, 2, r->family, r->dtype, r->shape_key, r->epilogue);
   return 0;
 }
 

@@ -182,6 +182,50 @@ void kiln_device_close(kiln_device *d);
 /* The device's description; owned by d, valid until kiln_device_close. */
 const kiln_device_info *kiln_device_get_info(const kiln_device *d);
 
+/* ---- Options: what used to come from the environment ------------------- */
+
+/* Everything a run, a plan or a tuning search depends on besides its
+ * arguments. The library reads no environment variable of its own (only
+ * HOME and OpenCL's OCL_ICD_VENDORS): a program that wants the KILN_*
+ * variables calls kiln_options_from_env once and hands the result on, as the
+ * `kiln` command does. Zero is every field's default. One table
+ * (runtime/options.c, kiln_env_vars) lists the variables, the field each
+ * fills and the key it enters; `kiln --help` and the README print it. */
+enum { KILN_FUSE_AUTO = 0, KILN_FUSE_ALWAYS = 1, KILN_FUSE_NEVER = 2 };
+typedef struct kiln_options {
+  /* the kiln command's defaults (the library does not read them) */
+  const char *device;       /* KILN_DEVICE: --device */
+  const char *db;           /* KILN_DB: the user's tuning database (NULL: ~/.cache/kiln/tuning.db) */
+  const char *db_path;      /* KILN_DB_PATH: shared databases "FILE1:FILE2", read-only */
+  /* devices (kiln_device_set_options) and the sessions on them */
+  const char *cache_dir;    /* KILN_CACHE_DIR: programs, quick probe, predictions (NULL: ~/.cache/kiln/programs; "off": none) */
+  const char *kernel_dir;   /* KILN_KERNEL_DIR: kernels/<file>.cl read from here instead of the embedded copies */
+  int no_probe;             /* KILN_PROBE=off: no quick probe; predictions rest on the prior's figures */
+  unsigned gemm_kernels;    /* KILN_GEMM_KERNELS: bit k offers gemm KERNEL=k to the search (0: the default set) */
+  int attention_fuse;       /* KILN_ATTENTION_FUSE: KILN_FUSE_AUTO (the cost model decides), _ALWAYS, _NEVER */
+  int no_predict;           /* KILN_NO_PREDICT: parameters without a record are the descriptor defaults */
+  /* models (kiln_load_options.max_model_bytes when that is 0) */
+  uint64_t max_model_bytes; /* KILN_MAX_MODEL_BYTES */
+} kiln_options;
+
+/* Fills *o from the KILN_* environment variables (string fields point into
+ * the environment). KILN_EINVAL naming the variable for a malformed value.
+ * The only place the library reads them. */
+int kiln_options_from_env(kiln_options *o, kiln_error *err);
+/* Applies the device fields of o (cache_dir, kernel_dir, no_probe,
+ * gemm_kernels, attention_fuse, no_predict; strings copied) to d, for the
+ * programs it compiles and the sessions planned on it from now on. NULL:
+ * the defaults. KILN_EINVAL for a path too long. */
+int kiln_device_set_options(kiln_device *d, const kiln_options *o, kiln_error *err);
+
+/* One row of the table of environment variables: its name, the value it
+ * takes, what it changes and the key that change enters. */
+typedef struct kiln_env_var {
+  const char *name, *value, *changes, *key;
+} kiln_env_var;
+/* The table's rows (*n of them); static, never freed. */
+const kiln_env_var *kiln_env_vars(int *n);
+
 /* ---- Models ---------------------------------------------------------- */
 
 typedef struct kiln_model kiln_model;
@@ -394,7 +438,7 @@ void kiln_db_describe(const kiln_db *db, char *buf, size_t len);
 int kiln_db_is_readonly(const kiln_db *db);
 /* The path the database was opened with; owned by db. */
 const char *kiln_db_path(const kiln_db *db);
-/* Default path: $KILN_DB, else ~/.cache/kiln/tuning.db. Writes into buf. */
+/* Default path: ~/.cache/kiln/tuning.db (the kiln command: $KILN_DB first). Writes into buf. */
 const char *kiln_db_default_path(char *buf, size_t len);
 
 /* Makes the session use tuning records from `db` (not owned) for its device;

@@ -186,11 +186,7 @@ int kiln_device_open(const char *sel, kiln_device **out, kiln_error *err) {
   char ext[8192] = "";
   clGetDeviceInfo(d->dev, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
   d->has_fp64 = strstr(ext, "cl_khr_fp64") != NULL;
-  const char *cd = getenv("KILN_CACHE_DIR");
-  const char *home = getenv("HOME");
-  if (cd && *cd) snprintf(d->cache_dir, sizeof d->cache_dir, "%s", cd);
-  else if (home && *home) snprintf(d->cache_dir, sizeof d->cache_dir, "%s/.cache/kiln/programs", home);
-  if (cd && !strcmp(cd, "off")) d->cache_dir[0] = 0;
+  kiln_device_set_options(d, NULL, NULL); /* the defaults */
   *out = d;
   return 0;
 fail_q:
@@ -223,11 +219,12 @@ void kiln_device_close(kiln_device *d) {
 
 const kiln_device_info *kiln_device_get_info(const kiln_device *d) { return &d->info; }
 
-const char *kiln_cl_source(const char *file, char **owned) {
-  /* Development override: KILN_KERNEL_DIR/<file> wins over the embedded copy
-   * (read anew on every call, into *owned for the caller to free). */
+const char *kiln_cl_source(const char *file, char **owned) { return kiln_cl_source_in(NULL, file, owned); }
+
+const char *kiln_cl_source_in(const char *dir, const char *file, char **owned) {
+  /* Development override: dir/<file> (kiln_options.kernel_dir) wins over the
+   * embedded copy (read anew on every call, into *owned for the caller to free). */
   *owned = NULL;
-  const char *dir = getenv("KILN_KERNEL_DIR");
   if (dir && *dir) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, file);
@@ -417,7 +414,7 @@ static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_sr
     if (!key) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
     snprintf(key, fl + ol + 2, "%s\n%s", file, opts);
     char *owned = NULL;
-    const char *src = gen_src ? gen_src : kiln_cl_source(file, &owned);
+    const char *src = gen_src ? gen_src : kiln_cl_source_in(d->opt.kernel_dir, file, &owned);
     if (!src) { free(key); kiln__err(err, KILN_EINTERNAL, "kernel file %s is not embedded", file); return NULL; }
     cl_program prog = build_program(d, file, src, opts, err);
     free(owned);
@@ -474,7 +471,7 @@ int kiln_cl_launch(kiln_device *d, cl_kernel k, int dims, const size_t *gws, con
   return kiln_cl_launch_ev(d, k, dims, gws, lws, NULL, err);
 }
 
-void kiln_source_hash(const char *files, char *buf, size_t len) {
+void kiln_source_hash(const kiln_device *d, const char *files, char *buf, size_t len) {
   /* a comma list: the sources chained into one hash (one file: its own hash) */
   uint64_t h = 1469598103934665603ull;
   for (const char *f = files; f && *f;) {
@@ -483,7 +480,7 @@ void kiln_source_hash(const char *files, char *buf, size_t len) {
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name - 1 ? n : sizeof name - 1), f);
     char *owned;
-    const char *src = kiln_cl_source(name, &owned);
+    const char *src = kiln_cl_source_in(d ? d->opt.kernel_dir : NULL, name, &owned);
     h = fnv1a(h, src ? src : "", src ? strlen(src) : 0);
     free(owned);
     f = e ? e + 1 : f + n;

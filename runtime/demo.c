@@ -218,29 +218,62 @@ static Onnx__ValueInfoProto *b_value_info(demo_b *b, const char *name, int rank,
   Onnx__TypeProto *tp = b_alloc(b, sizeof *tp);
   Onnx__TypeProto__Tensor *tt = b_alloc(b, sizeof *tt);
   Onnx__TensorShapeProto *sh = b_alloc(b, sizeof *sh);
-  Onnx__TensorShapeProto__Dimension **dv = b_alloc(b, sizeof *dv * (size_t)rank);
-  if (!vi || !tp || !tt || !sh || !dv) return NULL;
+  Onnx__TensorShapeProto__Dimension *dv = b_alloc(b, sizeof *dv * (size_t)rank), **dp = b_alloc(b, sizeof *dp * (size_t)rank);
+  if (!vi || !tp || !tt || !sh || !dv || !dp) return NULL;
   onnx__value_info_proto__init(vi);
+  kiln__onnx_tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, rank, dims, tp, tt, sh, dv, dp);
+  vi->name = b_str(b, name);
+  vi->type = tp;
+  return vi;
+}
+
+Onnx__TypeProto *kiln__onnx_tensor_type(int elem, int rank, const int64_t *dims, Onnx__TypeProto *tp, Onnx__TypeProto__Tensor *tt,
+                                        Onnx__TensorShapeProto *sh, Onnx__TensorShapeProto__Dimension *dv, Onnx__TensorShapeProto__Dimension **dp) {
   onnx__type_proto__init(tp);
   onnx__type_proto__tensor__init(tt);
   onnx__tensor_shape_proto__init(sh);
   for (int i = 0; i < rank; i++) {
-    dv[i] = b_alloc(b, sizeof **dv);
-    if (!dv[i]) return NULL;
-    onnx__tensor_shape_proto__dimension__init(dv[i]);
-    dv[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    dv[i]->dim_value = dims[i];
+    onnx__tensor_shape_proto__dimension__init(&dv[i]);
+    dv[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    dv[i].dim_value = dims[i];
+    dp[i] = &dv[i];
   }
   sh->n_dim = (size_t)rank;
-  sh->dim = dv;
+  sh->dim = dp;
   tt->has_elem_type = 1;
-  tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  tt->elem_type = elem;
   tt->shape = sh;
   tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
   tp->tensor_type = tt;
-  vi->name = b_str(b, name);
-  vi->type = tp;
-  return vi;
+  return tp;
+}
+
+int kiln__onnx_write_graph(const char *path, struct Onnx__GraphProto *gp, int64_t opset, const char *producer, kiln_error *err) {
+  Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opsp = &ops;
+  ops.domain = "";
+  ops.has_version = 1;
+  ops.version = opset;
+  Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
+  mp.has_ir_version = 1;
+  mp.ir_version = 8;
+  mp.producer_name = (char *)producer;
+  mp.producer_version = KILN_VERSION;
+  mp.n_opset_import = 1;
+  mp.opset_import = &opsp;
+  mp.graph = gp;
+  size_t len = onnx__model_proto__get_packed_size(&mp);
+  uint8_t *buf = malloc(len ? len : 1);
+  if (!buf) return kiln__err(err, KILN_ENOMEM, "%s: out of memory packing %zu bytes", path, len);
+  size_t packed = onnx__model_proto__pack(&mp, buf);
+  assert(packed == len);
+  (void)packed;
+  int rc = 0;
+  FILE *f = fopen(path, "wb");
+  if (!f) rc = kiln__err(err, KILN_EIO, "%s: cannot create: %s", path, strerror(errno));
+  else if (fwrite(buf, 1, len, f) != len) rc = kiln__err(err, KILN_EIO, "%s: write failed: %s", path, strerror(errno));
+  if (f && fclose(f) != 0 && !rc) rc = kiln__err(err, KILN_EIO, "%s: write failed: %s", path, strerror(errno));
+  free(buf);
+  return rc;
 }
 
 /* ---- layers ---- */
@@ -359,45 +392,17 @@ int kiln_demo_write(const char *which, const char *path, uint64_t seed, kiln_err
   demos[idx].build(b);
 
   int rc = 0;
-  uint8_t *buf = NULL;
-  FILE *f = NULL;
-  Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
   Onnx__GraphProto gp = ONNX__GRAPH_PROTO__INIT;
-  Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT;
-  Onnx__OperatorSetIdProto *opsp = &ops;
   char gname[64];
   if (b->failed || !b->in || !b->out) { rc = kiln__err(err, KILN_ENOMEM, "demo '%s': out of memory building the model", which); goto done; }
   snprintf(gname, sizeof gname, "kiln_demo_%s", which);
-  ops.domain = "";
-  ops.has_version = 1;
-  ops.version = 17;
   gp.name = gname;
   gp.n_node = b->nnodes; gp.node = b->nodes;
   gp.n_initializer = b->ninits; gp.initializer = b->inits;
   gp.n_input = 1; gp.input = &b->in;
   gp.n_output = 1; gp.output = &b->out;
-  mp.has_ir_version = 1;
-  mp.ir_version = 8;
-  mp.producer_name = "kiln";
-  mp.producer_version = KILN_VERSION;
-  mp.n_opset_import = 1;
-  mp.opset_import = &opsp;
-  mp.graph = &gp;
-
-  size_t len = onnx__model_proto__get_packed_size(&mp);
-  buf = malloc(len ? len : 1);
-  if (!buf) { rc = kiln__err(err, KILN_ENOMEM, "demo '%s': out of memory packing %zu bytes", which, len); goto done; }
-  size_t packed = onnx__model_proto__pack(&mp, buf);
-  assert(packed == len);
-  (void)packed;
-  f = fopen(path, "wb");
-  if (!f) { rc = kiln__err(err, KILN_EIO, "%s: cannot create: %s", path, strerror(errno)); goto done; }
-  if (fwrite(buf, 1, len, f) != len) { rc = kiln__err(err, KILN_EIO, "%s: write failed: %s", path, strerror(errno)); goto done; }
-  if (fclose(f) != 0) { f = NULL; rc = kiln__err(err, KILN_EIO, "%s: write failed: %s", path, strerror(errno)); goto done; }
-  f = NULL;
+  rc = kiln__onnx_write_graph(path, &gp, 17, "kiln", err);
 done:
-  if (f) fclose(f);
-  free(buf);
   b_free(b);
   free(b);
   return rc;

@@ -461,7 +461,6 @@ static int plan_epilogues(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fu
  * itself saves a launch and the copy, but gathers columns. */
 static int plan_im2col(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fusion_decision **dec, int *ndec, int *cap, kiln_error *err) {
   double bw = costs && costs->bw_gbps > 0 ? costs->bw_gbps : 10.0, launch_ns = costs && costs->launch_us > 0 ? costs->launch_us * 1e3 : 30e3;
-  const char *force = getenv("KILN_IM2COL_FUSE"); /* experiments: 1 = always, 0 = never */
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
     n->im2col_fused = false;
@@ -477,12 +476,12 @@ static int plan_im2col(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fusio
     d->pred_fused_ns = direct;
     d->pred_unfused_ns = copy;
     d->measured = costs && costs->probed;
-    bool pred = force ? atoi(force) != 0 : direct < copy;
+    bool pred = direct < copy;
     snprintf(d->reason, sizeof d->reason, "%s: GEMM on the input predicted %.1f us vs im2col copy + GEMM %.1f us (%s)", pred ? "fused" : "rejected",
              direct / 1e3, copy / 1e3, why);
     kiln__fusion_sig(g, "im2col", &i, 1, d->sig, sizeof d->sig);
     d->first_node = d->last_node = i;
-    d->fused = force ? pred : kiln__fusion_choose(costs, d, pred);
+    d->fused = kiln__fusion_choose(costs, d, pred);
     n->im2col_fused = d->fused;
   }
   return 0;
@@ -513,7 +512,7 @@ cl_kernel kiln_epi_kernel(kiln_exec *x, kiln_node *n, const char *file, const ch
   if (slot < 0 || slot >= KILN_EPI_SLOTS) { kiln__err(err, KILN_EINTERNAL, "kernels/%s takes no epilogue (kernels/family.c)", file); return NULL; }
   if (!G->full_src[slot]) {
     char *owned;
-    const char *body = kiln_cl_source(file, &owned);
+    const char *body = kiln_cl_source_in(x->d->opt.kernel_dir, file, &owned);
     if (!body) { kiln__err(err, KILN_EINTERNAL, "kernels/%s not found", file); return NULL; }
     size_t a = strlen(G->src), b = strlen(body);
     char *s = malloc(a + b + 1);

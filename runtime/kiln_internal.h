@@ -24,6 +24,13 @@
 
 /* Sets err (if not NULL) to status and a printf-style message; returns status. */
 int kiln__err(kiln_error *err, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The monotonic clock in seconds. */
+double kiln__now_s(void);
+/* qsort comparators, ascending: doubles, uint64_t. */
+int kiln__cmp_double(const void *a, const void *b);
+int kiln__cmp_u64(const void *a, const void *b);
+/* splitmix64: the next value of the small seeded generator in *s. */
+uint64_t kiln__splitmix(uint64_t *s);
 const char *kiln__clerror(cl_int e);
 
 /* ---- values and nodes -------------------------------------------------- */
@@ -127,6 +134,7 @@ struct kiln_graph {
   bool fusion;               /* the plan fuses (kernels may merge producer steps, e.g. im2col into the GEMM) */
   struct kiln_fusion_decision *pdec; /* plan-time pattern rewrites done (passes.c), listed by kiln plan */
   int npdec;
+  const struct kiln_dev_opts *dev_opt; /* the options of the device a session runs it on (NULL: defaults) */
 };
 
 /* Attribute lookup; the *_or variants return `dflt` when absent. */
@@ -185,8 +193,18 @@ typedef struct kiln_cl_prog {
   int nkerns;
 } kiln_cl_prog;
 
+/* A device's options (kiln_device_set_options; kiln_options of kiln.h). */
+typedef struct kiln_dev_opts {
+  char kernel_dir[512];      /* "" = the embedded kernels */
+  bool no_probe;             /* no quick probe */
+  unsigned gemm_kernels;     /* gemm KERNEL values offered to the search (bit k), 0 = the default set */
+  int attention_fuse;        /* KILN_FUSE_AUTO / _ALWAYS / _NEVER */
+  bool no_predict;           /* no cost-model predictions: descriptor defaults */
+} kiln_dev_opts;
+
 struct kiln_device {
   kiln_device_info info;
+  kiln_dev_opts opt;
   cl_platform_id platform;
   cl_device_id dev;
   cl_context ctx;
@@ -228,17 +246,21 @@ void kiln__device_limit_builds(kiln_device *d, double seconds, volatile const in
  * device idle for tens of microseconds between a node's kernels. */
 void kiln_cl_src_key(const char *src, char key[24]);
 cl_kernel kiln_cl_kernel_src(kiln_device *d, const char *key, const char *src, const char *options, const char *name, kiln_error *err);
-/* Source text of an embedded kernel file, or of KILN_KERNEL_DIR/<file> when
- * that override exists: then *owned holds it too, for the caller to free
- * (else *owned is NULL). NULL when there is no such file. */
+/* Source text of kernels/<file>: dir/<file> when dir (a kernel directory,
+ * kiln_options.kernel_dir; NULL or "": none) has that file, then *owned
+ * holds it too, for the caller to free (else *owned is NULL); else the
+ * embedded copy. NULL when there is no such file. */
+const char *kiln_cl_source_in(const char *dir, const char *file, char **owned);
+/* The embedded copy (kiln_cl_source_in without a directory). */
 const char *kiln_cl_source(const char *file, char **owned);
 /* Enqueues a kernel over `dims` dimensions; lws may be NULL. Zero-size grids are skipped. */
 int kiln_cl_launch(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, kiln_error *err);
 /* Same, returning the launch's event in *ev (NULL when nothing was launched). */
 int kiln_cl_launch_ev(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, cl_event *ev, kiln_error *err);
-/* Hex hash of the embedded source of kernels/<files> (a comma list: the
- * sources chained; a single file hashes as itself). */
-void kiln_source_hash(const char *files, char *buf, size_t len);
+/* Hex hash of the source of kernels/<files> as device d reads it (its
+ * kernel directory; d NULL: embedded) (a comma list: the sources chained; a
+ * single file hashes as itself). */
+void kiln_source_hash(const kiln_device *d, const char *files, char *buf, size_t len);
 /* Sets kernel args: pairs of (size, pointer) terminated by size 0. */
 int kiln_cl_args(cl_kernel k, kiln_error *err, ...);
 #define KARG(x) sizeof(x), (const void *)&(x)
@@ -517,6 +539,7 @@ typedef struct kiln_fusion_costs {
    * (force_fused) or not, whatever was predicted or recorded */
   const char *force_sig;
   int force_fused;
+  int force_attention;     /* KILN_FUSE_AUTO (the prediction decides), _ALWAYS, _NEVER (kiln_options.attention_fuse) */
 } kiln_fusion_costs;
 
 /* A grouping's final choice: the tuner's force, else recorded measurements
@@ -565,6 +588,29 @@ int kiln_epi_ref(kiln_device *d, kiln_graph *g, kiln_node *n, void **host, kiln_
 int kiln_graph_add_value(kiln_graph *g, const char *name);   /* returns id or -1 */
 int kiln_graph_find_value(const kiln_graph *g, const char *name);
 void kiln_graph_free(kiln_graph *g);
+/* Frees what node n owns (strings, inputs and outputs, attributes, state);
+ * not its device buffers. */
+void kiln__node_free_fields(kiln_node *n);
+/* Frees node n's attributes (leaves it with none). */
+void kiln__node_free_attrs(kiln_node *n);
+/* Orders g's nodes so every producer precedes its consumers, keeping the
+ * given order where it is valid; KILN_EPARSE "the <what> has a cycle
+ * through node ..." (onnx_load.c). */
+int kiln__graph_toposort(kiln_graph *g, const char *what, kiln_error *err);
+/* Writes the ONNX graph gp (an Onnx__GraphProto) as a model of opset opset
+ * (default domain), IR version 8, to path (demo.c). */
+struct Onnx__GraphProto;
+int kiln__onnx_write_graph(const char *path, struct Onnx__GraphProto *gp, int64_t opset, const char *producer, kiln_error *err);
+/* Fills tp as a tensor type of element type elem (ONNX numbering) and the
+ * static shape dims[0..rank), in the caller's tt, sh and rank dimensions
+ * dv with their pointers dp (demo.c); returns tp. */
+struct Onnx__TypeProto;
+struct Onnx__TypeProto__Tensor;
+struct Onnx__TensorShapeProto;
+struct Onnx__TensorShapeProto__Dimension;
+struct Onnx__TypeProto *kiln__onnx_tensor_type(int elem, int rank, const int64_t *dims, struct Onnx__TypeProto *tp, struct Onnx__TypeProto__Tensor *tt,
+                                               struct Onnx__TensorShapeProto *sh, struct Onnx__TensorShapeProto__Dimension *dv,
+                                               struct Onnx__TensorShapeProto__Dimension **dp);
 /* Loads an ONNX file into a graph (no shape inference yet). */
 int kiln_onnx_load(const char *path, uint64_t max_bytes, kiln_graph **out, kiln_error *err);
 /* Same from a serialized ModelProto in memory (len bytes, not kept; refused

@@ -34,6 +34,26 @@ int kiln_graph_add_value(kiln_graph *g, const char *name) {
   return g->nvals++;
 }
 
+void kiln__node_free_attrs(kiln_node *n) {
+  for (int a = 0; a < n->nattr; a++) {
+    kiln_attr *at = &n->attrs[a];
+    free(at->name); free(at->s); free(at->floats); free(at->ints);
+    for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
+    free(at->strings);
+    kiln_tensor_free(at->t);
+    kiln_graph_free(at->g); /* a control-flow body */
+  }
+  free(n->attrs);
+  n->attrs = NULL;
+  n->nattr = 0;
+}
+
+void kiln__node_free_fields(kiln_node *n) {
+  free(n->name); free(n->op_type); free(n->domain); free(n->in); free(n->out);
+  kiln__node_free_attrs(n);
+  free(n->state);
+}
+
 void kiln_graph_free(kiln_graph *g) {
   if (!g) return;
   for (int i = 0; i < g->nvals; i++) {
@@ -44,21 +64,11 @@ void kiln_graph_free(kiln_graph *g) {
   }
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
-    free(n->name); free(n->op_type); free(n->domain); free(n->in); free(n->out);
-    for (int a = 0; a < n->nattr; a++) {
-      kiln_attr *at = &n->attrs[a];
-      free(at->name); free(at->s); free(at->floats); free(at->ints);
-      for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
-      free(at->strings);
-      kiln_tensor_free(at->t);
-      kiln_graph_free(at->g);
-    }
-    free(n->attrs);
+    kiln__node_free_fields(n);
     for (int k = 0; k < 4; k++) {
       if (n->param[k]) clReleaseMemObject(n->param[k]);
       if (n->scratch[k]) clReleaseMemObject(n->scratch[k]);
     }
-    free(n->state);
   }
   free(g->nodes); free(g->vals); free(g->inputs); free(g->outputs); free(g->path);
   free(g->pdec);
@@ -257,30 +267,29 @@ static int set_value_info(kiln_graph *g, int id, const Onnx__ValueInfoProto *vi)
   return 0;
 }
 
-/* Orders nodes so every producer precedes its consumers; fails on a cycle. */
-static int topo_sort(kiln_graph *g, kiln_error *err) {
+/* Orders nodes so every producer precedes its consumers (Kahn's algorithm
+ * in repeated sweeps, which keeps the given order where it is valid);
+ * KILN_EPARSE naming a node on a cycle ("the <what> has a cycle ..."). */
+int kiln__graph_toposort(kiln_graph *g, const char *what, kiln_error *err) {
   int n = g->nnodes;
   if (!n) return 0;
   int *prod = malloc(sizeof(int) * (size_t)(g->nvals > 0 ? g->nvals : 1));
-  int *indeg = calloc((size_t)n, sizeof(int));
   int *order = malloc(sizeof(int) * (size_t)n);
   char *done = calloc((size_t)n, 1);
-  if (!prod || !indeg || !order || !done) { free(prod); free(indeg); free(order); free(done); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  if (!prod || !order || !done) { free(prod); free(order); free(done); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
   for (int i = 0; i < g->nvals; i++) prod[i] = -1;
   for (int i = 0; i < n; i++)
     for (int k = 0; k < g->nodes[i].nout; k++)
       if (g->nodes[i].out[k] >= 0) prod[g->nodes[i].out[k]] = i;
   int cnt = 0, progress = 1;
-  /* Kahn's algorithm in repeated sweeps keeps the file's order where it is valid. */
   while (cnt < n && progress) {
     progress = 0;
     for (int i = 0; i < n; i++) {
       if (done[i]) continue;
-      int ready = 1;
+      int ready = 1; /* every input's producer placed (a node reading its own output never is) */
       for (int k = 0; k < g->nodes[i].nin && ready; k++) {
         int v = g->nodes[i].in[k];
-        if (v >= 0 && prod[v] >= 0 && prod[v] != i && !done[prod[v]]) ready = 0;
-        if (v >= 0 && prod[v] == i) ready = 0;
+        if (v >= 0 && prod[v] >= 0 && !done[prod[v]]) ready = 0;
       }
       if (ready) { done[i] = 1; order[cnt++] = i; progress = 1; }
     }
@@ -289,9 +298,9 @@ static int topo_sort(kiln_graph *g, kiln_error *err) {
   if (cnt < n) {
     int bad = 0;
     while (done[bad]) bad++;
-    rc = kiln__err(err, KILN_EPARSE, "the graph has a cycle through node '%s' (%s)", g->nodes[bad].name, g->nodes[bad].op_type);
+    rc = kiln__err(err, KILN_EPARSE, "the %s has a cycle through node '%s' (%s)", what, g->nodes[bad].name, g->nodes[bad].op_type);
   } else {
-    kiln_node *nn = malloc(sizeof(kiln_node) * (size_t)n);
+    kiln_node *nn = malloc(sizeof(kiln_node) * ((size_t)n + 1));
     if (!nn) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
     else {
       for (int i = 0; i < n; i++) nn[i] = g->nodes[order[i]];
@@ -303,7 +312,7 @@ static int topo_sort(kiln_graph *g, kiln_error *err) {
           if (nn[i].out[k] >= 0) g->vals[nn[i].out[k]].producer = i;
     }
   }
-  free(prod); free(indeg); free(order); free(done);
+  free(prod); free(order); free(done);
   return rc;
 }
 
@@ -593,7 +602,7 @@ static int load_graph(const Onnx__GraphProto *gp, const Onnx__ModelProto *mp, co
     if (gp->output[i]->type && gp->output[i]->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) g->vals[id].optional = true;
     g->outputs[g->noutputs++] = id;
   }
-  if ((rc = topo_sort(g, err)) != 0) {
+  if ((rc = kiln__graph_toposort(g, "graph", err)) != 0) {
     char tmp[1024]; snprintf(tmp, sizeof tmp, "%s: %s", label, err ? err->msg : ""); if (err) snprintf(err->msg, sizeof err->msg, "%s", tmp);
     goto fail;
   }

@@ -181,47 +181,6 @@ static int expand_gradient(kiln_graph *g, int gi, kiln_error *err) {
   return rc;
 }
 
-/* Reorders nodes topologically after rewrites (Kahn, stable). */
-static int resort(kiln_graph *g, kiln_error *err) {
-  int n = g->nnodes;
-  char *done = calloc((size_t)n + 1, 1);
-  int *order = malloc(sizeof(int) * (size_t)(n + 1));
-  if (!done || !order) { free(done); free(order); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-  int cnt = 0, progress = 1;
-  while (cnt < n && progress) {
-    progress = 0;
-    for (int i = 0; i < n; i++) {
-      if (done[i]) continue;
-      int ready = 1;
-      for (int k = 0; k < g->nodes[i].nin && ready; k++) {
-        int v = g->nodes[i].in[k];
-        int p = v >= 0 ? g->vals[v].producer : -1;
-        if (p >= 0 && !done[p]) ready = 0;
-      }
-      if (ready) { done[i] = 1; order[cnt++] = i; progress = 1; }
-    }
-  }
-  int rc = 0;
-  if (cnt < n) rc = kiln__err(err, KILN_EPARSE, "the rewritten graph has a cycle");
-  else {
-    kiln_node *nn = malloc(sizeof *nn * (size_t)(n + 1));
-    if (!nn) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
-    else {
-      for (int i = 0; i < n; i++) nn[i] = g->nodes[order[i]];
-      free(g->nodes);
-      g->nodes = nn;
-      g->capnodes = n;
-      for (int i = 0; i < n; i++)
-        for (int k = 0; k < nn[i].nout; k++)
-          if (nn[i].out[k] >= 0) g->vals[nn[i].out[k]].producer = i;
-    }
-  }
-  free(done);
-  free(order);
-  return rc;
-}
-
-
 static const float *init_f32(kiln_graph *g, int v, int64_t n) {
   if (v < 0) return NULL;
   kiln_value *val = &g->vals[v];
@@ -248,17 +207,7 @@ static int new_init(kiln_graph *g, const char *name, int rank, const int64_t *di
 }
 
 static void drop_node(kiln_graph *g, int i) {
-  kiln_node *n = &g->nodes[i];
-  free(n->name); free(n->op_type); free(n->domain); free(n->in); free(n->out);
-  for (int a = 0; a < n->nattr; a++) {
-    kiln_attr *at = &n->attrs[a];
-    free(at->name); free(at->s); free(at->floats); free(at->ints);
-    for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
-    free(at->strings);
-    kiln_tensor_free(at->t);
-  }
-  free(n->attrs);
-  free(n->state);
+  kiln__node_free_fields(&g->nodes[i]);
   memmove(&g->nodes[i], &g->nodes[i + 1], sizeof(kiln_node) * (size_t)(g->nnodes - i - 1));
   g->nnodes--;
   for (int k = 0; k < g->nvals; k++) g->vals[k].producer = -1;
@@ -339,28 +288,12 @@ int kiln_graph_rewrite(kiln_graph *g, kiln_error *err) {
     if (strcmp(n->op_type, "Gradient") || strcmp(n->domain, "ai.onnx.preview.training")) continue;
     int rc = expand_gradient(g, i, err);
     if (rc) return rc;
-    /* drop the Gradient node itself */
-    n = &g->nodes[i];
-    free(n->name); free(n->op_type); free(n->domain); free(n->in); free(n->out);
-    for (int a = 0; a < n->nattr; a++) {
-      kiln_attr *at = &n->attrs[a];
-      free(at->name); free(at->s); free(at->floats); free(at->ints);
-      for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
-      free(at->strings);
-      kiln_tensor_free(at->t);
-    }
-    free(n->attrs);
-    memmove(&g->nodes[i], &g->nodes[i + 1], sizeof(kiln_node) * (size_t)(g->nnodes - i - 1));
-    g->nnodes--;
-    for (int k = 0; k < g->nvals; k++) g->vals[k].producer = -1;
-    for (int k = 0; k < g->nnodes; k++)
-      for (int j = 0; j < g->nodes[k].nout; j++)
-        if (g->nodes[k].out[j] >= 0) g->vals[g->nodes[k].out[j]].producer = k;
+    drop_node(g, i); /* the Gradient node itself */
     i--;
     changed = 1;
   }
   if (!changed && !nf) return 0;
-  int rc = resort(g, err);
+  int rc = kiln__graph_toposort(g, "rewritten graph", err);
   if (rc) return rc;
   for (int i = 0; i < g->nvals; i++) g->vals[i].nconsumers = 0;
   for (int i = 0; i < g->nnodes; i++)
@@ -447,18 +380,6 @@ static const char *match_activation(kiln_graph *g, int z, int *rm, int *nrm, int
   return "SiLU";
 }
 
-static void free_attrs(kiln_node *n) {
-  for (int a = 0; a < n->nattr; a++) {
-    kiln_attr *at = &n->attrs[a];
-    free(at->name); free(at->s); free(at->floats); free(at->ints);
-    for (int k = 0; at->strings && k < at->n; k++) free(at->strings[k]);
-    free(at->strings);
-    kiln_tensor_free(at->t);
-  }
-  free(n->attrs);
-  n->attrs = NULL;
-  n->nattr = 0;
-}
 
 /* Appends an attribute (name copied; string copied). */
 static int push_attr(kiln_node *n, const char *name, int type, int64_t i, float f, const char *s) {
@@ -577,7 +498,7 @@ static int fuse_groupnorm(kiln_graph *g, int ii, bool act, kiln_error *err) {
   if (note_rewrite(g, g->nodes[ii].name, ops, nrm + 1, why)) return kiln__err(err, KILN_ENOMEM, "out of memory");
   in = &g->nodes[ii];
   float eps = kiln_attr_float(in, "epsilon", 1e-5f);
-  free_attrs(in);
+  kiln__node_free_attrs(in);
   char *nt = strdup("GroupNormalization");
   if (!nt || push_attr(in, "epsilon", KILN_ATTR_FLOAT, 0, eps, NULL) || push_attr(in, "num_groups", KILN_ATTR_INT, G, 0, NULL) ||
       push_attr(in, "kiln_per_channel", KILN_ATTR_INT, 1, 0, NULL) || (actname && push_attr(in, "kiln_activation", KILN_ATTR_STRING, 0, 0, actname))) {
@@ -729,7 +650,7 @@ static int fuse_decomposed_norm(kiln_graph *g, int qi, kiln_error *err) {
   kiln_node *ln = &g->nodes[last];
   if (note_rewrite(g, ln->name, ops, nrm + 1, why)) { free(nin); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
   ln = &g->nodes[last];
-  free_attrs(ln);
+  kiln__node_free_attrs(ln);
   char *nt = strdup("LayerNormalization");
   if (!nt || push_attr(ln, "axis", KILN_ATTR_INT, ax, 0, NULL) || push_attr(ln, "epsilon", KILN_ATTR_FLOAT, 0, (float)eps, NULL) ||
       push_attr(ln, "kiln_rms", KILN_ATTR_INT, mi < 0, 0, NULL)) {
@@ -1009,7 +930,7 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
   if (scale != 1.0f && push_attr(&cand, "kiln_scale", KILN_ATTR_FLOAT, 0, scale, NULL)) rc = -1;
   for (int k = 0; k < 4 && !rc; k++)
     if (tn[k] >= 0 && push_ints(&cand, pnames[k], k < 3 ? g->vals[src[k]].rank : o->rank, perm[k])) rc = -1;
-  if (rc) { free_attrs(&cand); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  if (rc) { kiln__node_free_attrs(&cand); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
   /* shapes must come out as the pattern's (else leave it alone) */
   kiln_error e2 = {0};
   kiln_value save = g->vals[yv];
@@ -1018,7 +939,7 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
   g->vals[yv].rank = save.rank;
   memcpy(g->vals[yv].dims, save.dims, sizeof save.dims);
   g->vals[yv].dtype = save.dtype;
-  if (!ok) { free_attrs(&cand); return 0; }
+  if (!ok) { kiln__node_free_attrs(&cand); return 0; }
   kiln_tunable t;
   double fused = 0;
   if (cm && pred && cand.op->tunable(g, &cand, &t) == 0 && pred->predict_run(cm, &t, &fused, &how_f) == 0) {
@@ -1039,8 +960,8 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
     memset(how_u, 0, sizeof how_u);
     how_u[3] = nrm + 1;
   }
-  const char *force = getenv("KILN_ATTENTION_FUSE");
-  bool take = force ? atoi(force) != 0 : fused < unfused;
+  int force = costs ? costs->force_attention : KILN_FUSE_AUTO;
+  bool take = force != KILN_FUSE_AUTO ? force == KILN_FUSE_ALWAYS : fused < unfused;
   char ops[256], why[192];
   rm[nrm] = si;
   ops_list(g, si, rm, nrm, ops, sizeof ops);
@@ -1052,16 +973,16 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
   snprintf(why, sizeof why, "%s: attention kernel %.1f us (%s) vs %d kernels %.1f us (%s)%s", take ? "fused" : "rejected", fused / 1e3, hows[how_f], nrm + 1,
            unfused / 1e3, uw, force ? " [KILN_ATTENTION_FUSE]" : "");
   if (note_attention(g, g->nodes[yv == ov ? m2 : tn[3]].name, ops, nrm + 1, take, costs && costs->probed, fused, unfused, why)) {
-    free_attrs(&cand);
+    kiln__node_free_attrs(&cand);
     return kiln__err(err, KILN_ENOMEM, "out of memory");
   }
-  if (!take) { free_attrs(&cand); return 0; }
+  if (!take) { kiln__node_free_attrs(&cand); return 0; }
   /* the Softmax node becomes the attention node */
   sm = &g->nodes[si];
   char *nt = strdup("KilnAttention");
   int *ni = malloc(sizeof(int) * 4);
-  if (!nt || !ni) { free(nt); free(ni); free_attrs(&cand); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-  free_attrs(sm);
+  if (!nt || !ni) { free(nt); free(ni); kiln__node_free_attrs(&cand); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  kiln__node_free_attrs(sm);
   sm->attrs = cand.attrs;
   sm->nattr = cand.nattr;
   free(sm->op_type);
@@ -1100,7 +1021,7 @@ int kiln_graph_fuse_attention(kiln_graph *g, const kiln_predictor *pred, kiln_cm
   for (int k = 0; k < nsm; k++) free(names[k]);
   free(names);
   if (!rc && cnt) {
-    if ((rc = resort(g, err)) != 0) return rc;
+    if ((rc = kiln__graph_toposort(g, "rewritten graph", err)) != 0) return rc;
     for (int i = 0; i < g->nvals; i++) g->vals[i].nconsumers = 0;
     for (int i = 0; i < g->nnodes; i++)
       for (int k = 0; k < g->nodes[i].nin; k++)

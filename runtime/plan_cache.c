@@ -63,6 +63,7 @@ static void make_room(kiln_session *s) {
         struct kiln_plan_entry *e = &s->pc[s->npc++];
         memset(e, 0, sizeof *e);
         e->g = fresh;
+        fresh->dev_opt = s->m->g->dev_opt; /* the same device options (gemm kernels) */
         swap_in(s, e);
         e->used = ++s->pc_tick;
         return;

@@ -53,16 +53,6 @@ int kiln_model_load(const char *path, const kiln_load_options *opt, kiln_model *
   kiln_model *m = calloc(1, sizeof *m);
   if (!m) return kiln__err(err, KILN_ENOMEM, "out of memory");
   if (opt) m->opt = *opt;
-  if (!m->opt.max_model_bytes) { /* KILN_MAX_MODEL_BYTES: the limit when the caller sets none */
-    const char *e = getenv("KILN_MAX_MODEL_BYTES");
-    if (e && *e) {
-      char *end;
-      errno = 0;
-      unsigned long long v = strtoull(e, &end, 10);
-      if (errno || *end || *e == '-' || v == 0) { free(m); return kiln__err(err, KILN_EINVAL, "KILN_MAX_MODEL_BYTES=%s: not a positive number of bytes", e); }
-      m->opt.max_model_bytes = v;
-    }
-  }
   int rc = kiln_onnx_load(path, m->opt.max_model_bytes, &m->g, err);
   if (rc) { free(m); return rc; }
   if ((rc = kiln_graph_rewrite(m->g, err)) != 0) {
@@ -256,6 +246,7 @@ int kiln__session_create(kiln_model *m, kiln_device *d, const kiln_predictor *pr
   s->m = m;
   s->d = d;
   s->pred = pred;
+  m->g->dev_opt = &d->opt; /* kiln_options that shape the search space (gemm kernels) */
   s->in = calloc((size_t)m->g->ninputs + 1, sizeof *s->in);
   s->out = calloc((size_t)m->g->noutputs + 1, sizeof *s->out);
   if (!s->in || !s->out) { kiln_session_free(s); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
@@ -291,6 +282,7 @@ void kiln__session_release_plan(kiln_session *s) {
 void kiln_session_free(kiln_session *s) {
   if (!s) return;
   kiln__plan_cache_clear(s);
+  if (s->m->g->dev_opt == &s->d->opt) s->m->g->dev_opt = NULL; /* the device may be closed next */
   release_plan(s);
   if (s->cm) s->pred->close(s->cm);
   kiln__seq_free(s);
@@ -431,12 +423,11 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
   int npool = 0;
   uint64_t pooled = 0, own = 0;
   if (!last || !slot || !pinned) { free(last); free(slot); free(pinned); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-  bool no_plan = getenv("KILN_NO_MEMORY_PLAN") != NULL;
   for (int v = 0; v < nv; v++) {
     kiln_value *val = &g->vals[v];
     last[v] = -1;
     slot[v] = -1;
-    pinned[v] = no_plan || val->is_input || val->is_output || val->is_const || val->dtype == KILN_DT_SEQUENCE;
+    pinned[v] = val->is_input || val->is_output || val->is_const || val->dtype == KILN_DT_SEQUENCE;
   }
   for (int i = 0; i < g->noutputs; i++) { /* items of sequence outputs are read after the run */
     const kiln_value *ov = &g->vals[g->outputs[i]];
@@ -601,17 +592,18 @@ static int plan(kiln_session *s, kiln_error *err) {
   if (rc) return rc;
   if ((rc = check_nodes(g, true, err)) != 0) return rc;
   /* GroupNorm pattern, norm + activation, scale/mask + softmax (passes.c) */
-  if (!s->no_fusion && !getenv("KILN_NO_FUSION") && (rc = kiln_graph_fuse_patterns(g, NULL, NULL, NULL, err)) != 0) return rc;
+  if (!s->no_fusion && (rc = kiln_graph_fuse_patterns(g, NULL, NULL, NULL, err)) != 0) return rc;
   /* the cost model: on the database's probe of the device, else the quick
    * probe's figures (measured once, then from the user's cache) */
   if (!s->cm && s->pred) s->cm = s->pred->open(s->db, s->db_device, s->d);
-  if (!s->no_fusion && !getenv("KILN_NO_FUSION")) { /* attention (passes.c): the cost model decides */
+  if (!s->no_fusion) { /* attention (passes.c): the cost model decides */
     kiln_fusion_costs fc = {0};
     if (s->cm && s->pred->fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
+    fc.force_attention = s->d->opt.attention_fuse;
     if ((rc = kiln_graph_fuse_attention(g, s->pred, s->cm, &fc, NULL, err)) != 0) return rc;
   }
   for (int i = 0; i < g->nnodes; i++) { g->nodes[i].fuse_root = -1; g->nodes[i].fgroup = NULL; g->nodes[i].epi = NULL; }
-  g->fusion = !s->no_fusion && !getenv("KILN_NO_FUSION");
+  g->fusion = !s->no_fusion;
   if (g->fusion) {
     kiln_fusion_costs fc = {0};
     if (s->cm && s->pred->fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;

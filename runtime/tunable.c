@@ -95,7 +95,7 @@ const int *kiln_exec_tparams(kiln_exec *x, kiln_node *n, const kiln_tunable *t) 
   if (x->db && x->recs) {
     kiln_lookup lk; /* measured here, else imported / shared files (KILN_DB_PATH), else the device family */
     char hash[24];
-    kiln_source_hash(t->file, hash, sizeof hash);
+    kiln_source_hash(x->d, t->file, hash, sizeof hash);
     if (x->recs->best_layered(x->db, x->db_device, &x->d->info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &lk, NULL) == 0) {
       int p[KILN_MAX_KPARAMS];
       if (kiln_tunable_parse(t, lk.rec.params, p) == 0 && (!t->valid || t->valid(t, p, &x->d->info) == 0)) {

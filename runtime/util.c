@@ -2,6 +2,7 @@
  * broadcasting and generic element access shared by the runtime and ops. */
 #include "kiln_internal.h"
 #include <math.h>
+#include <time.h>
 
 const char *kiln_strerror(int status) {
   switch (status) {
@@ -21,6 +22,29 @@ int kiln__err(kiln_error *err, int status, const char *fmt, ...) {
     err->status = status;
   }
   return status;
+}
+
+double kiln__now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int kiln__cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int kiln__cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+uint64_t kiln__splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
 
 static const struct { const char *name; size_t size; } dtypes[KILN_DT_COUNT] = {

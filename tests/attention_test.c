@@ -272,7 +272,6 @@ int main(int argc, char **argv) {
   int y;
   kiln_graph *g;
   /* the cost model's own choice: the decision must be recorded with its numbers */
-  unsetenv("KILN_ATTENTION_FUSE");
   {
     g = mha(2, 37, 64, true, &y);
     kiln_model *m = calloc(1, sizeof *m);
@@ -303,7 +302,7 @@ int main(int argc, char **argv) {
     kiln_session_free(s);
     kiln_model_free(m);
   }
-  setenv("KILN_ATTENTION_FUSE", "1", 1); /* the kernel runs whatever the prediction */
+  kiln_device_set_options(dev, &(kiln_options){.attention_fuse = KILN_FUSE_ALWAYS}, &err); /* the kernel runs whatever the prediction */
   g = mha(2, 37, 64, true, &y);
   run_case("BERT-like H=2 S=37 D=64, scale + mask", g, y, true, 1, 7);
   g = mha(4, 128, 64, true, &y);
@@ -318,7 +317,6 @@ int main(int argc, char **argv) {
   run_case("broadcast batches, no scale/mask, Dv=24", g, y, true, 1, 7);
   g = scores_escape(21, 64, &y);
   run_case("scores read by another node: not rewritten", g, y, true, 0, 0);
-  unsetenv("KILN_ATTENTION_FUSE");
   printf("%d runs compared, %d cases failed\n", runs, fails);
   kiln_device_close(dev);
   return fails ? 1 : 0;

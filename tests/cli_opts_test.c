@@ -60,6 +60,7 @@ static int parse(const char *line, targs *a) {
 int main(void) {
   targs a;
   unsetenv("KILN_DEVICE");
+  CHECK(kiln_cli__load_env() == 0);
   CHECK(parse("m.onnx", &a) == 0 && a.pos.n == 1 && !strcmp(a.pos.v[0], "m.onnx") && a.repeat == 1 && !a.json && !a.devsel);
   CHECK(parse("m.onnx --repeat 3 --json --format pb", &a) == 0 && a.repeat == 3 && a.json && !strcmp(a.format, "pb"));
   CHECK(parse("--repeat=10 m.onnx", &a) == 0 && a.repeat == 10);
@@ -95,9 +96,15 @@ int main(void) {
   CHECK(parse("m.onnx --frobnicate --help", &a) == KILN_CLI_HELP); /* --help wins anywhere */
   CHECK(kiln_cli_parse_exit(KILN_CLI_HELP) == 0);
   setenv("KILN_DEVICE", "env-dev", 1);
+  CHECK(kiln_cli__load_env() == 0); /* the environment is read once, as kiln's main does */
   CHECK(parse("m.onnx", &a) == 0 && a.devsel && !strcmp(a.devsel, "env-dev"));
   CHECK(parse("m.onnx --device 1:0", &a) == 0 && !strcmp(a.devsel, "1:0"));
   unsetenv("KILN_DEVICE");
+  CHECK(kiln_cli__load_env() == 0);
+  setenv("KILN_GEMM_KERNELS", "0,3", 1); /* a malformed variable: exit status 2 */
+  CHECK(kiln_cli__load_env() == 2);
+  unsetenv("KILN_GEMM_KERNELS");
+  CHECK(kiln_cli__load_env() == 0);
 
   /* --help and the usage line name every row */
   char *text = NULL;

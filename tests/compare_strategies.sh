@@ -12,11 +12,8 @@
 # probe taken first has the span figures the cost model's launch part uses.
 # usage: compare_strategies.sh KILN_BINARY
 set -u
-KILN=$1
-PY=/usr/bin/python3
-T=$(mktemp -d /tmp/kiln_compare.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/testlib.sh"
+kiln_test_start compare "$1"
 
 "$KILN" demo --dir "$T/models" >/dev/null 2>&1 || fail "kiln demo could not write the models"
 MODEL=$T/models/transformer.onnx

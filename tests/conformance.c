@@ -302,7 +302,12 @@ int main(int argc, char **argv) {
       FILE *w = fdopen(fds[1], "w");
       kiln_error err = {0};
       kiln_device *dev = NULL;
-      if (kiln_device_open(devsel, &dev, &err)) { fprintf(w, "E %s\n", err.msg); fclose(w); _exit(3); }
+      kiln_options env; /* KILN_CACHE_DIR and the rest, as the kiln command reads them */
+      if (kiln_device_open(devsel, &dev, &err) || kiln_options_from_env(&env, &err) || kiln_device_set_options(dev, &env, &err)) {
+        fprintf(w, "E %s\n", err.msg);
+        fclose(w);
+        _exit(3);
+      }
       if (!printed_dev) fprintf(w, "D %s (%s)\n", kiln_device_get_info(dev)->name, kiln_device_get_info(dev)->platform);
       for (int i = next; i < tests.n; i++) {
         if (filter && !strstr(short_name(tests.v[i]), filter)) continue;

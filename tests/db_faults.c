@@ -8,6 +8,7 @@
  * only to the user database), export/import round trip, and, when an OpenCL
  * device is present, verify-on-first-use demoting a forged record.
  * usage: db_faults [DIR]  (fixtures are left in DIR for tests/db_faults.sh) */
+#include "test_files.h"
 #include "kiln_db.h"
 #include <math.h>
 #include <sqlite3.h>
@@ -29,17 +30,6 @@ static char *P(const char *name) { /* path in dir (a few live at once) */
   return buf[k];
 }
 
-static char *slurp(const char *p, size_t *n) {
-  FILE *f = fopen(p, "rb");
-  if (!f) { *n = 0; return NULL; }
-  fseek(f, 0, SEEK_END);
-  long l = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)l + 1);
-  *n = fread(b, 1, (size_t)l, f);
-  fclose(f);
-  return b;
-}
 static int same_bytes(const char *a, size_t na, const char *p) {
   size_t n;
   char *b = slurp(p, &n);
@@ -126,17 +116,8 @@ static flagcount flags_of(kiln_db *db, const kiln_device_info *in, const char *s
 /* ---- migrations ------------------------------------------------------------ */
 
 static const char *V1_SQL =
-  "CREATE TABLE devices (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL UNIQUE, family TEXT NOT NULL, platform TEXT, vendor TEXT, name TEXT,"
-  " driver TEXT, version TEXT, compute_units INTEGER, max_clock_mhz INTEGER, global_mem INTEGER, local_mem INTEGER, max_alloc INTEGER,"
-  " max_work_group INTEGER, probe TEXT, created INTEGER);"
-  "CREATE TABLE records (id INTEGER PRIMARY KEY, device INTEGER NOT NULL REFERENCES devices(id), family TEXT NOT NULL, dtype INTEGER NOT NULL,"
-  " shape_key TEXT NOT NULL, epilogue TEXT NOT NULL DEFAULT '', params TEXT NOT NULL, median_ns REAL, spread REAL, samples INTEGER, max_err REAL,"
-  " status TEXT NOT NULL, origin TEXT NOT NULL, source_hash TEXT, build_options TEXT, kiln_version TEXT, created INTEGER,"
-  " UNIQUE(device, family, dtype, shape_key, epilogue, params));"
+  KILN_TEST_V1_TABLES
   "CREATE INDEX records_instance ON records(device, family, dtype, shape_key, epilogue);"
-  "CREATE TABLE tuned (device INTEGER NOT NULL, family TEXT NOT NULL, dtype INTEGER NOT NULL, shape_key TEXT NOT NULL, epilogue TEXT NOT NULL DEFAULT '',"
-  " trials INTEGER, created INTEGER, PRIMARY KEY(device, family, dtype, shape_key, epilogue));"
-  "CREATE TABLE binaries (key TEXT PRIMARY KEY, binary BLOB NOT NULL, created INTEGER);"
   "INSERT INTO devices(id, fingerprint, family) VALUES(1, 'fp', 'fam');"
   "INSERT INTO records(device, family, dtype, shape_key, params, median_ns, spread, samples, status, origin, source_hash, kiln_version)"
   "  VALUES(1, 'gemm', 1, 'M=1', 'TM=2', 5.0, 0.01, 10, 'ok', 'measured', 'h1', '" KILN_VERSION "');"

@@ -5,11 +5,8 @@
 # tuned and compiles no program (the binary cache travels with the records).
 # usage: db_faults_merge.sh KILN_BINARY
 set -u
-KILN=$1
-PY=/usr/bin/python3
-T=$(mktemp -d /tmp/kiln_db_merge.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/testlib.sh"
+kiln_test_start db_merge "$1"
 "$KILN" db --help >/dev/null 2>&1 || fail "this kiln has no 'db' command"
 "$KILN" demo --dir "$T/m" >/dev/null 2>&1 || { echo "SKIP: kiln demo failed (no OpenCL device?)"; exit 77; }
 TUNE="--strategy random --max-trials 3 --seed 1"

@@ -2,6 +2,7 @@
  * lookup, tuned markers (resume), binary cache, reopen, and refusal of bad
  * files (empty, random bytes, truncated, another application's SQLite file,
  * newer schema) without changing their bytes. */
+#include "test_files.h"
 #include "kiln_db.h"
 #include <sqlite3.h>
 #include <stdio.h>
@@ -13,17 +14,6 @@
 static int failures;
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
 
-static char *slurp(const char *p, size_t *n) {
-  FILE *f = fopen(p, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long l = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)l + 1);
-  *n = fread(b, 1, (size_t)l, f);
-  fclose(f);
-  return b;
-}
 static void write_bytes(const char *p, const void *b, size_t n) { FILE *f = fopen(p, "wb"); fwrite(b, 1, n, f); fclose(f); }
 
 /* Opening `path` must fail with KILN_EDB and leave the bytes unchanged. */
@@ -247,16 +237,7 @@ int main(void) {
   snprintf(p2, sizeof p2, "%s/v1.db", dir);
   sqlite3_open(p2, &h);
   CHECK(sqlite3_exec(h,
-    "CREATE TABLE devices (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL UNIQUE, family TEXT NOT NULL, platform TEXT, vendor TEXT, name TEXT,"
-    " driver TEXT, version TEXT, compute_units INTEGER, max_clock_mhz INTEGER, global_mem INTEGER, local_mem INTEGER, max_alloc INTEGER,"
-    " max_work_group INTEGER, probe TEXT, created INTEGER);"
-    "CREATE TABLE records (id INTEGER PRIMARY KEY, device INTEGER NOT NULL REFERENCES devices(id), family TEXT NOT NULL, dtype INTEGER NOT NULL,"
-    " shape_key TEXT NOT NULL, epilogue TEXT NOT NULL DEFAULT '', params TEXT NOT NULL, median_ns REAL, spread REAL, samples INTEGER, max_err REAL,"
-    " status TEXT NOT NULL, origin TEXT NOT NULL, source_hash TEXT, build_options TEXT, kiln_version TEXT, created INTEGER,"
-    " UNIQUE(device, family, dtype, shape_key, epilogue, params));"
-    "CREATE TABLE tuned (device INTEGER NOT NULL, family TEXT NOT NULL, dtype INTEGER NOT NULL, shape_key TEXT NOT NULL, epilogue TEXT NOT NULL DEFAULT '',"
-    " trials INTEGER, created INTEGER, PRIMARY KEY(device, family, dtype, shape_key, epilogue));"
-    "CREATE TABLE binaries (key TEXT PRIMARY KEY, binary BLOB NOT NULL, created INTEGER);"
+    KILN_TEST_V1_TABLES
     "INSERT INTO devices(id, fingerprint, family) VALUES(1, 'fp', 'fam');"
     "INSERT INTO records(device, family, dtype, shape_key, params, median_ns, status, origin) VALUES(1, 'gemm', 1, 'M=1', 'TM=2', 5.0, 'ok', 'measured');"
     "PRAGMA application_id=1802071150; PRAGMA user_version=1;", NULL, NULL, NULL) == SQLITE_OK);

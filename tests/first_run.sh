@@ -31,7 +31,7 @@ KILN=${1:?usage: first_run.sh PATH/TO/kiln}
 case $KILN in /*) ;; *) KILN=$(pwd)/$KILN ;; esac
 T=$(mktemp -d "${TMPDIR:-/tmp}/kiln-first-run.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT INT TERM
-unset KILN_DB KILN_DB_PATH KILN_NO_PREDICT KILN_PROBE KILN_NO_FUSION
+unset KILN_DB KILN_DB_PATH KILN_NO_PREDICT KILN_PROBE KILN_GEMM_KERNELS KILN_ATTENTION_FUSE
 # POCL's own kernel cache stays where it was (a cold one only slows the test down)
 [ -n "${POCL_CACHE_DIR:-}" ] || [ -z "${HOME:-}" ] || export POCL_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/pocl/kcache"
 export HOME="$T/home" KILN_CACHE_DIR="$T/cache"

@@ -55,7 +55,7 @@ static kiln_attr AF(const char *nm, float v) { kiln_attr a = {0}; a.name = (char
 
 static void run_case(const char *op, int nin, const vspec *ins, kiln_attr *attrs, int nattr, const char *label) {
   if (!sc_selected(label)) return;
-  kiln_graph g = {0};
+  kiln_graph g = {.dev_opt = &dev->opt}; /* the device's gemm kernels (KILN_GEMM_KERNELS) */
   kiln_node n = {0};
   kiln_error err = {0};
   n.name = (char *)label;
@@ -128,7 +128,7 @@ int main(int argc, char **argv) {
   const int F = KILN_DT_FLOAT, D = KILN_DT_DOUBLE, I = KILN_DT_INT32;
   {
     /* the vector set, from the descriptor of a float MatMul */
-    kiln_graph g = {0};
+    kiln_graph g = {.dev_opt = &dev->opt};
     kiln_node n = {0};
     int in[2], out[1];
     n.nin = 2, n.nout = 1, n.in = in, n.out = out, n.op = kiln_op_lookup("", "MatMul");

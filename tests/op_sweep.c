@@ -448,27 +448,6 @@ static void free_strings(void *p, int dt, int64_t n) {
   for (int64_t k = 0; k < n; k++) free(((char **)p)[k]);
 }
 
-static Onnx__TypeProto *type_proto(int dt, int rank, const int64_t *dims, Onnx__TypeProto *tp, Onnx__TypeProto__Tensor *tt,
-                                   Onnx__TensorShapeProto *sh, Onnx__TensorShapeProto__Dimension *dv, Onnx__TensorShapeProto__Dimension **dp) {
-  onnx__type_proto__init(tp);
-  onnx__type_proto__tensor__init(tt);
-  onnx__tensor_shape_proto__init(sh);
-  for (int i = 0; i < rank; i++) {
-    onnx__tensor_shape_proto__dimension__init(&dv[i]);
-    dv[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    dv[i].dim_value = dims[i];
-    dp[i] = &dv[i];
-  }
-  sh->n_dim = (size_t)rank;
-  sh->dim = dp;
-  tt->has_elem_type = 1;
-  tt->elem_type = dt;
-  tt->shape = sh;
-  tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-  tp->tensor_type = tt;
-  return tp;
-}
-
 /* Writes the case's model to `path`; host[i] holds input i's data. Returns 0 or -1. */
 static int write_model(const sw_case *c, void *const *host, const char *path) {
   Onnx__NodeProto np[3], *npp[3];
@@ -536,7 +515,7 @@ static int write_model(const sw_case *c, void *const *host, const char *path) {
     if (x->kind == IN_GRAPH) {
       onnx__value_info_proto__init(&vin[ngi]);
       vin[ngi].name = (char *)x->name;
-      vin[ngi].type = type_proto(x->dtype, x->rank, x->dims, &tp[ngi], &tt[ngi], &sh[ngi], dv[ngi], dp[ngi]);
+      vin[ngi].type = kiln__onnx_tensor_type(x->dtype, x->rank, x->dims, &tp[ngi], &tt[ngi], &sh[ngi], dv[ngi], dp[ngi]);
       pin[ngi] = &vin[ngi];
       ngi++;
     } else if (x->kind == IN_INIT) {

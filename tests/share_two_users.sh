@@ -24,7 +24,7 @@ KILN=${1:?usage: share_two_users.sh PATH/TO/kiln}
 case $KILN in /*) ;; *) KILN=$(pwd)/$KILN ;; esac
 T=$(mktemp -d "${TMPDIR:-/tmp}/kiln-share.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT INT TERM
-unset KILN_DB KILN_DB_PATH KILN_CACHE_DIR KILN_NO_FUSION KILN_NO_PREDICT
+unset KILN_DB KILN_DB_PATH KILN_CACHE_DIR KILN_NO_PREDICT
 chmod 755 "$T"
 
 fail() { echo "FAIL: $*"; exit 1; }

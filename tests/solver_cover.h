@@ -298,6 +298,8 @@ static inline int sc_start(int argc, char **argv, kiln_device **d) {
     printf("skipped: %s\n", err.msg);
     return 77;
   }
+  kiln_options env; /* KILN_CACHE_DIR, KILN_GEMM_KERNELS and the rest, as the kiln command reads them */
+  if (kiln_options_from_env(&env, &err) || kiln_device_set_options(*d, &env, &err)) { printf("FAIL: %s\n", err.msg); return 1; }
   return 0;
 }
 static inline int sc_selected(const char *label) {

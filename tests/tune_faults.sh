@@ -5,12 +5,9 @@
 # database lose nothing and never fail with "database is locked".
 # usage: tune_faults.sh KILN_BINARY [ROUNDS]
 set -u
-KILN=$1
+. "$(dirname "$0")/testlib.sh"
+kiln_test_start tune_faults "$1"
 ROUNDS=${2:-3}
-PY=/usr/bin/python3
-T=$(mktemp -d /tmp/kiln_tune_faults.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 "$KILN" demo --dir "$T/models" >/dev/null 2>&1 || fail "kiln demo could not write the models"
 MODEL=$T/models/transformer.onnx

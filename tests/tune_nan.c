@@ -95,25 +95,7 @@ static int write_model(const char *path) {
   gp.n_node = 1; gp.node = &pnp;
   gp.n_input = 2; gp.input = pin;
   gp.n_output = 1; gp.output = pout;
-  Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *pos = &os;
-  os.domain = "";
-  os.has_version = 1;
-  os.version = 13;
-  Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
-  mp.has_ir_version = 1;
-  mp.ir_version = 8;
-  mp.n_opset_import = 1;
-  mp.opset_import = &pos;
-  mp.graph = &gp;
-  size_t len = onnx__model_proto__get_packed_size(&mp);
-  uint8_t *buf = malloc(len);
-  if (!buf) return -1;
-  onnx__model_proto__pack(&mp, buf);
-  FILE *f = fopen(path, "wb");
-  int rc = f && fwrite(buf, 1, len, f) == len ? 0 : -1;
-  if (f && fclose(f) != 0) rc = -1;
-  free(buf);
-  return rc;
+  return kiln__onnx_write_graph(path, &gp, 13, "kiln tune_nan", NULL) ? -1 : 0;
 }
 
 typedef struct { int n, nan, ok, other, bad; } tally;
@@ -143,10 +125,10 @@ int main(void) {
   char model[256], dbpath[256];
   snprintf(model, sizeof model, "%s/mm.onnx", dir);
   snprintf(dbpath, sizeof dbpath, "%s/tuning.db", dir);
-  setenv("KILN_CACHE_DIR", "off", 0);
   kiln_error err = {0};
   kiln_device *d = NULL;
   if (kiln_device_open(NULL, &d, &err) != 0) { printf("SKIP: no OpenCL device: %s\n", err.msg); rmdir(dir); return SKIP; }
+  kiln_device_set_options(d, &(kiln_options){.cache_dir = "off"}, &err); /* no program cache */
   kiln_model *m = NULL;
   kiln_session *s = NULL;
   kiln_db *db = NULL;

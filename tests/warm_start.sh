@@ -19,7 +19,7 @@ KILN=${1:?usage: warm_start.sh PATH/TO/kiln}
 case $KILN in /*) ;; *) KILN=$(pwd)/$KILN ;; esac
 T=$(mktemp -d "${TMPDIR:-/tmp}/kiln-warm.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT INT TERM
-unset KILN_DB KILN_DB_PATH KILN_NO_FUSION
+unset KILN_DB KILN_DB_PATH
 
 fail() { echo "FAIL: $*"; exit 1; }
 

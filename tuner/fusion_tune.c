@@ -20,11 +20,6 @@
 #define REPS 5
 #define ROUNDS 2
 
-static int cmpd(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* One run; the span (ns) of the kernels of nodes [lo, hi] (or of the fused
  * groups they belong to) in *ns, or a negative value when none launched. */
 static int timed_run(kiln_session *s, int lo, int hi, double *ns, kiln_error *err) {
@@ -98,7 +93,7 @@ int kiln__tune_fusion(kiln_session *s, kiln_db *db, double close, kiln_tune_resu
     double med[2], spread[2];
     for (int f = 0; f < 2; f++) {
       if (!cnt[f]) { med[f] = -1; spread[f] = 0; continue; }
-      qsort(t[f], (size_t)cnt[f], sizeof(double), cmpd);
+      qsort(t[f], (size_t)cnt[f], sizeof(double), kiln__cmp_double);
       med[f] = t[f][cnt[f] / 2];
       spread[f] = med[f] > 0 ? (t[f][(cnt[f] * 9) / 10 < cnt[f] ? (cnt[f] * 9) / 10 : cnt[f] - 1] - t[f][cnt[f] / 10]) / med[f] : 0;
     }

@@ -18,34 +18,17 @@
 #define MAX_REL_ERR 1e-3
 #define SLOW_FACTOR 8.0  /* a candidate this much slower than the best so far is not repeated */
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmpd(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+/* the shared helpers of runtime/util.c, by their local names */
+#define now_s kiln__now_s
+#define cmpd kiln__cmp_double
+#define cmpu64 kiln__cmp_u64
+#define splitmix kiln__splitmix
 
 typedef struct {
   int node;           /* representative node index */
   int count;          /* nodes sharing the instance key */
   kiln_tunable t;
 } instance;
-
-static int cmpu64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 /* Runs node n once with the exec context's override; returns the summed
  * kernel time (ns) from profiling events, or a negative status. */
@@ -776,358 +759,507 @@ int kiln_tune_check_families(kiln_session *s, const char *families, kiln_error *
   return rc;
 }
 
-static int tune_body(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
-  double t0 = now_s(); /* the budget covers everything from here: verification and the device probe too */
-  kiln_tune_options opt = {0};
-  if (o) opt = *o;
-  if (!opt.strategy) opt.strategy = "model";
-  int random = !strcmp(opt.strategy, "random"), model = !strcmp(opt.strategy, "model");
-  if (!random && !model && strcmp(opt.strategy, "exhaustive"))
-    return kiln__err(err, KILN_EINVAL, "unknown tuning strategy '%s' (model, exhaustive, random)", opt.strategy);
-  if (opt.compare) model = 1, random = 0;
-  *results = NULL;
-  *nresults = 0;
-  int rc = kiln_session_set_db(s, db, err);
-  if (rc) return rc;
-  /* imported / shared records for this device are re-timed before they are trusted (tuner/verify.c) */
-  kiln_verify_result *vres = NULL;
-  int nv = 0;
-  if ((rc = kiln_verify_imported(s, db, NULL, &vres, &nv, err)) != 0) return rc;
-  free(vres);
-  /* one full run so every buffer holds the model's real data */
-  if ((rc = kiln_session_run(s, err)) != 0) return rc;
-  kiln_graph *g = s->m->g;
-  kiln_device *d = s->d;
-  instance *inst = calloc((size_t)g->nnodes + 1, sizeof *inst);
-  kiln_tune_result *res = calloc((size_t)g->nnodes + 1, sizeof *res);
-  void **host = calloc((size_t)g->nvals + 1, sizeof(void *));
-  if (!inst || !res || !host) { free(inst); free(res); free(host); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-  int ninst = 0, nall = 0;
+/* The shape key of t's resume marker: its own, with the search space
+ * appended when the device's options narrowed it (KILN_GEMM_KERNELS), so that
+ * a narrowed search does not pass for a search of the whole space. */
+static void marker_key(const kiln_device *d, const kiln_tunable *t, char *buf, size_t n) {
+  int len = snprintf(buf, n, "%s", t->shape_key);
+  if (!d->opt.gemm_kernels || strcmp(t->family, "gemm")) return;
+  len += snprintf(buf + len, n - (size_t)len, "|KERNEL=");
+  for (int v = 0, k = 0; v < 3; v++)
+    if (d->opt.gemm_kernels & (1u << v)) len += snprintf(buf + len, n - (size_t)len, "%s%d", k++ ? "," : "", v);
+}
+
+/* One kiln_tune run: what the searches of its instances share. */
+typedef struct tune_run {
+  kiln_session *s;
+  kiln_db *db;
+  kiln_device *d;
+  kiln_graph *g;
+  kiln_tune_options opt;
+  int random, model;  /* the strategy */
+  double t0;          /* the budget counts from here */
+  instance *inst;
+  int ninst;
+  kiln_tune_result *res;
+  void **host;        /* reference buffers per value */
+  double *share;      /* predicted share of the model's time per instance */
+  kiln_devmodel dm;
+  int have_dm;
+  kiln_exec x;
+  kiln_cm_samples cold; /* compare: what the model strategy alone would have measured so far in this run */
+  kiln_error *err;
+} tune_run;
+
+/* The candidates of one instance: parameters, features, parameter text,
+ * predictions, and the order a model search measured them in. */
+typedef struct cand_set {
+  int *cands;
+  kiln_features *feat;
+  double *pred;
+  char (*ps)[256];
+  int *order;
+  int nc, np;
+} cand_set;
+
+static void cand_set_free(cand_set *cs) {
+  free(cs->cands);
+  free(cs->feat);
+  free(cs->pred);
+  free(cs->ps);
+  free(cs->order);
+}
+
+/* 1 when the comma list families (NULL or "": all) names family. */
+static int family_listed(const char *families, const char *family) {
+  if (!families || !*families) return 1;
+  const char *f = strstr(families, family);
+  size_t fl = strlen(family);
+  return f && (f == families || f[-1] == ',') && (!f[fl] || f[fl] == ',');
+}
+
+/* The instances to tune: one per distinct (family, dtype, shape key,
+ * epilogue) of the model's tunable nodes, of the families asked for, within
+ * max_gflop; an unknown family in the list is KILN_EINVAL. */
+static int collect_tune_instances(tune_run *R) {
+  kiln_graph *g = R->g;
+  const kiln_tune_options *opt = &R->opt;
+  int nall = 0;
   instance *all = calloc(64, sizeof *all); /* one instance per family, for the names --families may use */
-  if (!all) { free(inst); free(res); free(host); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+  if (!all) return kiln__err(R->err, KILN_ENOMEM, "out of memory");
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
     if (n->folded || !n->op->tunable) continue;
     kiln_tunable t;
     memset(&t, 0, sizeof t);
     if (n->op->tunable(g, n, &t) != 0) continue;
-    for (int k = 0; k < nall && k < 64; k++) if (!strcmp(all[k].t.family, t.family)) goto known;
-    if (nall < 64) all[nall++].t = t;
-  known:
-    if (opt.families && *opt.families) { /* comma list of families to tune */
-      const char *f = strstr(opt.families, t.family);
-      size_t fl = strlen(t.family);
-      if (!f || (f != opt.families && f[-1] != ',') || (f[fl] && f[fl] != ',')) continue;
-    }
-    if (opt.max_gflop > 0 && t.features) {
+    int known = 0;
+    for (int k = 0; k < nall && k < 64 && !known; k++) known = !strcmp(all[k].t.family, t.family);
+    if (!known && nall < 64) all[nall++].t = t;
+    if (!family_listed(opt->families, t.family)) continue;
+    if (opt->max_gflop > 0 && t.features) {
       int dp[KILN_MAX_KPARAMS];
       kiln_features f;
       memset(&f, 0, sizeof f);
       for (int q = 0; q < t.nparams; q++) dp[q] = t.params[q].dflt;
       t.features(&t, dp, &f);
-      if (f.flops > opt.max_gflop * 1e9) continue;
+      if (f.flops > opt->max_gflop * 1e9) continue;
     }
     int dup = -1;
-    for (int k = 0; k < ninst && dup < 0; k++)
-      if (!strcmp(inst[k].t.family, t.family) && inst[k].t.dtype == t.dtype && !strcmp(inst[k].t.shape_key, t.shape_key) && !strcmp(inst[k].t.epilogue, t.epilogue)) dup = k;
-    if (dup >= 0) { inst[dup].count++; continue; }
-    inst[ninst].node = i;
-    inst[ninst].count = 1;
-    inst[ninst].t = t;
-    ninst++;
+    for (int k = 0; k < R->ninst && dup < 0; k++) {
+      const kiln_tunable *u = &R->inst[k].t;
+      if (!strcmp(u->family, t.family) && u->dtype == t.dtype && !strcmp(u->shape_key, t.shape_key) && !strcmp(u->epilogue, t.epilogue)) dup = k;
+    }
+    if (dup >= 0) { R->inst[dup].count++; continue; }
+    R->inst[R->ninst].node = i;
+    R->inst[R->ninst].count = 1;
+    R->inst[R->ninst].t = t;
+    R->ninst++;
   }
-  rc = check_families(opt.families, all, nall, err);
+  int rc = check_families(opt->families, all, nall, R->err);
   free(all);
-  if (rc) { free(inst); free(res); free(host); return rc; }
-  /* the cost model: the device's probe (run now when the device has none) */
-  kiln_devmodel dm;
-  int have_dm = kiln_cm_load(db, s->db_device, &d->info, &dm, NULL) == 0;
+  return rc;
+}
+
+/* The cost model's device figures (R->dm): the device's probe, run now
+ * when the device has none (or, with a short budget, the built-in prior's). */
+static int tune_device_model(tune_run *R) {
+  kiln_device *d = R->d;
+  int want = R->opt.probe || R->model;
+  R->have_dm = kiln_cm_load(R->db, R->s->db_device, &d->info, &R->dm, NULL) == 0;
   /* a probe by a kiln that measured fewer figures is run again (the model
    * would otherwise stand in a guess for the missing one) */
-  if (have_dm && !dm.complete && (opt.probe || model)) have_dm = 0;
-  if (!have_dm && (opt.probe || model) && opt.budget_s > 0 && opt.budget_s < KILN_TUNE_PROBE_MIN_BUDGET) {
+  if (R->have_dm && !R->dm.complete && want) R->have_dm = 0;
+  if (!R->have_dm && want && R->opt.budget_s > 0 && R->opt.budget_s < KILN_TUNE_PROBE_MIN_BUDGET) {
     /* the probe (~30 s on a loaded CPU device) would spend a short budget
      * alone: the built-in prior's figures for a device of this kind stand in */
     const char *pj = kiln_cm_prior_probe(&d->info);
-    have_dm = pj && kiln_devmodel_from_probe(pj, &d->info, &dm, NULL) == 0;
+    R->have_dm = pj && kiln_devmodel_from_probe(pj, &d->info, &R->dm, NULL) == 0;
   }
-  if (!have_dm && (opt.probe || model)) {
+  if (!R->have_dm && want) {
     kiln_probe_figure *figs = NULL;
-    int nf = 0;
-    if ((rc = kiln_probe(d, db, &figs, &nf, err)) != 0) { free(inst); free(res); free(host); return rc; }
+    int nf = 0, rc = kiln_probe(d, R->db, &figs, &nf, R->err);
+    if (rc) return rc;
     free(figs);
-    have_dm = kiln_cm_load(db, s->db_device, &d->info, &dm, NULL) == 0;
+    R->have_dm = kiln_cm_load(R->db, R->s->db_device, &d->info, &R->dm, NULL) == 0;
   }
-  if (opt.compare && !have_dm) { free(inst); free(res); free(host); return kiln__err(err, KILN_ENOTFOUND, "comparing strategies needs the device's probe"); }
-  /* the instances that matter most first: small ones get what budget is left */
-  double *share = calloc((size_t)ninst + 1, sizeof(double));
-  if (!share || (rc = order_by_share(db, s->db_device, d, inst, ninst, share)) != 0) {
-    free(share); free(inst); free(res); free(host);
+  if (R->opt.compare && !R->have_dm) return kiln__err(R->err, KILN_ENOTFOUND, "comparing strategies needs the device's probe");
+  return 0;
+}
+
+/* The reference outputs of node n from its current inputs, into R->host. */
+static int node_reference(tune_run *R, kiln_node *n) {
+  kiln_graph *g = R->g;
+  void **host = R->host;
+  int rc = 0;
+  for (int k = 0; k < n->nin && !rc; k++) {
+    kiln_value *v = kiln_in(g, n, k);
+    if (!v || v->is_const) continue;
+    size_t b = kiln_value_bytes(v);
+    free(host[n->in[k]]);
+    host[n->in[k]] = malloc(b ? b : 1);
+    if (!host[n->in[k]]) rc = kiln__err(R->err, KILN_ENOMEM, "out of memory");
+    else rc = kiln_cl_read(R->d, v->buf, host[n->in[k]], b, R->err);
+  }
+  if (!rc) rc = kiln_node_run_ref_host(g, n, host, R->err);
+  if (!rc) rc = kiln_epi_ref(R->d, g, n, host, R->err); /* a fused epilogue: compare the group's result */
+  return rc;
+}
+
+/* t's valid candidates (random: the default first, the rest shuffled) with
+ * their features and parameter text. */
+static int enumerate_candidates(tune_run *R, const kiln_tunable *t, cand_set *cs) {
+  int nc = kiln_tunable_enumerate(t, &R->d->info, &cs->cands), np = t->nparams;
+  int *cands = cs->cands;
+  cs->nc = nc;
+  cs->np = np;
+  if (R->random && nc > 2) { /* keep the default first, shuffle the rest */
+    uint64_t seed = R->opt.seed ? R->opt.seed : 42;
+    for (int k = nc - 1; k > 1; k--) {
+      int j = 1 + (int)(splitmix(&seed) % (uint64_t)k);
+      for (int q = 0; q < np; q++) { int tmp = cands[k * np + q]; cands[k * np + q] = cands[j * np + q]; cands[j * np + q] = tmp; }
+    }
+  }
+  /* features, parameter text and predictions for every candidate */
+  cs->feat = calloc((size_t)(nc + 1), sizeof *cs->feat);
+  cs->pred = calloc((size_t)(nc + 1), sizeof(double));
+  cs->ps = calloc((size_t)(nc + 1), sizeof *cs->ps);
+  cs->order = calloc((size_t)(nc + 1), sizeof(int));
+  if (!cs->feat || !cs->pred || !cs->ps || !cs->order) return kiln__err(R->err, KILN_ENOMEM, "out of memory");
+  for (int k = 0; k < nc; k++) {
+    if (t->features) t->features(t, cands + (size_t)k * (size_t)np, &cs->feat[k]);
+    kiln_tunable_str(t, cands + (size_t)k * (size_t)np, cs->ps[k], sizeof cs->ps[k]);
+  }
+  return 0;
+}
+
+/* Keeps limit candidates of an exhaustive sweep: the default and the
+ * settings with the smallest hashes of their text, in enumeration order.
+ * Spread over the space like a random sample, and the same settings
+ * wherever two instances' spaces overlap (an evenly strided subset of spaces
+ * of different sizes shared few, so nothing measured on one instance said
+ * anything about a setting of another). -1 when out of memory. */
+static int hash_subset(cand_set *cs, int limit) {
+  int nc = cs->nc, np = cs->np;
+  uint64_t *hk = malloc(sizeof(uint64_t) * (size_t)(nc + 1));
+  if (!hk) return -1;
+  for (int k = 0; k < nc; k++) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = cs->ps[k]; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    hk[k] = k == 0 ? 0 : splitmix(&h);
+  }
+  uint64_t *sorted = malloc(sizeof(uint64_t) * (size_t)(nc + 1));
+  if (sorted) {
+    memcpy(sorted, hk, sizeof(uint64_t) * (size_t)nc);
+    qsort(sorted, (size_t)nc, sizeof(uint64_t), cmpu64);
+    uint64_t cut = sorted[limit - 1];
+    int w = 0;
+    for (int k = 0; k < nc && w < limit; k++) {
+      if (hk[k] > cut) continue;
+      if (w != k) {
+        memmove(cs->cands + w * np, cs->cands + k * np, sizeof(int) * (size_t)np);
+        cs->feat[w] = cs->feat[k];
+        cs->pred[w] = cs->pred[k]; /* (the strided subset this replaced left the predictions behind) */
+        memmove(cs->ps[w], cs->ps[k], sizeof cs->ps[w]);
+      }
+      w++;
+    }
+    free(sorted);
+  }
+  free(hk);
+  return 0;
+}
+
+/* compare: the second and third looks at the nc candidates timed in ns,
+ * each pass in its own shuffled order: the first pass went through the
+ * space in enumeration order, one algorithm's candidates after another, so a
+ * spell of contention slowed a whole block of one algorithm at once (on one
+ * VAE instance all its Winograd candidates read 40% slower than on its
+ * twin); shuffled, a spell's candidates are scattered over the space. */
+static int compare_more_looks(tune_run *R, trial_ctx *tc, const cand_set *cs, int nc, double *ns, int *stopped) {
+  const kiln_tunable *t = tc->t;
+  int rc = 0;
+  int *look = malloc(sizeof(int) * (size_t)(nc + 1));
+  kiln_record *recs = calloc((size_t)nc + 1, sizeof *recs); /* the records as stored, read once */
+  if (!look || !recs) { free(look); look = NULL; rc = kiln__err(R->err, KILN_ENOMEM, "out of memory"); }
+  else if (!*stopped) {
+    lookup_ctx all = {t, cs->cands, nc, ns, recs};
+    rc = kiln_db_each(R->db, R->s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &all, R->err);
+  }
+  for (int k = 0; look && k < nc; k++) look[k] = k;
+  uint64_t lseed = 0x5eed;
+  static const int pass_flag[2] = {KILN_REC_SECOND, KILN_REC_THIRD};
+  for (int pass = 0; pass < 2; pass++) {
+    for (int k = nc - 1; look && k > 0; k--) {
+      int j = (int)(splitmix(&lseed) % (uint64_t)(k + 1)), tmp = look[k];
+      look[k] = look[j];
+      look[j] = tmp;
+    }
+    double best = INFINITY;
+    for (int j = 0; j < nc; j++) if (ns[j] > 0 && ns[j] < best) best = ns[j];
+    for (int q = 0; look && q < nc && !*stopped && !rc; q++) {
+      int k = look[q];
+      if (ns[k] <= 0) continue;
+      if (out_of_time(&R->opt, R->t0)) { *stopped = 1; break; }
+      double v = another_look(tc, k, &recs[k], pass_flag[pass], best);
+      if (isnan(v)) { *stopped = 1; if (tc->rc) rc = tc->rc; }
+      else if (v > 0) {
+        ns[k] = v;
+        if (v < best) best = v;
+      }
+    }
+  }
+  free(look);
+  free(recs);
+  return rc;
+}
+
+/* compare: what the model strategy would have picked from the times ns of
+ * the nc candidates (best bk), warm (the database's other instances of the
+ * family as prior) and cold (only what it measured earlier in this run);
+ * the cold pick and the best re-timed back to back. */
+static void compare_replay(tune_run *R, trial_ctx *tc, cand_set *cs, int nc, double *ns, int bk, const kiln_cm_samples *smp, const char *key) {
+  const kiln_tunable *t = tc->t;
+  kiln_tune_result *r = tc->r;
+  r->best_ns = ns[bk];
+  if (ns[0] > 0) r->default_ns = ns[0];
+  snprintf(r->params, sizeof r->params, "%s", cs->ps[bk]);
+  replay_ctx rp = {ns};
+  int lim = model_limit(nc);
+  /* warm: the database's other instances of the family as prior (as after tuning other models) */
+  kiln_cm_samples warm = {0};
+  for (int q = 0; q < smp->n; q++)
+    if (strcmp(smp->key[q], key)) kiln_cm_samples_add(&warm, &smp->f[q], smp->par[q], smp->key[q], smp->ns[q]);
+  int cnt = model_search(&R->dm, t->family, key, &warm, NULL, cs->feat, cs->ps, nc, lim, meas_replay, &rp, cs->order, cs->pred);
+  kiln_cm_samples_free(&warm);
+  int pick = -1;
+  for (int q = 0; q < cnt; q++) if (ns[cs->order[q]] > 0 && (pick < 0 || ns[cs->order[q]] < ns[pick])) pick = cs->order[q];
+  r->cmp_warm_ns = pick >= 0 ? ns[pick] : -1;
+  /* cold: only what the model strategy itself measured earlier in this run */
+  cnt = model_search(&R->dm, t->family, key, &R->cold, NULL, cs->feat, cs->ps, nc, lim, meas_replay, &rp, cs->order, cs->pred);
+  pick = -1;
+  for (int q = 0; q < cnt; q++) if (ns[cs->order[q]] > 0 && (pick < 0 || ns[cs->order[q]] < ns[pick])) pick = cs->order[q];
+  r->cmp_measured = cnt;
+  r->cmp_cold_ns = pick >= 0 ? ns[pick] : -1;
+  if (pick >= 0) {
+    snprintf(r->cmp_params, sizeof r->cmp_params, "%s", cs->ps[pick]);
+    /* the cold pick and the exhaustive best re-timed back to back */
+    const int *pair[2] = {cs->cands + (size_t)pick * (size_t)cs->np, cs->cands + (size_t)bk * (size_t)cs->np};
+    double t2[2], m2[2];
+    kiln__tune_time_together(&R->x, tc->n, tc->node, pair, 2, FINAL_ROUNDS, m2, t2, NULL, NULL);
+    r->cmp_pick_ns = t2[0];
+    r->cmp_best_ns = t2[1];
+  }
+}
+
+/* compare: every candidate's time, from this device's records of the
+ * instance (an earlier exhaustive run) or measured now, looked at three
+ * times, then the model strategy replayed on those times. */
+static int compare_instance(tune_run *R, trial_ctx *tc, cand_set *cs, int limit, const kiln_cm_samples *smp, const char *key, int *stopped) {
+  const kiln_tunable *t = tc->t;
+  kiln_tune_result *r = tc->r;
+  int nc = cs->nc, rc = 0;
+  double *ns = malloc(sizeof(double) * (size_t)(nc + 1));
+  if (!ns) return kiln__err(R->err, KILN_ENOMEM, "out of memory");
+  for (int k = 0; k < nc; k++) ns[k] = 0;
+  lookup_ctx lc = {t, cs->cands, nc, ns, NULL};
+  kiln_db_each(R->db, R->s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, NULL);
+  if (limit < nc) nc = limit; /* --max-trials: the evenly spread subset stands for the space */
+  r->cmp_space = nc;
+  tc->limit = nc;
+  for (int k = 0; k < nc && !*stopped; k++) {
+    if (ns[k] != 0) { r->trials++; tc->measured++; continue; }
+    double v = measure_candidate(tc, k);
+    if (isnan(v)) *stopped = 1;
+    else ns[k] = v;
+  }
+  if (tc->rc) rc = tc->rc;
+  if (!rc) rc = compare_more_looks(R, tc, cs, nc, ns, stopped);
+  if (!*stopped && !rc) { /* the contenders timed again together; their times as recorded */
+    rc = retime_contenders(R->db, R->s->db_device, &R->x, tc->n, tc->node, t, tc->hash, NULL, NULL, NULL, 0, R->err);
+    if (!rc) rc = kiln_db_each(R->db, R->s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, R->err);
+  }
+  int bk = -1;
+  for (int k = 0; k < nc; k++) if (ns[k] > 0 && (bk < 0 || ns[k] < ns[bk])) bk = k;
+  if (!*stopped && !rc && bk >= 0) compare_replay(R, tc, cs, nc, ns, bk, smp, key);
+  free(ns);
+  return rc;
+}
+
+/* Searches instance ii (unless a usable record marks it tuned) and records
+ * its result in R->res[ii]; *over when the budget ran out before it began. */
+static int tune_instance(tune_run *R, int ii, int *over) {
+  instance *in = &R->inst[ii];
+  kiln_tunable *t = &in->t;
+  kiln_node *n = &R->g->nodes[in->node];
+  kiln_tune_result *r = &R->res[ii];
+  const kiln_tune_options *opt = &R->opt;
+  kiln_db *db = R->db;
+  kiln_error *err = R->err;
+  char hash[24];
+  kiln_source_hash(R->d, t->file, hash, sizeof hash);
+  kiln_lookup usable; /* a marker counts while a record of this kernel source and kiln version backs it */
+  char mkey[sizeof t->shape_key + 32];
+  marker_key(R->d, t, mkey, sizeof mkey);
+  if (!opt->compare && kiln_db_is_tuned(db, R->s->db_device, t->family, t->dtype, mkey, t->epilogue) &&
+      kiln_db_best_layered(db, R->s->db_device, &R->d->info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &usable, NULL) == 0 && usable.exact) {
+    r->skipped = r->tuned = 1;
+    /* what run and plan will use (kiln_db_pick_best's choice) */
+    r->best_ns = kiln_record_ns(&usable.rec);
+    snprintf(r->params, sizeof r->params, "%s", usable.rec.params);
+    return 0;
+  }
+  if (out_of_time(opt, R->t0)) { *over = 1; return 0; }
+  int rc = node_reference(R, n); /* reference outputs from the node's current inputs */
+  if (rc) return rc;
+  cand_set cs = {0};
+  rc = enumerate_candidates(R, t, &cs);
+  r->candidates = cs.nc;
+  if (rc) { cand_set_free(&cs); return rc; }
+  int nc = cs.nc, np = cs.np;
+  int use_model = R->have_dm && t->features;
+  char key[320];
+  kiln_cm_instance_key(t->dtype, t->shape_key, t->epilogue, key, sizeof key);
+  kiln_cm_samples smp = {0};
+  if (use_model) {
+    kiln_cm_samples_db(db, R->s->db_device, t->family, &smp, NULL);
+    kiln_correction *corr = malloc(sizeof *corr);
+    if (corr) {
+      kiln_cm_fit_samples(&R->dm, t->family, &smp, NULL, corr);
+      for (int k = 0; k < nc; k++) cs.pred[k] = kiln_cm_predict_ns(&R->dm, corr, &cs.feat[k], cs.ps[k]);
+      free(corr);
+    }
+  }
+  int limit = nc;
+  if (opt->max_trials > 0 && limit > opt->max_trials) limit = opt->max_trials;
+  if (!opt->compare && R->model && use_model && opt->max_trials <= 0) limit = model_limit(nc);
+  if ((opt->compare || !(R->model && use_model)) && !R->random && opt->max_trials > 0 && nc > opt->max_trials && hash_subset(&cs, limit)) {
+    kiln_cm_samples_free(&smp);
+    cand_set_free(&cs);
     return kiln__err(err, KILN_ENOMEM, "out of memory");
   }
-  for (int ii = 0; ii < ninst && !rc; ii++) rc = refresh_features(db, s->db_device, &inst[ii].t, &res[ii].refreshed, err);
-  if (rc) { free(share); free(inst); free(res); free(host); return rc; }
-  kiln_exec x = {.d = d, .g = g, .db = NULL, .ov_node = -1, .profile = true,
-                 .evict_bytes = o && o->evict_mb > 0 ? (size_t)(o->evict_mb * 1048576.0) : 0};
-  char hash[24];
-  kiln_cm_samples cold = {0}; /* compare: what the model strategy alone would have measured so far in this run */
-  for (int ii = 0; ii < ninst; ii++) {
-    snprintf(res[ii].family, sizeof res[ii].family, "%s", inst[ii].t.family);
-    snprintf(res[ii].shape_key, sizeof res[ii].shape_key, "%s", inst[ii].t.shape_key);
-    snprintf(res[ii].dtype, sizeof res[ii].dtype, "%s", kiln_dtype_name(inst[ii].t.dtype));
-    res[ii].default_ns = res[ii].best_ns = -1;
-    res[ii].share = share[ii];
-    res[ii].cmp_cold_ns = res[ii].cmp_warm_ns = res[ii].cmp_pick_ns = res[ii].cmp_best_ns = -1;
+  trial_ctx tc = {.s = R->s, .db = db, .x = &R->x, .n = n, .node = in->node, .t = t, .host = R->host, .hash = hash, .opt = opt, .r = r,
+                  .ii = ii, .ninst = R->ninst, .limit = limit, .t0 = R->t0, .cands = cs.cands, .feat = t->features ? cs.feat : NULL,
+                  .pred = use_model ? cs.pred : NULL, .best = INFINITY, .best_k = -1, .err = err, .share = R->share[ii]};
+  for (int q = 0; q < ii; q++) tc.share_before += R->share[q];
+  int stopped = 0;
+  if (opt->compare) {
+    rc = compare_instance(R, &tc, &cs, limit, &smp, key, &stopped);
+  } else if (R->model && use_model) {
+    model_search(&R->dm, t->family, key, &smp, NULL, cs.feat, cs.ps, nc, limit, meas_real, &tc, cs.order, cs.pred);
+    stopped = tc.measured < limit;
+  } else {
+    int k;
+    for (k = 0; k < limit; k++) {
+      double v = measure_candidate(&tc, k);
+      if (isnan(v)) break;
+    }
+    stopped = k < limit;
   }
-  for (int ii = 0; ii < ninst; ii++) {
-    instance *in = &inst[ii];
-    kiln_tunable *t = &in->t;
-    kiln_node *n = &g->nodes[in->node];
-    kiln_tune_result *r = &res[ii];
-    kiln_source_hash(t->file, hash, sizeof hash);
-    kiln_lookup usable; /* a marker counts while a record of this kernel source and kiln version backs it */
-    if (!opt.compare && kiln_db_is_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue) &&
-        kiln_db_best_layered(db, s->db_device, &d->info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &usable, NULL) == 0 && usable.exact) {
-      r->skipped = r->tuned = 1;
-      /* what run and plan will use (kiln_db_pick_best's choice) */
-      r->best_ns = kiln_record_ns(&usable.rec);
-      snprintf(r->params, sizeof r->params, "%s", usable.rec.params);
-      continue;
-    }
-    if (out_of_time(&opt, t0)) break;
-    /* reference outputs from the node's current inputs */
-    rc = 0;
-    for (int k = 0; k < n->nin && !rc; k++) {
-      kiln_value *v = kiln_in(g, n, k);
-      if (!v || v->is_const) continue;
-      size_t b = kiln_value_bytes(v);
-      free(host[n->in[k]]);
-      host[n->in[k]] = malloc(b ? b : 1);
-      if (!host[n->in[k]]) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
-      else rc = kiln_cl_read(d, v->buf, host[n->in[k]], b, err);
-    }
-    if (!rc) rc = kiln_node_run_ref_host(g, n, host, err);
-    if (!rc) rc = kiln_epi_ref(d, g, n, host, err); /* a fused epilogue: compare the group's result */
-    if (rc) goto done;
-    int *cands = NULL;
-    int nc = kiln_tunable_enumerate(t, &d->info, &cands), np = t->nparams;
-    r->candidates = nc;
-    if (random && nc > 2) { /* keep the default first, shuffle the rest */
-      uint64_t seed = opt.seed ? opt.seed : 42;
-      for (int k = nc - 1; k > 1; k--) {
-        int j = 1 + (int)(splitmix(&seed) % (uint64_t)k);
-        for (int q = 0; q < np; q++) { int tmp = cands[k * np + q]; cands[k * np + q] = cands[j * np + q]; cands[j * np + q] = tmp; }
-      }
-    }
-    /* features, parameter text and predictions for every candidate */
-    kiln_features *feat = calloc((size_t)(nc + 1), sizeof *feat);
-    double *pred = calloc((size_t)(nc + 1), sizeof(double));
-    char (*ps)[256] = calloc((size_t)(nc + 1), sizeof *ps);
-    int *order = calloc((size_t)(nc + 1), sizeof(int));
-    if (!feat || !pred || !ps || !order) { free(cands); free(feat); free(pred); free(ps); free(order); rc = kiln__err(err, KILN_ENOMEM, "out of memory"); goto done; }
-    int use_model = have_dm && t->features;
-    for (int k = 0; k < nc; k++) {
-      if (t->features) t->features(t, cands + (size_t)k * (size_t)np, &feat[k]);
-      kiln_tunable_str(t, cands + (size_t)k * (size_t)np, ps[k], sizeof ps[k]);
-    }
-    char key[320];
-    kiln_cm_instance_key(t->dtype, t->shape_key, t->epilogue, key, sizeof key);
-    kiln_cm_samples smp = {0};
-    if (use_model) {
-      kiln_cm_samples_db(db, s->db_device, t->family, &smp, NULL);
-      kiln_correction *corr = malloc(sizeof *corr);
-      if (corr) {
-        kiln_cm_fit_samples(&dm, t->family, &smp, NULL, corr);
-        for (int k = 0; k < nc; k++) pred[k] = kiln_cm_predict_ns(&dm, corr, &feat[k], ps[k]);
-        free(corr);
-      }
-    }
-    int limit = nc;
-    if (opt.max_trials > 0 && limit > opt.max_trials) limit = opt.max_trials;
-    if (!opt.compare && model && use_model && opt.max_trials <= 0) limit = model_limit(nc);
-    if ((opt.compare || !(model && use_model)) && !random && opt.max_trials > 0 && nc > opt.max_trials) {
-      /* a subset of an exhaustive sweep: the default and the settings with
-       * the smallest hashes of their text, in enumeration order. Spread over
-       * the space like a random sample, and the same settings wherever two
-       * instances' spaces overlap (an evenly strided subset of spaces of
-       * different sizes shared few, so nothing measured on one instance
-       * said anything about a setting of another) */
-      uint64_t *hk = malloc(sizeof(uint64_t) * (size_t)(nc + 1));
-      if (!hk) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); free(cands); free(feat); free(pred); free(ps); free(order); goto done; }
-      for (int k = 0; k < nc; k++) {
-        uint64_t h = 1469598103934665603ull;
-        for (const char *c = ps[k]; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
-        hk[k] = k == 0 ? 0 : splitmix(&h);
-      }
-      uint64_t *sorted = malloc(sizeof(uint64_t) * (size_t)(nc + 1));
-      if (sorted) {
-        memcpy(sorted, hk, sizeof(uint64_t) * (size_t)nc);
-        qsort(sorted, (size_t)nc, sizeof(uint64_t), cmpu64);
-        uint64_t cut = sorted[limit - 1];
-        int w = 0;
-        for (int k = 0; k < nc && w < limit; k++) {
-          if (hk[k] > cut) continue;
-          if (w != k) {
-            memmove(cands + w * np, cands + k * np, sizeof(int) * (size_t)np);
-            feat[w] = feat[k];
-            pred[w] = pred[k]; /* (the strided subset this replaced left the predictions behind) */
-            memmove(ps[w], ps[k], sizeof ps[w]);
-          }
-          w++;
-        }
-        free(sorted);
-      }
-      free(hk);
-    }
-    trial_ctx tc = {.s = s, .db = db, .x = &x, .n = n, .node = in->node, .t = t, .host = host, .hash = hash, .opt = &opt, .r = r,
-                    .ii = ii, .ninst = ninst, .limit = limit, .t0 = t0, .cands = cands, .feat = t->features ? feat : NULL,
-                    .pred = use_model ? pred : NULL, .best = INFINITY, .best_k = -1, .err = err, .share = share[ii]};
-    for (int q = 0; q < ii; q++) tc.share_before += share[q];
-    int stopped = 0;
-    if (opt.compare) {
-      /* every candidate's time: from this device's records of the instance
-       * (an earlier exhaustive run) or measured now */
-      double *ns = malloc(sizeof(double) * (size_t)(nc + 1));
-      if (!ns) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); }
-      else {
-        for (int k = 0; k < nc; k++) ns[k] = 0;
-        lookup_ctx lc = {t, cands, nc, ns, NULL};
-        kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, NULL);
-        if (limit < nc) nc = limit; /* --max-trials: the evenly spread subset stands for the space */
-        r->cmp_space = nc;
-        tc.limit = nc;
-        for (int k = 0; k < nc && !stopped; k++) {
-          if (ns[k] != 0) { r->trials++; tc.measured++; continue; }
-          double v = measure_candidate(&tc, k);
-          if (isnan(v)) stopped = 1;
-          else ns[k] = v;
-        }
-        if (tc.rc) rc = tc.rc;
-        /* the second and third looks, each pass in its own shuffled order:
-         * the first pass went through the space in enumeration order, one
-         * algorithm's candidates after another, so a spell of contention
-         * slowed a whole block of one algorithm at once (on one VAE instance
-         * all its Winograd candidates read 40% slower than on its twin);
-         * shuffled, a spell's candidates are scattered over the space */
-        int *look = malloc(sizeof(int) * (size_t)(nc + 1));
-        kiln_record *recs = calloc((size_t)nc + 1, sizeof *recs); /* the records as stored, read once */
-        if (!look || !recs) { free(look); look = NULL; rc = kiln__err(err, KILN_ENOMEM, "out of memory"); }
-        else if (!stopped && !rc) {
-          lookup_ctx all = {t, cands, nc, ns, recs};
-          rc = kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &all, err);
-        }
-        for (int k = 0; look && k < nc; k++) look[k] = k;
-        uint64_t lseed = 0x5eed;
-        static const int pass_flag[2] = {KILN_REC_SECOND, KILN_REC_THIRD};
-        for (int pass = 0; pass < 2; pass++) {
-          for (int k = nc - 1; look && k > 0; k--) {
-            int j = (int)(splitmix(&lseed) % (uint64_t)(k + 1)), tmp = look[k];
-            look[k] = look[j];
-            look[j] = tmp;
-          }
-          double best = INFINITY;
-          for (int j = 0; j < nc; j++) if (ns[j] > 0 && ns[j] < best) best = ns[j];
-          for (int q = 0; look && q < nc && !stopped && !rc; q++) {
-            int k = look[q];
-            if (ns[k] <= 0) continue;
-            if (out_of_time(&opt, t0)) { stopped = 1; break; }
-            double v = another_look(&tc, k, &recs[k], pass_flag[pass], best);
-            if (isnan(v)) { stopped = 1; if (tc.rc) rc = tc.rc; }
-            else if (v > 0) {
-              ns[k] = v;
-              if (v < best) best = v;
-            }
-          }
-        }
-        free(look);
-        free(recs);
-        if (!stopped && !rc) { /* the contenders timed again together; their times as recorded */
-          rc = retime_contenders(db, s->db_device, &x, n, in->node, t, hash, NULL, NULL, NULL, 0, err);
-          if (!rc) rc = kiln_db_each(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, err);
-        }
-        int bk = -1;
-        for (int k = 0; k < nc; k++) if (ns[k] > 0 && (bk < 0 || ns[k] < ns[bk])) bk = k;
-        if (!stopped && !rc && bk >= 0) {
-          r->best_ns = ns[bk];
-          if (ns[0] > 0) r->default_ns = ns[0];
-          snprintf(r->params, sizeof r->params, "%s", ps[bk]);
-          replay_ctx rp = {ns};
-          int lim = model_limit(nc);
-          /* warm: the database's other instances of the family as prior (as after tuning other models) */
-          kiln_cm_samples warm = {0};
-          for (int q = 0; q < smp.n; q++)
-            if (strcmp(smp.key[q], key)) kiln_cm_samples_add(&warm, &smp.f[q], smp.par[q], smp.key[q], smp.ns[q]);
-          int cnt = model_search(&dm, t->family, key, &warm, NULL, feat, ps, nc, lim, meas_replay, &rp, order, pred);
-          kiln_cm_samples_free(&warm);
-          int pick = -1;
-          for (int q = 0; q < cnt; q++) if (ns[order[q]] > 0 && (pick < 0 || ns[order[q]] < ns[pick])) pick = order[q];
-          r->cmp_warm_ns = pick >= 0 ? ns[pick] : -1;
-          /* cold: only what the model strategy itself measured earlier in this run */
-          cnt = model_search(&dm, t->family, key, &cold, NULL, feat, ps, nc, lim, meas_replay, &rp, order, pred);
-          pick = -1;
-          for (int q = 0; q < cnt; q++) if (ns[order[q]] > 0 && (pick < 0 || ns[order[q]] < ns[pick])) pick = order[q];
-          r->cmp_measured = cnt;
-          r->cmp_cold_ns = pick >= 0 ? ns[pick] : -1;
-          if (pick >= 0) {
-            snprintf(r->cmp_params, sizeof r->cmp_params, "%s", ps[pick]);
-            /* the cold pick and the exhaustive best re-timed back to back */
-            const int *pair[2] = {cands + (size_t)pick * (size_t)np, cands + (size_t)bk * (size_t)np};
-            double t2[2], m2[2];
-            kiln__tune_time_together(&x, n, in->node, pair, 2, FINAL_ROUNDS, m2, t2, NULL, NULL);
-            r->cmp_pick_ns = t2[0];
-            r->cmp_best_ns = t2[1];
-          }
-        }
-        free(ns);
-      }
-    } else if (model && use_model) {
-      model_search(&dm, t->family, key, &smp, NULL, feat, ps, nc, limit, meas_real, &tc, order, pred);
-      stopped = tc.measured < limit;
-    } else {
-      int k;
-      for (k = 0; k < limit; k++) {
-        double v = measure_candidate(&tc, k);
-        if (isnan(v)) break;
-      }
-      stopped = k < limit;
-    }
-    kiln_cm_samples_free(&smp);
-    if (tc.rc) rc = tc.rc;
-    if (!opt.compare && tc.best_k >= 0) {
-      r->best_ns = tc.best;
-      kiln_tunable_str(t, cands + (size_t)tc.best_k * (size_t)np, r->params, sizeof r->params);
-      if (!rc && !stopped) rc = retime_contenders(db, s->db_device, &x, n, in->node, t, hash, &r->best_ns, &r->default_ns, r->params, sizeof r->params, err);
-    }
-    if (!rc && !stopped && tc.best_k >= 0) {
-      /* the search ran to its end (or its per-instance cap): resume may skip it */
-      rc = kiln_db_mark_tuned(db, s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, r->trials, err);
-      r->tuned = !rc;
-    }
-    free(cands);
-    free(feat);
-    free(pred);
-    free(ps);
-    free(order);
-    if (rc) goto done;
-    for (int k = 0; k < n->nout; k++) if (n->out[k] >= 0) { free(host[n->out[k]]); host[n->out[k]] = NULL; }
+  kiln_cm_samples_free(&smp);
+  if (tc.rc) rc = tc.rc;
+  if (!opt->compare && tc.best_k >= 0) {
+    r->best_ns = tc.best;
+    kiln_tunable_str(t, cs.cands + (size_t)tc.best_k * (size_t)np, r->params, sizeof r->params);
+    if (!rc && !stopped) rc = retime_contenders(db, R->s->db_device, &R->x, n, in->node, t, hash, &r->best_ns, &r->default_ns, r->params, sizeof r->params, err);
   }
-  rc = 0;
-done:
-  kiln_cm_samples_free(&cold);
-  for (int i = 0; i < x.nevents; i++) clReleaseEvent(x.events[i]);
-  free(x.events);
-  for (int i = 0; i < g->nvals; i++) free(host[i]);
-  free(host);
-  free(inst);
-  free(share);
+  if (!rc && !stopped && tc.best_k >= 0) {
+    /* the search ran to its end (or its per-instance cap): resume may skip it */
+    rc = kiln_db_mark_tuned(db, R->s->db_device, t->family, t->dtype, mkey, t->epilogue, r->trials, err);
+    r->tuned = !rc;
+  }
+  cand_set_free(&cs);
+  if (rc) return rc;
+  for (int k = 0; k < n->nout; k++) if (n->out[k] >= 0) { free(R->host[n->out[k]]); R->host[n->out[k]] = NULL; }
+  return 0;
+}
+
+/* The instances' results before their searches: names, no times yet. */
+static void init_results(tune_run *R) {
+  for (int ii = 0; ii < R->ninst; ii++) {
+    kiln_tune_result *r = &R->res[ii];
+    const kiln_tunable *t = &R->inst[ii].t;
+    snprintf(r->family, sizeof r->family, "%s", t->family);
+    snprintf(r->shape_key, sizeof r->shape_key, "%s", t->shape_key);
+    snprintf(r->dtype, sizeof r->dtype, "%s", kiln_dtype_name(t->dtype));
+    r->default_ns = r->best_ns = -1;
+    r->share = R->share[ii];
+    r->cmp_cold_ns = r->cmp_warm_ns = r->cmp_pick_ns = r->cmp_best_ns = -1;
+  }
+}
+
+/* Everything before the searches: the session on db with imported records
+ * verified, one full run, the instances, the device model, their order. */
+static int tune_prepare(tune_run *R) {
+  kiln_session *s = R->s;
+  int rc = kiln_session_set_db(s, R->db, R->err);
+  if (rc) return rc;
+  /* imported / shared records for this device are re-timed before they are trusted (tuner/verify.c) */
+  kiln_verify_result *vres = NULL;
+  int nv = 0;
+  if ((rc = kiln_verify_imported(s, R->db, NULL, &vres, &nv, R->err)) != 0) return rc;
+  free(vres);
+  /* one full run so every buffer holds the model's real data */
+  if ((rc = kiln_session_run(s, R->err)) != 0) return rc;
+  R->g = s->m->g;
+  R->d = s->d;
+  R->inst = calloc((size_t)R->g->nnodes + 1, sizeof *R->inst);
+  R->res = calloc((size_t)R->g->nnodes + 1, sizeof *R->res);
+  R->host = calloc((size_t)R->g->nvals + 1, sizeof(void *));
+  if (!R->inst || !R->res || !R->host) return kiln__err(R->err, KILN_ENOMEM, "out of memory");
+  if ((rc = collect_tune_instances(R)) != 0) return rc;
+  /* the cost model: the device's probe (run now when the device has none) */
+  if ((rc = tune_device_model(R)) != 0) return rc;
+  /* the instances that matter most first: small ones get what budget is left */
+  R->share = calloc((size_t)R->ninst + 1, sizeof(double));
+  if (!R->share || order_by_share(R->db, s->db_device, R->d, R->inst, R->ninst, R->share) != 0) return kiln__err(R->err, KILN_ENOMEM, "out of memory");
+  for (int ii = 0; ii < R->ninst && !rc; ii++) rc = refresh_features(R->db, s->db_device, &R->inst[ii].t, &R->res[ii].refreshed, R->err);
+  return rc;
+}
+
+static int tune_body(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
+  tune_run R = {.s = s, .db = db, .err = err};
+  R.t0 = now_s(); /* the budget covers everything from here: verification and the device probe too */
+  if (o) R.opt = *o;
+  if (!R.opt.strategy) R.opt.strategy = "model";
+  R.random = !strcmp(R.opt.strategy, "random");
+  R.model = !strcmp(R.opt.strategy, "model");
+  if (!R.random && !R.model && strcmp(R.opt.strategy, "exhaustive"))
+    return kiln__err(err, KILN_EINVAL, "unknown tuning strategy '%s' (model, exhaustive, random)", R.opt.strategy);
+  if (R.opt.compare) R.model = 1, R.random = 0;
+  *results = NULL;
+  *nresults = 0;
+  int rc = tune_prepare(&R);
+  if (rc) {
+    free(R.inst);
+    free(R.res);
+    free(R.host);
+    free(R.share);
+    return rc;
+  }
+  kiln_graph *g = R.g;
+  R.x = (kiln_exec){.d = R.d, .g = g, .db = NULL, .ov_node = -1, .profile = true,
+                    .evict_bytes = o && o->evict_mb > 0 ? (size_t)(o->evict_mb * 1048576.0) : 0};
+  init_results(&R);
+  int over = 0;
+  for (int ii = 0; ii < R.ninst && !over && !rc; ii++) rc = tune_instance(&R, ii, &over);
+  kiln_cm_samples_free(&R.cold);
+  for (int i = 0; i < R.x.nevents; i++) clReleaseEvent(R.x.events[i]);
+  free(R.x.events);
+  for (int i = 0; i < g->nvals; i++) free(R.host[i]);
+  free(R.host);
+  free(R.inst);
+  free(R.share);
   /* the next run chooses parameters from the database again */
   for (int i = 0; i < g->nnodes; i++) g->nodes[i].tparams_origin = NULL;
+  kiln_tune_result *res = R.res;
+  int ninst = R.ninst;
   if (rc) { free(res); return rc; }
   /* fusion groupings whose predictions are close calls: measured and recorded
    * (tuner/fusion_tune.c), unless the budget is spent or --families leaves "fusion" out */
-  bool fam_fusion = !opt.families || !*opt.families || strstr(opt.families, "fusion");
-  if (!opt.compare && opt.fusion_close >= 0 && g->fusion && fam_fusion && !out_of_time(&opt, t0)) {
-    if ((rc = kiln__tune_fusion(s, db, opt.fusion_close > 0 ? opt.fusion_close : 1.5, &res, &ninst, err)) != 0) { free(res); return rc; }
+  bool fam_fusion = !R.opt.families || !*R.opt.families || strstr(R.opt.families, "fusion");
+  if (!R.opt.compare && R.opt.fusion_close >= 0 && g->fusion && fam_fusion && !out_of_time(&R.opt, R.t0)) {
+    if ((rc = kiln__tune_fusion(s, db, R.opt.fusion_close > 0 ? R.opt.fusion_close : 1.5, &res, &ninst, err)) != 0) { free(res); return rc; }
   }
   *results = res;
   *nresults = ninst;

@@ -161,7 +161,7 @@ int kiln_verify_imported(kiln_session *s, kiln_db *db, const kiln_verify_options
     kiln_tunable *t = &inst[ii].t;
     kiln_node *n = &g->nodes[inst[ii].node];
     char hash[24];
-    kiln_source_hash(t->file, hash, sizeof hash);
+    kiln_source_hash(s->d, t->file, hash, sizeof hash);
     int have_ref = 0;
     for (int attempt = 0; attempt < 4 && !rc; attempt++) {
       kiln_lookup lk;
@@ -241,7 +241,7 @@ int kiln_db_coverage(kiln_session *s, kiln_db *db, kiln_coverage **out, int *nou
     snprintf(c->shape_key, sizeof c->shape_key, "%s", t->shape_key);
     snprintf(c->epilogue, sizeof c->epilogue, "%s", t->epilogue);
     snprintf(c->dtype, sizeof c->dtype, "%s", kiln_dtype_name(t->dtype));
-    kiln_source_hash(t->file, c->source_hash, sizeof c->source_hash);
+    kiln_source_hash(s->d, t->file, c->source_hash, sizeof c->source_hash);
     int p[KILN_MAX_KPARAMS];
     for (int k = 0; k < t->nparams; k++) p[k] = t->params[k].dflt;
     kiln_tunable_str(t, p, c->default_params, sizeof c->default_params);

@@ -14,30 +14,8 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 models=resnet18,mobilenet_v2,squeezenet1_1,vae_decoder_16,vae_decoder_32,bert_encoder
-kiln=""
-out="$here/out"
-setup=1
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --models) models=$2; shift 2 ;;
-    --kiln) kiln=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --skip-setup) setup=0; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) break ;;
-  esac
-done
-
-[ "$setup" = 1 ] && sh "$here/setup.sh"
-if [ -z "$kiln" ]; then
-  kiln="$root/build/kiln"
-  if ! [ -x "$kiln" ]; then
-    echo "bench_all.sh: building $kiln"
-    cmake -S "$root" -B "$root/build" >/dev/null
-    cmake --build "$root/build" --target kiln_cli -j2
-  fi
-fi
-[ -x "$kiln" ] || { echo "bench_all.sh: $kiln: no kiln binary" >&2; exit 2; }
+help=2,12p
+. "$here/common.sh"
 
 /usr/bin/python3 "$here/export.py" --models "$models" --out "$out"
 exec node "$here/bench_all.mjs" --models "$models" --dir "$out" --kiln "$kiln" "$@"

@@ -89,26 +89,18 @@ static int gemm_desc_check(const gemm_desc *d, kiln_error *err) {
 /* The gemm family's parameters, solvers and features: kernels/gemm.c. */
 static const kiln_kparam *const gemm_params = kiln_gemm_params;
 
-/* The KERNEL values offered to the tuner: $KILN_GEMM_KERNELS (a comma list,
- * e.g. "0,1,2"), else 0 and 1. CLBlast (2) is opt-in for now: the tuner sums
- * the profiling events of a candidate, and CLBlast only returns the event of
- * its last kernel (its transposes and, for unaligned shapes, its main kernel
- * go unseen), so its times read too short; and on POCL every CLBlast
- * parameter set costs a compile of minutes. Records of any KERNEL value are
- * still used at run time. */
-static void gemm_kernels_from_env(kiln_kparam *k) {
-  const char *e = getenv("KILN_GEMM_KERNELS");
-  if (!e || !*e) e = "0,1,2";
-  int n = 0;
-  for (const char *c = e; *c && n < 3; c++)
-    if (*c >= '0' && *c <= '2' && (c == e || c[-1] == ',')) {
-      bool dup = false;
-      for (int i = 0; i < n; i++) dup |= k->vals[i] == *c - '0';
-      if (!dup) k->vals[n++] = *c - '0';
-    }
-  if (n) k->nvals = n;
-  else k->nvals = 2, k->vals[0] = GK_TILED, k->vals[1] = GK_PANEL;
+/* The KERNEL values offered to the tuner: those of the device's option
+ * kiln_options.gemm_kernels (KILN_GEMM_KERNELS; bit k: KERNEL=k), else all
+ * three, CLBlast (2) on GPUs only (gemm_valid). Records of a KERNEL value
+ * outside the set are not used. */
+static void gemm_kernels_offered(kiln_kparam *k, unsigned mask) {
+  if (!mask) return;
+  k->nvals = 0;
+  for (int v = GK_TILED; v <= GK_CLBLAST; v++)
+    if (mask & (1u << v)) k->vals[k->nvals++] = v;
 }
+
+static unsigned gemm_mask(const kiln_graph *g) { return g && g->dev_opt ? g->dev_opt->gemm_kernels : 0; }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -137,7 +129,7 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   /* CLBlast on CPU devices: its GPU-style kernels never beat the panel kernel
    * on POCL (bench_gemm), and CLBlast rebuilds its programs in every process
    * (no on-disk cache), so it is left to GPUs unless KILN_GEMM_KERNELS names it */
-  if (kern == GK_CLBLAST && dev && !dev->is_gpu && !getenv("KILN_GEMM_KERNELS")) return 1;
+  if (kern == GK_CLBLAST && dev && !dev->is_gpu && !t->dims[GD_KMASK]) return 1;
   bool offered = false;
   for (int i = 0; i < t->params[GP_KERNEL].nvals; i++) offered |= t->params[GP_KERNEL].vals[i] == kern;
   if (!offered) return 1;
@@ -167,12 +159,13 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
 }
 
 /* Fills the tunable descriptor of a product d of element type dt. */
-static void gemm_tunable_fill(const gemm_desc *d, int dt, kiln_tunable *t) {
+static void gemm_tunable_fill(const gemm_desc *d, int dt, unsigned kmask, kiln_tunable *t) {
   kiln_family_begin(&kiln_family_gemm, dt, t);
   int cmode = !d->has_c ? 0 : d->scm == 0 && d->scn == 0 ? 1 : d->scm == 0 ? 2 : d->scn == 0 ? 3 : 4;
   snprintf(t->shape_key, sizeof t->shape_key, "M=%lld,N=%lld,K=%lld,batch=%lld,nbB=%lld,tA=%d,tB=%d,packB=%d,bias=%d", (long long)d->M,
            (long long)d->N, (long long)d->K, (long long)gemm_batches(d), (long long)d->nbz, d->sak != 1, d->sbn != 1, d->b_const, cmode);
-  gemm_kernels_from_env(&t->params[GP_KERNEL]);
+  gemm_kernels_offered(&t->params[GP_KERNEL], kmask);
+  t->dims[GD_KMASK] = kmask;
   t->dims[GD_M] = d->M;
   t->dims[GD_N] = d->N;
   t->dims[GD_K] = d->K;
@@ -180,7 +173,7 @@ static void gemm_tunable_fill(const gemm_desc *d, int dt, kiln_tunable *t) {
   t->dims[GD_NBZ] = d->nbz;
   t->dims[GD_BCONST] = d->b_const;
   t->dims[GD_ESIZE] = kiln_dtype_size(dt);
-  t->valid = gemm_valid; /* the op's: it reads KILN_GEMM_KERNELS */
+  t->valid = gemm_valid; /* the op's: it reads the device's gemm_kernels option (GD_KMASK) */
   kiln_family_end(&kiln_family_gemm, t);
 }
 
@@ -388,7 +381,7 @@ static int gemm_clblast(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *
 int kiln__gemm_clblast_override(cl_device_id dev, int dtype, const char *params, kiln_error *err) {
   kiln_tunable t;
   gemm_desc d = {.M = 1, .N = 1, .K = 1, .nbz = 1};
-  gemm_tunable_fill(&d, dtype, &t);
+  gemm_tunable_fill(&d, dtype, 0, &t);
   int p[KILN_MAX_KPARAMS];
   if (kiln_tunable_parse(&t, params, p) || p[GP_KERNEL] != GK_CLBLAST) return kiln__err(err, KILN_EINVAL, "not a CLBlast gemm record: '%s'", params);
   if (dtype != KILN_DT_FLOAT && dtype != KILN_DT_DOUBLE) return kiln__err(err, KILN_EUNSUPPORTED, "CLBlast GEMM on %s", kiln_dtype_name(dtype));
@@ -403,7 +396,7 @@ int kiln__gemm_clblast_override(cl_device_id dev, int dtype, const char *params,
 /* Runs product d with the node's tunable parameters. */
 static int gemm_launch(kiln_exec *x, kiln_node *n, int dt, const gemm_desc *d, cl_mem A, cl_mem B, cl_mem C, cl_mem Y, kiln_error *err) {
   kiln_tunable t;
-  gemm_tunable_fill(d, dt, &t);
+  gemm_tunable_fill(d, dt, gemm_mask(x->g), &t);
   if (n->epi) snprintf(t.epilogue, sizeof t.epilogue, "%s", n->epi->sig);
   const int *p = kiln_exec_tparams(x, n, &t);
   if (n->epi && p[GP_KERNEL] == GK_CLBLAST) return kiln__err(err, KILN_EINTERNAL, "CLBlast's GEMM cannot apply the epilogue %s", t.epilogue);
@@ -545,7 +538,7 @@ static int matmul_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   gemm_desc d;
   kiln_error e = {0};
   if (matmul_desc(g, n, &d, &e)) return 1;
-  gemm_tunable_fill(&d, kiln_out(g, n, 0)->dtype, t);
+  gemm_tunable_fill(&d, kiln_out(g, n, 0)->dtype, gemm_mask(g), t);
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   return 0;
 }
@@ -660,7 +653,7 @@ static int gemm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   gemm_desc d;
   kiln_error e = {0};
   if (gemm_node_desc(g, n, &d, &e)) return 1;
-  gemm_tunable_fill(&d, kiln_out(g, n, 0)->dtype, t);
+  gemm_tunable_fill(&d, kiln_out(g, n, 0)->dtype, gemm_mask(g), t);
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   return 0;
 }
