@@ -107,6 +107,11 @@ typedef enum {
 /* Name of a dtype ("float", "int64", ...) and its size in bytes (0 if unsupported). */
 const char *kiln_dtype_name(int dtype);
 size_t kiln_dtype_size(int dtype);
+/* sizeof the public struct `name` ("kiln_value_info", "kiln_run_stats", ...,
+ * the typedef names of this header) as this library was built, 0 for a name
+ * it does not know. For bindings that mirror the structs (python/kiln checks
+ * every one it declares at import, so a header change cannot go unnoticed). */
+size_t kiln_struct_size(const char *name);
 
 /* ---- Host tensors ---------------------------------------------------- */
 

@@ -19,7 +19,7 @@ class Tensor(ctypes.Structure):
 
 class ValueInfo(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
-                ("dims", ctypes.c_int64 * MAX_RANK), ("dim_names", ctypes.c_char_p * MAX_RANK)]
+                ("dims", ctypes.c_int64 * MAX_RANK), ("dim_names", ctypes.c_char_p * MAX_RANK), ("optional", ctypes.c_int)]
 
 
 class ShapeBinding(ctypes.Structure):
@@ -78,6 +78,14 @@ class TuneOptions(ctypes.Structure):
                 ("max_gflop", ctypes.c_double), ("compare", ctypes.c_int), ("progress", PROGRESS_FN), ("ctx", ctypes.c_void_p),
                 ("fusion_close", ctypes.c_double), ("evict_mb", ctypes.c_double)]
 
+
+# The C names of the mirrored structs: load() compares each one's size with
+# the library's (kiln_struct_size), so that a field added in include/kiln.h
+# and not here fails at import instead of corrupting memory.
+_C_NAMES = {Error: "kiln_error", Tensor: "kiln_tensor", ValueInfo: "kiln_value_info", ShapeBinding: "kiln_shape_binding",
+            LoadOptions: "kiln_load_options", RunStats: "kiln_run_stats", DeviceInfo: "kiln_device_info",
+            NodeTime: "kiln_node_time", PlanKernel: "kiln_plan_kernel", TuneProgress: "kiln_tune_progress",
+            TuneResult: "kiln_tune_result", TuneOptions: "kiln_tune_options"}
 
 _P = ctypes.c_void_p
 _E = ctypes.POINTER(Error)
@@ -159,7 +167,22 @@ def load():
             fn = getattr(lib, name)
             fn.restype = res
             fn.argtypes = args
+        check_structs(lib, path)
         return lib, path
     raise ImportError("kiln: cannot find libkiln.so (looked at: %s). Build kiln (`make build`), or install it "
                       "(`cmake --install build --prefix PREFIX`), or set KILN_LIBRARY=/path/to/libkiln.so"
                       % ", ".join(tried) if tried else "kiln: cannot find libkiln.so")
+
+
+def check_structs(lib, path):
+    """ImportError when a mirrored struct's size differs from the library's."""
+    size_of = getattr(lib, "kiln_struct_size", None)
+    if size_of is None:
+        raise ImportError("kiln: %s is older than this Python package (no kiln_struct_size); rebuild or reinstall kiln" % path)
+    size_of.restype = ctypes.c_size_t
+    size_of.argtypes = [ctypes.c_char_p]
+    bad = ["%s (library %d bytes, package %d)" % (c, size_of(c.encode()), ctypes.sizeof(cls))
+           for cls, c in _C_NAMES.items() if size_of(c.encode()) != ctypes.sizeof(cls)]
+    if bad:
+        raise ImportError("kiln: the Python package and %s disagree on %s; the package and the library must come from "
+                          "the same kiln build" % (path, ", ".join(bad)))

@@ -333,3 +333,23 @@ def test_one_session_shared_by_threads(models):
         t.join()
     assert not errors, errors
     assert sess.get_stats()["plans_built"] == 2
+
+
+def test_struct_layouts_checked():
+    """Every mirrored struct matches the library's size (checked at import),
+    and a mirror that lags behind include/kiln.h is refused, not used."""
+    import ctypes
+    from kiln import _lib
+    lib = ctypes.CDLL(os.environ["KILN_LIBRARY"])
+    _lib.check_structs(lib, "libkiln.so")  # the real mirrors agree
+
+    class Short(ctypes.Structure):  # kiln_value_info without its last field
+        _fields_ = _lib.ValueInfo._fields_[:-1]
+    saved = dict(_lib._C_NAMES)
+    try:
+        _lib._C_NAMES[Short] = "kiln_value_info"
+        with pytest.raises(ImportError, match="kiln_value_info"):
+            _lib.check_structs(lib, "libkiln.so")
+    finally:
+        _lib._C_NAMES.clear()
+        _lib._C_NAMES.update(saved)
