@@ -693,6 +693,9 @@ void kiln__seq_clear_input(kiln_session *s, int i); /* input i is a tensor again
  * source value's bytes), or shaped only when src is NULL. */
 kiln_tensor *kiln__seq_item_tensor(kiln_graph *g, const kiln_seq_item *it, const void *src);
 void kiln__seq_free(kiln_session *s);
+/* o becomes a sequence value listing the same items as sq (planning an op
+ * that passes a sequence through). */
+int kiln__seq_copy(kiln_value *o, const kiln_seq *sq, kiln_error *err);
 
 /* At most this many plans (input-shape sets) per session, the current one
  * included; the least recently used is dropped (its device buffers freed). */

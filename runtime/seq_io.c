@@ -341,3 +341,13 @@ int kiln_session_output_sequence(const kiln_session *s, int i, int ref, kiln_ten
   *items = s->sio->out[ref ? 1 : 0][i];
   return s->sio->out_n[ref ? 1 : 0][i];
 }
+
+int kiln__seq_copy(kiln_value *o, const kiln_seq *sq, kiln_error *err) {
+  size_t b = sizeof *sq + sizeof(kiln_seq_item) * (size_t)(sq->n + 1);
+  free(o->data);
+  if (!(o->data = malloc(b))) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  memcpy(o->data, sq, b - sizeof(kiln_seq_item));
+  o->dtype = KILN_DT_SEQUENCE;
+  o->rank = 0;
+  return 0;
+}

@@ -178,17 +178,7 @@ static int identity_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   (void)err;
   kiln_value *a = kiln_in(g, n, 0);
   if (!a) return kiln__err(err, KILN_EINVAL, "needs an input");
-  if (a->dtype == KILN_DT_SEQUENCE && a->data) { /* the same list of tensors */
-    const kiln_seq *sq = a->data;
-    size_t b = sizeof *sq + sizeof(kiln_seq_item) * (size_t)(sq->n + 1);
-    kiln_value *o = kiln_out(g, n, 0);
-    free(o->data);
-    if (!(o->data = malloc(b))) return kiln__err(err, KILN_ENOMEM, "out of memory");
-    memcpy(o->data, sq, b - sizeof(kiln_seq_item));
-    o->dtype = KILN_DT_SEQUENCE;
-    o->rank = 0;
-    return 0;
-  }
+  if (a->dtype == KILN_DT_SEQUENCE && a->data) return kiln__seq_copy(kiln_out(g, n, 0), a->data, err); /* the same list of tensors */
   kiln_set_out(g, n, 0, a->dtype, a->rank, a->dims);
   return 0;
 }
@@ -939,6 +929,22 @@ static int gather_el_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kil
   return 0;
 }
 
+/* The launch of a kernel over `total` outputs that reads the node's inputs 0
+ * and 1 into output 0 with a metadata block and the dtype of input 1 (an
+ * index or length tensor): Gather(Elements, ND), ReverseSequence. */
+static int launch_meta2(kiln_exec *x, kiln_node *n, const char *kname, int esize, const int64_t *meta, size_t mbytes, int64_t total,
+                        kiln_error *err) {
+  cl_mem mb = kiln_exec_param(x, n, 0, meta, mbytes, err);
+  if (!mb) return err->status;
+  cl_kernel k = kbits(x, esize, kname, err);
+  if (!k) return err->status;
+  cl_mem xb = kiln_in_buf(x, n, 0), ib = kiln_in_buf(x, n, 1), yb = kiln_out_buf(x, n, 0);
+  cl_int ic = kiln_in(x->g, n, 1)->dtype;
+  cl_long cn = total;
+  if (kiln_cl_args(k, err, KARG(xb), KARG(ib), KARG(yb), KARG(mb), KARG(ic), KARG(cn), KEND)) return err->status;
+  return launch1(x, k, total, err);
+}
+
 static int gather_el_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_value *a = kiln_in(x->g, n, 0), *ix = kiln_in(x->g, n, 1);
   int64_t total = kiln_value_numel(ix);
@@ -949,15 +955,7 @@ static int gather_el_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   meta[2] = a->dims[meta[1]];
   for (int i = 0; i < ix->rank; i++) meta[3 + i] = ix->dims[i];
   kiln_strides(a->rank, a->dims, meta + 3 + MAXR);
-  cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
-  if (!mb) return err->status;
-  cl_kernel k = kbits(x, kiln_dtype_size(a->dtype), "mv_gather_elements", err);
-  if (!k) return err->status;
-  cl_mem xb = kiln_in_buf(x, n, 0), ib = kiln_in_buf(x, n, 1), yb = kiln_out_buf(x, n, 0);
-  cl_int ic = ix->dtype;
-  cl_long cn = total;
-  if (kiln_cl_args(k, err, KARG(xb), KARG(ib), KARG(yb), KARG(mb), KARG(ic), KARG(cn), KEND)) return err->status;
-  return launch1(x, k, total, err);
+  return launch_meta2(x, n, "mv_gather_elements", (int)kiln_dtype_size(a->dtype), meta, sizeof meta, total, err);
 }
 
 static int gather_nd_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -1015,15 +1013,7 @@ static int gather_nd_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   meta[2] = prod(a->dims, b + k, a->rank);
   meta[3] = prod(a->dims, b, a->rank);
   for (int j = 0; j < k; j++) { meta[4 + j] = a->dims[b + j]; meta[4 + MAXR + j] = as[b + j]; }
-  cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
-  if (!mb) return err->status;
-  cl_kernel kk = kbits(x, kiln_dtype_size(a->dtype), "mv_gather_nd", err);
-  if (!kk) return err->status;
-  cl_mem xb = kiln_in_buf(x, n, 0), ib = kiln_in_buf(x, n, 1), yb = kiln_out_buf(x, n, 0);
-  cl_int ic = ix->dtype;
-  cl_long cn = total;
-  if (kiln_cl_args(kk, err, KARG(xb), KARG(ib), KARG(yb), KARG(mb), KARG(ic), KARG(cn), KEND)) return err->status;
-  return launch1(x, kk, total, err);
+  return launch_meta2(x, n, "mv_gather_nd", (int)kiln_dtype_size(a->dtype), meta, sizeof meta, total, err);
 }
 
 /* ---- Scatter, ScatterElements, ScatterND ---------------------------------- */
@@ -1658,7 +1648,7 @@ static int revseq_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_e
 }
 
 static int revseq_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
-  kiln_value *a = kiln_in(x->g, n, 0), *l = kiln_in(x->g, n, 1);
+  kiln_value *a = kiln_in(x->g, n, 0);
   int64_t total = kiln_value_numel(a);
   if (total <= 0) return 0;
   int64_t meta[3 + 2 * MAXR] = {0};
@@ -1667,15 +1657,7 @@ static int revseq_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   meta[2] = kiln_axis(kiln_attr_int(n, "batch_axis", 1), a->rank);
   for (int i = 0; i < a->rank; i++) meta[3 + i] = a->dims[i];
   kiln_strides(a->rank, a->dims, meta + 3 + MAXR);
-  cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
-  if (!mb) return err->status;
-  cl_kernel k = kbits(x, kiln_dtype_size(a->dtype), "mv_revseq", err);
-  if (!k) return err->status;
-  cl_mem xb = kiln_in_buf(x, n, 0), lb = kiln_in_buf(x, n, 1), yb = kiln_out_buf(x, n, 0);
-  cl_int lc = l->dtype;
-  cl_long cn = total;
-  if (kiln_cl_args(k, err, KARG(xb), KARG(lb), KARG(yb), KARG(mb), KARG(lc), KARG(cn), KEND)) return err->status;
-  return launch1(x, k, total, err);
+  return launch_meta2(x, n, "mv_revseq", (int)kiln_dtype_size(a->dtype), meta, sizeof meta, total, err);
 }
 
 /* ---- NonZero, Compress, Unique (data-dependent shapes) ------------------- */

@@ -13,13 +13,7 @@ static int same_as(kiln_graph *g, kiln_node *n, kiln_value *v, kiln_error *err) 
   if (v->dtype == KILN_DT_SEQUENCE) {
     const kiln_seq *sq = v->data;
     if (!sq) return kiln__err(err, KILN_EUNSUPPORTED, "sequence not known when planning");
-    size_t b = sizeof *sq + sizeof(kiln_seq_item) * (size_t)(sq->n + 1);
-    free(o->data);
-    if (!(o->data = malloc(b))) return kiln__err(err, KILN_ENOMEM, "out of memory");
-    memcpy(o->data, sq, b - sizeof(kiln_seq_item));
-    o->dtype = KILN_DT_SEQUENCE;
-    o->rank = 0;
-    return 0;
+    return kiln__seq_copy(o, sq, err);
   }
   kiln_set_out(g, n, 0, v->dtype, v->rank, v->dims);
   return 0;
