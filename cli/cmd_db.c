@@ -172,9 +172,12 @@ static int cmd_show(dbargs *a) {
   if (a->device && (rc = kiln_db_find_device(a->h, a->device, &dev, &err)) != 0) return fail_err(&err, rc);
   show_ctx c = {.json = a->json, .all = a->all, .family = a->family, .dev = -1};
   if (a->json) { printf("{\"db\":"); jstr(a->path); printf(",\"all\":%s,\"records\":[", a->all ? "true" : "false"); }
-  else printf("%s: %s per kernel instance; the best is what kiln run, plan and tune pick\n%4s  %-7s %-6s %s\n      %10s %10s %6s %-5s %-8s %-9s %s\n",
+  else printf("%s: %s per kernel instance; the best is what kiln run, plan and tune pick\n"
+              "(typical: the median of a record's repeats; for contenders re-timed together, marked retimed,\n"
+              " the interquartile mean of those rounds, which ranks them before the rest)\n"
+              "%4s  %-7s %-6s %s\n      %10s %10s %6s %-5s %-8s %-9s %s\n",
               a->path, a->all ? "every record" : "the best record (--all: every record)", "dev", "family", "dtype", "instance [+ fused epilogue]",
-              "min us", "median us", "spread", "n", "status", "origin", "parameters");
+              "min us", "typical us", "spread", "n", "status", "origin", "parameters");
   rc = kiln_db_each_record(a->h, dev, show_one, &c, &err);
   show_flush(&c);
   free(c.buf);

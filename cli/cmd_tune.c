@@ -46,9 +46,9 @@ static const kiln_cli_opt OPTS[] = {
    .err = "--strategy must be model, exhaustive or random",
    .help = "model (default: rank the space with the cost model, measure the most promising,\n"
            "refit, repeat; probes the device first if needed), exhaustive or random; then\n"
-           "the contenders (within 1.3x of the fastest, at most 16) are timed again together\n"
-           "in alternating rounds and ranked by their fastest repeat (interference on a\n"
-           "shared machine only adds time)"},
+           "the contenders (within 1.3x of the fastest repeat, at most 16) are timed again\n"
+           "together in alternating rounds, and the one with the lowest typical time there\n"
+           "(interquartile mean: not one lucky run) is kept"},
   {.name = "--families", .kind = KILN_OPT_STRING, .off = offsetof(A, families), .value = "LIST", .nonempty = true,
    .err = "--families needs a comma list of kernel families",
    .help = "only these kernel families (comma list, e.g. conv,gemm; \"fusion\":\n"
