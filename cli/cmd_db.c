@@ -25,9 +25,9 @@ static void json_record(int64_t device, const kiln_record *r, int best) {
                     r->family, kiln_dtype_name(r->dtype), r->shape_key, r->epilogue, r->params);
   kiln_cli__jprintf(stdout, "\"median_ns\":%g,\"min_ns\":%g,\"spread\":%g,\"samples\":%d,\"max_err\":%g,\"status\":%s,\"origin\":%s,",
                     r->median_ns, r->min_ns > 0 ? r->min_ns : NAN, r->spread, r->samples, r->max_err, r->status, r->origin);
-  kiln_cli__jprintf(stdout, "\"source_hash\":%s,\"kiln_version\":%s,\"source_db\":%s,\"alt\":%d,\"disagree\":%b,\"verified\":%b,\"retimed\":%b,",
+  kiln_cli__jprintf(stdout, "\"source_hash\":%s,\"kiln_version\":%s,\"source_db\":%s,\"alt\":%d,\"disagree\":%b,\"verified\":%b,\"retimed\":%b,\"chosen\":%b,",
                     r->source_hash, r->kiln_version, r->source_db, r->alt, (r->flags & KILN_REC_DISAGREE) != 0, (r->flags & KILN_REC_VERIFIED) != 0,
-                    (r->flags & KILN_REC_RETIMED) != 0);
+                    (r->flags & KILN_REC_RETIMED) != 0, (r->flags & KILN_REC_CHOSEN) != 0);
   kiln_cli__jprintf(stdout, "\"looks\":%d,\"verified_ns\":%g,\"created\":%L}", 1 + !!(r->flags & KILN_REC_SECOND) + !!(r->flags & KILN_REC_THIRD),
                     r->verified_ns > 0 ? r->verified_ns : NAN, (long long)r->created);
 }
@@ -120,6 +120,7 @@ static void show_record(const kiln_record *r, bool best, bool all) {
   if (r->flags & KILN_REC_DISAGREE) strcat(flags, " disagree");
   if (r->flags & KILN_REC_VERIFIED) strcat(flags, " verified");
   if (r->flags & KILN_REC_RETIMED) strcat(flags, " retimed");
+  if (r->flags & KILN_REC_CHOSEN) strcat(flags, " chosen");
   if (strcmp(r->kiln_version, KILN_VERSION)) strcat(flags, " prior");
   printf("      %10s %10s %5.1f%% n=%-3d %-8s %-9s %s%s%s%s%s%s\n", mn, md, r->spread * 100, r->samples, r->status, r->origin, r->params,
          flags[0] ? "  [" : "", flags[0] ? flags + 1 : "", flags[0] ? "]" : "", r->source_db[0] ? " from " : "", r->source_db);

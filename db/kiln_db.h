@@ -70,8 +70,10 @@ static inline double kiln_record_ns(const kiln_record *r) { return r->min_ns > 0
  * all passes;
  * RETIMED: one of an instance's contenders for best, timed again together
  * with the others in alternating rounds; median_ns (the interquartile mean of
- * those rounds' times) and min_ns (their fastest) come from that re-timing. */
-enum { KILN_REC_DISAGREE = 1, KILN_REC_VERIFIED = 2, KILN_REC_SECOND = 4, KILN_REC_RETIMED = 8, KILN_REC_THIRD = 16 };
+ * those rounds' times) and min_ns (their fastest) come from that re-timing;
+ * CHOSEN: the contender that won the duels that end tuning an instance (see
+ * tuner/tuner.c, retime_contenders). */
+enum { KILN_REC_DISAGREE = 1, KILN_REC_VERIFIED = 2, KILN_REC_SECOND = 4, KILN_REC_RETIMED = 8, KILN_REC_THIRD = 16, KILN_REC_CHOSEN = 32 };
 
 /* How an instance's records rank for "best" (kiln_db_pick_best, every
  * lookup, `kiln db show`). A single measurement's fastest repeat
@@ -83,20 +85,21 @@ enum { KILN_REC_DISAGREE = 1, KILN_REC_VERIFIED = 2, KILN_REC_SECOND = 4, KILN_R
  * failed 7 of 10 idle runs). So the contenders for best are timed
  * again together in alternating rounds (KILN_REC_RETIMED), where all of them
  * meet the same noise, and a re-timed record ranks by its typical time there
- * (median_ns: the interquartile mean of those rounds). Re-timed records rank
- * before any record that was not (they won a fair comparison; the others
- * only a screening), then by that time; the rest by kiln_record_ns. */
+ * (median_ns: the interquartile mean of those rounds). The contender that
+ * then won its duels (KILN_REC_CHOSEN) ranks first; re-timed records rank
+ * before any record that was not (they took part in a fair comparison; the
+ * others only in a screening), then by that time; the rest by kiln_record_ns. */
 static inline int kiln_record_retimed(const kiln_record *r) { return (r->flags & KILN_REC_RETIMED) && r->median_ns > 0; }
 static inline double kiln_record_rank_ns(const kiln_record *r) { return kiln_record_retimed(r) ? r->median_ns : kiln_record_ns(r); }
 /* -1, 0, 1 as a ranks before, with, after b */
 static inline int kiln_record_rank_cmp(const kiln_record *a, const kiln_record *b) {
-  int ca = !kiln_record_retimed(a), cb = !kiln_record_retimed(b);
+  int ca = !(a->flags & KILN_REC_CHOSEN) + !kiln_record_retimed(a), cb = !(b->flags & KILN_REC_CHOSEN) + !kiln_record_retimed(b);
   if (ca != cb) return ca < cb ? -1 : 1;
   double ta = kiln_record_rank_ns(a), tb = kiln_record_rank_ns(b);
   return ta < tb ? -1 : ta > tb ? 1 : 0;
 }
-/* The same order in SQL (two ORDER BY terms). */
-#define KILN_RECORD_RANK_SQL "((flags & 8) = 0 OR NOT median_ns > 0), (CASE WHEN (flags & 8) <> 0 AND median_ns > 0 THEN median_ns WHEN min_ns > 0 THEN min_ns ELSE median_ns END)"
+/* The same order in SQL (three ORDER BY terms). */
+#define KILN_RECORD_RANK_SQL "((flags & 32) = 0), ((flags & 8) = 0 OR NOT median_ns > 0), (CASE WHEN (flags & 8) <> 0 AND median_ns > 0 THEN median_ns WHEN min_ns > 0 THEN min_ns ELSE median_ns END)"
 
 /* Relative tolerance of agreement: two medians agree (and an imported record
  * holds on re-timing) when they differ by at most max(KILN_DB_TOLERANCE,

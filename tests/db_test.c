@@ -82,6 +82,9 @@ static void pick_rule(void) {
   w[0].flags = w[1].flags = w[3].flags = KILN_REC_RETIMED;
   CHECK(kiln_db_pick_best(pw, NULL, 4) == 1);     /* B=2: typical 59 beats 75 and 80; B=3's 30 does not count */
   CHECK(kiln_record_rank_cmp(&w[1], &w[0]) < 0 && kiln_record_rank_cmp(&w[0], &w[2]) < 0 && kiln_record_rank_cmp(&w[1], &w[1]) == 0);
+  w[3].flags |= KILN_REC_CHOSEN;                  /* the winner of the duels ranks first, whatever its time */
+  CHECK(kiln_db_pick_best(pw, NULL, 4) == 3);
+  w[3].flags = KILN_REC_RETIMED;
   w[1].flags = 0;                                 /* without re-timing, the fastest repeat decides among the rest */
   CHECK(kiln_db_pick_best(pw, NULL, 4) == 0);
   w[0].flags = w[3].flags = 0;
