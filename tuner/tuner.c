@@ -580,10 +580,10 @@ static void contender_rec(const kiln_record *r, void *ctx) {
  * 10 idle runs).
  * The last leader is flagged CHOSEN, which lookups rank first. The
  * challengers: the runner-up by typical time and the fastest by fastest
- * repeat, DUELS at most. */
+ * repeat, DUELS at most, then the defaults. */
 #define DUELS 4
 static int duel_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_node *n, int node, kiln_record *r, int (*p)[KILN_MAX_KPARAMS],
-                           const int *cnt, int k, kiln_error *err) {
+                           const int *cnt, int k, int di, double *lead_ns, double *dflt_ns, kiln_error *err) {
   int lead = -1, order[TOGETHER_MAX], nc = 0;
   for (int i = 0; i < k; i++)
     if (cnt[i] >= 3 && (lead < 0 || kiln_record_rank_cmp(&r[i], &r[lead]) < 0)) lead = i;
@@ -602,12 +602,26 @@ static int duel_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_node 
     if (c < 0) break;
     order[nc++] = c;
   }
+  /* the defaults (di, when re-timed) meet the last leader in the last duel:
+   * a winner is never kept slower than the defaults timed in the same rounds,
+   * and that duel's times are the ones the tune summary compares */
+  int with_dflt = di >= 0 && di < k && cnt[di] >= 3;
+  for (int j = 0; j < nc; j++)
+    if (order[j] == di) order[j] = order[--nc], j--;
+  if (with_dflt) order[nc++] = di;
+  *lead_ns = *dflt_ns = -1;
   for (int j = 0; j < nc; j++) {
+    if (order[j] == lead) continue; /* the defaults already lead */
     const int *pq[2] = {p[lead], p[order[j]]};
     double typ[2], mn[2], spread[2];
     int got[2];
     kiln__tune_time_together(x, n, node, pq, 2, FINAL_ROUNDS, typ, mn, spread, got);
-    if (got[0] >= 3 && got[1] >= 3 && typ[1] < typ[0]) lead = order[j];
+    int won = got[0] >= 3 && got[1] >= 3 && typ[1] < typ[0];
+    if (order[j] == di && got[0] >= 3 && got[1] >= 3) {
+      *lead_ns = won ? typ[1] : typ[0];
+      *dflt_ns = typ[1];
+    }
+    if (won) lead = order[j];
   }
   r[lead].flags |= KILN_REC_CHOSEN;
   return kiln_db_put(db, device, &r[lead], err);
@@ -668,7 +682,10 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
       rc = kiln_db_put(db, device, r, err);
     }
   }
-  if (!rc && k >= 2) rc = duel_contenders(db, device, x, n, node, f->r, p, cnt, k, err);
+  int dk = -1; /* the defaults among the re-timed */
+  for (int i = 0; i < k; i++) if (!strcmp(f->r[i].params, f->dparams)) dk = i;
+  double duel_lead = -1, duel_dflt = -1;
+  if (!rc && k >= 2) rc = duel_contenders(db, device, x, n, node, f->r, p, cnt, k, dk, &duel_lead, &duel_dflt, err);
   int b = -1, di = -1; /* the best as lookups will rank it; the defaults */
   for (int i = 0; i < f->n && !rc; i++) {
     if (b < 0 || kiln_record_rank_cmp(&f->r[i], &f->r[b]) < 0) b = i;
@@ -679,6 +696,10 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
     int same = di >= 0 && kiln_record_retimed(&f->r[b]) && kiln_record_retimed(&f->r[di]);
     if (best_ns) *best_ns = same ? kiln_record_rank_ns(&f->r[b]) : kiln_record_ns(&f->r[b]);
     if (default_ns && same) *default_ns = kiln_record_rank_ns(&f->r[di]);
+    if (duel_lead > 0 && duel_dflt > 0) { /* the chosen and the defaults met in the last duel: those times */
+      if (best_ns) *best_ns = duel_lead;
+      if (default_ns) *default_ns = duel_dflt;
+    }
     if (params) snprintf(params, plen, "%s", f->r[b].params);
   }
   free(f);
