@@ -119,9 +119,10 @@ static kiln_tensor *seq_of_value(kiln_exec *x, kiln_graph *g, const kiln_value *
 
 /* ---- shape inference of a body ---- */
 
-/* Binds body input bi to sequence value t: its items become values
- * "<input>[k]" of the body (with their data when with_data). */
-static int bind_seq(kiln_graph *b, int bi, const kiln_tensor *t, int with_data, kiln_error *err) {
+/* Value `target` of g becomes a sequence shaped like t (a sequence
+ * tensor): each item a value "<target name>[k]" of g of its own, a graph input
+ * when as_input, holding the item's data when with_data. */
+static int seq_values(kiln_graph *g, int target, const kiln_tensor *t, bool as_input, bool with_data, kiln_error *err) {
   int n = (int)t->dims[0];
   kiln_tensor **items = t->data;
   kiln_seq *sq = calloc(1, sizeof *sq + sizeof(kiln_seq_item) * (size_t)(n + 1));
@@ -130,11 +131,11 @@ static int bind_seq(kiln_graph *b, int bi, const kiln_tensor *t, int with_data, 
   sq->elem_dtype = n ? items[0]->dtype : KILN_DT_FLOAT;
   for (int k = 0; k < n; k++) {
     char nm[512];
-    snprintf(nm, sizeof nm, "%s[%d]", b->vals[b->inputs[bi]].name, k);
-    int vid = kiln_graph_add_value(b, nm);
+    snprintf(nm, sizeof nm, "%s[%d]", g->vals[target].name, k);
+    int vid = kiln_graph_add_value(g, nm);
     if (vid < 0) { free(sq); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-    kiln_value *v = &b->vals[vid];
-    v->dtype = items[k]->dtype, v->rank = items[k]->rank, v->is_input = true;
+    kiln_value *v = &g->vals[vid];
+    v->dtype = items[k]->dtype, v->rank = items[k]->rank, v->is_input = as_input;
     memcpy(v->dims, items[k]->dims, sizeof v->dims);
     free(v->data);
     v->data = NULL;
@@ -143,12 +144,18 @@ static int bind_seq(kiln_graph *b, int bi, const kiln_tensor *t, int with_data, 
     if (with_data) memcpy(v->data, items[k]->data, bytes);
     sq->items[k] = (kiln_seq_item){.vid = vid, .axis = -1, .keepdims = 1};
   }
-  kiln_value *in = &b->vals[b->inputs[bi]];
-  free(in->data);
-  in->data = sq;
-  in->dtype = KILN_DT_SEQUENCE;
-  in->rank = 0;
+  kiln_value *o = &g->vals[target];
+  free(o->data);
+  o->data = sq;
+  o->dtype = KILN_DT_SEQUENCE;
+  o->rank = 0;
   return 0;
+}
+
+/* Binds body input bi to sequence value t: its items become values
+ * "<input>[k]" of the body (with their data when with_data). */
+static int bind_seq(kiln_graph *b, int bi, const kiln_tensor *t, int with_data, kiln_error *err) {
+  return seq_values(b, b->inputs[bi], t, true, with_data != 0, err);
 }
 
 /* Sets body input bi's type and shape (and its data when known) for planning. */
@@ -228,28 +235,7 @@ static bool same_val_shape(const kiln_tensor *a, const kiln_tensor *b) {
 static int set_out_like(kiln_graph *g, kiln_node *n, int i, const kiln_tensor *t, kiln_error *err) {
   if (!kiln_has_out(n, i)) return 0;
   if (t->dtype != KILN_DT_SEQUENCE) { kiln_set_out(g, n, i, t->dtype, t->rank, t->dims); return 0; }
-  int cnt = (int)t->dims[0];
-  kiln_tensor **items = t->data;
-  kiln_seq *sq = calloc(1, sizeof *sq + sizeof(kiln_seq_item) * (size_t)(cnt + 1));
-  if (!sq) return kiln__err(err, KILN_ENOMEM, "out of memory");
-  sq->n = cnt;
-  sq->elem_dtype = cnt ? items[0]->dtype : KILN_DT_FLOAT;
-  for (int k = 0; k < cnt; k++) {
-    char nm[512];
-    snprintf(nm, sizeof nm, "%s[%d]", g->vals[n->out[i]].name, k);
-    int vid = kiln_graph_add_value(g, nm);
-    if (vid < 0) { free(sq); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-    kiln_value *v = &g->vals[vid];
-    v->dtype = items[k]->dtype, v->rank = items[k]->rank;
-    memcpy(v->dims, items[k]->dims, sizeof v->dims);
-    sq->items[k] = (kiln_seq_item){.vid = vid, .axis = -1, .keepdims = 1};
-  }
-  kiln_value *o = kiln_out(g, n, i);
-  free(o->data);
-  o->data = sq;
-  o->dtype = KILN_DT_SEQUENCE;
-  o->rank = 0;
-  return 0;
+  return seq_values(g, n->out[i], t, false, false, err);
 }
 
 /* ---- host side of a body run (reference and device) ---- */
