@@ -489,6 +489,10 @@ typedef struct kiln_op_def {
  * actual count, and the nodes after it are inferred again on the smaller
  * shape (kiln__reinfer_after), their buffers being large enough. */
 #define KILN_OP_DYNAMIC 4u
+/* Output 0 is the inputs laid end to end along attribute "axis" (Concat): the
+ * memory planner may give the inputs sub-buffers of the output so that the
+ * node copies nothing (session.c, concat_slices). */
+#define KILN_OP_CONCAT 8u
 /* Shape inference again for nodes after..nnodes-1 (after a KILN_OP_DYNAMIC
  * node settled its output); fails if a value would outgrow its plan. */
 int kiln__reinfer_after(kiln_graph *g, int after, kiln_error *err);

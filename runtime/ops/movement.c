@@ -1906,7 +1906,7 @@ const kiln_op_def kiln_ops_movement[] = {
   {"Squeeze", squeeze_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS},
   {"Unsqueeze", unsqueeze_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS},
   {"Transpose", transpose_infer, transpose_ref, transpose_dev, NULL, NULL},
-  {"Concat", concat_infer, concat_ref, concat_dev, NULL, NULL},
+  {"Concat", concat_infer, concat_ref, concat_dev, NULL, NULL, KILN_OP_CONCAT},
   {"Split", split_infer, split_ref, split_dev, NULL, NULL},
   {"Slice", slice_infer, slice_ref, slice_dev, NULL, NULL},
   {"Gather", gather_infer, gather_ref, gather_dev, NULL, NULL},
