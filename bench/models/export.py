@@ -168,6 +168,174 @@ def _bert_encoder():
     return Encoder()
 
 
+def _sd_unet_cls():
+    """The Stable Diffusion 1.x UNet layout (diffusers UNet2DConditionModel
+    with SD 1.x's configuration) as a plain torch module: sinusoidal timestep
+    embedding (320 -> 1280 -> 1280, SiLU), conv_in, four down levels of two
+    ResnetBlocks (GroupNorm(32, eps 1e-5), SiLU, 3x3 convs, the time embedding
+    added per channel) each followed by a Transformer2D block (GroupNorm eps
+    1e-6, 1x1 proj_in, LayerNorm + 8-head self-attention, LayerNorm + 8-head
+    cross-attention on the text states, LayerNorm + GEGLU feed-forward x4,
+    1x1 proj_out, residual) on the first three levels, strided-conv
+    downsampling after the first three; a mid block (Resnet, Transformer2D,
+    Resnet); four up levels of three ResnetBlocks on the skip connections
+    concatenated along channels, Transformer2D blocks on the last three
+    levels, nearest 2x upsampling + 3x3 conv after the first three; GroupNorm,
+    SiLU, conv_out. width=(320, 640, 1280, 1280) is SD 1.x (about 860M
+    parameters); narrower widths keep the layout for tests."""
+    torch, nn, F = _nn()
+
+    class Resnet(nn.Module):
+        def __init__(self, cin, cout, temb):
+            super().__init__()
+            self.n1, self.c1 = nn.GroupNorm(32, cin, eps=1e-5), nn.Conv2d(cin, cout, 3, padding=1)
+            self.t = nn.Linear(temb, cout)
+            self.n2, self.c2 = nn.GroupNorm(32, cout, eps=1e-5), nn.Conv2d(cout, cout, 3, padding=1)
+            self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else None
+
+        def forward(self, x, temb):
+            h = self.c1(F.silu(self.n1(x)))
+            h = h + self.t(F.silu(temb))[:, :, None, None]
+            h = self.c2(F.silu(self.n2(h)))
+            return h + (self.skip(x) if self.skip is not None else x)
+
+    class Attention(nn.Module):
+        def __init__(self, c, ctx, heads):
+            super().__init__()
+            self.heads = heads
+            self.q = nn.Linear(c, c, bias=False)
+            self.k, self.v = nn.Linear(ctx, c, bias=False), nn.Linear(ctx, c, bias=False)
+            self.o = nn.Linear(c, c)
+
+        def forward(self, x, ctx):
+            b, n, c = x.shape
+            hd = c // self.heads
+
+            def split(t):
+                return t.reshape(b, t.shape[1], self.heads, hd).transpose(1, 2)
+            q, k, v = split(self.q(x)), split(self.k(ctx)), split(self.v(ctx))
+            a = torch.softmax(torch.matmul(q, k.transpose(2, 3)) * (hd ** -0.5), dim=-1)
+            return self.o(torch.matmul(a, v).transpose(1, 2).reshape(b, n, c))
+
+    class Transformer(nn.Module):
+        def __init__(self, c, ctx, heads=8):
+            super().__init__()
+            self.norm, self.pin = nn.GroupNorm(32, c, eps=1e-6), nn.Conv2d(c, c, 1)
+            self.ln1, self.a1 = nn.LayerNorm(c), Attention(c, c, heads)
+            self.ln2, self.a2 = nn.LayerNorm(c), Attention(c, ctx, heads)
+            self.ln3, self.ff1, self.ff2 = nn.LayerNorm(c), nn.Linear(c, 8 * c), nn.Linear(4 * c, c)
+            self.pout = nn.Conv2d(c, c, 1)
+
+        def forward(self, x, ctx):
+            b, c, hh, ww = x.shape
+            h = self.pin(self.norm(x)).reshape(b, c, hh * ww).transpose(1, 2)
+            n1 = self.ln1(h)
+            h = h + self.a1(n1, n1)
+            h = h + self.a2(self.ln2(h), ctx)
+            u, gate = self.ff1(self.ln3(h)).chunk(2, dim=-1)
+            h = h + self.ff2(u * F.gelu(gate))
+            return self.pout(h.transpose(1, 2).reshape(b, c, hh, ww)) + x
+
+    class UNet(nn.Module):
+        def __init__(self, width=(320, 640, 1280, 1280), ctx=768, attn=(True, True, True, False), layers=2):
+            super().__init__()
+            w0, temb = width[0], 4 * width[0]
+            self.w0 = w0
+            self.time = nn.Sequential(nn.Linear(w0, temb), nn.SiLU(), nn.Linear(temb, temb))
+            self.conv_in = nn.Conv2d(4, w0, 3, padding=1)
+            self.down, skips, c = nn.ModuleList(), [w0], w0
+            for i, w in enumerate(width):
+                for _ in range(layers):
+                    self.down.append(nn.ModuleList([Resnet(c, w, temb), Transformer(w, ctx) if attn[i] else nn.Identity()]))
+                    c = w
+                    skips.append(c)
+                if i < len(width) - 1:
+                    self.down.append(nn.Conv2d(c, c, 3, stride=2, padding=1))
+                    skips.append(c)
+            self.mid = nn.ModuleList([Resnet(c, c, temb), Transformer(c, ctx), Resnet(c, c, temb)])
+            self.up = nn.ModuleList()
+            for i, w in enumerate(reversed(width)):
+                for _ in range(layers + 1):
+                    self.up.append(nn.ModuleList([Resnet(c + skips.pop(), w, temb),
+                                                  Transformer(w, ctx) if attn[len(width) - 1 - i] else nn.Identity()]))
+                    c = w
+                if i < len(width) - 1:
+                    self.up.append(nn.Conv2d(c, c, 3, padding=1))
+            self.norm_out, self.conv_out = nn.GroupNorm(32, c, eps=1e-5), nn.Conv2d(c, 4, 3, padding=1)
+
+        def forward(self, sample, timestep, context):
+            half = self.w0 // 2
+            freq = torch.exp(-9.210340371976184 * torch.arange(half, dtype=torch.float32) / half)
+            arg = timestep[:, None].float() * freq[None, :]
+            temb = self.time(torch.cat([torch.cos(arg), torch.sin(arg)], dim=-1))
+            h = self.conv_in(sample)
+            skips = [h]
+            for m in self.down:
+                if isinstance(m, nn.Conv2d):
+                    h = m(h)
+                else:
+                    h = m[0](h, temb)
+                    h = h if isinstance(m[1], nn.Identity) else m[1](h, context)
+                skips.append(h)
+            h = self.mid[2](self.mid[1](self.mid[0](h, temb), context), temb)
+            for m in self.up:
+                if isinstance(m, nn.Conv2d):
+                    h = m(F.interpolate(h, scale_factor=2.0, mode="nearest"))
+                else:
+                    h = m[0](torch.cat([h, skips.pop()], dim=1), temb)
+                    h = h if isinstance(m[1], nn.Identity) else m[1](h, context)
+            return self.conv_out(F.silu(self.norm_out(h)))
+
+    return UNet
+
+
+def _sd_unet(width=(320, 640, 1280, 1280)):
+    return lambda: _sd_unet_cls()(width)
+
+
+def _clip_text_encoder():
+    """The CLIP ViT-L/14 text encoder layout of SD 1.x: token (49408) and
+    position (77) embeddings, 12 pre-LN layers of 12-head causal
+    self-attention (d 768) and a quick-GELU MLP (3072), final LayerNorm.
+    Input: int64 token ids [1, 77]; output: hidden states [1, 77, 768]."""
+    torch, nn, F = _nn()
+
+    class Layer(nn.Module):
+        def __init__(self, d, heads, ffn):
+            super().__init__()
+            self.heads = heads
+            self.ln1, self.qkv, self.o = nn.LayerNorm(d), nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.ln2, self.fc1, self.fc2 = nn.LayerNorm(d), nn.Linear(d, ffn), nn.Linear(ffn, d)
+
+        def forward(self, x, mask):
+            b, s, d = x.shape
+            hd = d // self.heads
+            q, k, v = (t.reshape(b, s, self.heads, hd).transpose(1, 2) for t in self.qkv(self.ln1(x)).chunk(3, dim=-1))
+            a = torch.softmax(torch.matmul(q, k.transpose(2, 3)) * (hd ** -0.5) + mask, dim=-1)
+            x = x + self.o(torch.matmul(a, v).transpose(1, 2).reshape(b, s, d))
+            h = self.fc1(self.ln2(x))
+            return x + self.fc2(h * torch.sigmoid(1.702 * h))
+
+    class TextEncoder(nn.Module):
+        def __init__(self, vocab=49408, d=768, heads=12, ffn=3072, layers=12, tokens=77):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(tokens, d)
+            self.layers = nn.ModuleList(Layer(d, heads, ffn) for _ in range(layers))
+            self.ln = nn.LayerNorm(d)
+            self.register_buffer("mask", torch.full((tokens, tokens), float("-inf")).triu(1))
+            for m in self.modules():
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(m.weight, std=0.02)
+
+        def forward(self, ids):
+            x = self.tok(ids) + self.pos(torch.arange(ids.shape[1], dtype=torch.int64).unsqueeze(0))
+            for layer in self.layers:
+                x = layer(x, self.mask)
+            return self.ln(x)
+
+    return TextEncoder()
+
+
 # name -> (builder returning an nn.Module, input shape[, options]). Options:
 # "dtype" ("float32" default, or "int64": token ids drawn from [0, "vocab")),
 # "opset" (overrides --opset; GroupNorm needs 17 to export as
@@ -184,7 +352,25 @@ MODELS = {
     "vae_decoder_32": (_vae_decoder, (1, 4, 32, 32), {"opset": 17, "input": "latent", "output": "image"}),
     "bert_encoder": (_bert_encoder, (1, 128), {"opset": 17, "dtype": "int64", "vocab": 30522,
                                                  "input": "input_ids", "output": "hidden"}),
+    # Stable-Diffusion-sized (issue 24): the UNet at SD 1.x width is over 2 GB,
+    # so it is written with its weights in one external data file beside it
+    "sd_unet": (_sd_unet(), (1, 4, 64, 64), {"opset": 17, "inputs": [("sample", (1, 4, 64, 64), "float32"),
+                                                                       ("timestep", (1,), "timestep"),
+                                                                       ("encoder_hidden_states", (1, 77, 768), "float32")],
+                                                "output": "out_sample", "external": True}),
+    # the same layout narrowed (channels 32/64/128/128) at a 16x16 latent: a
+    # quick check of the layout in kiln against ONNX Runtime
+    "sd_unet_tiny": (_sd_unet((32, 64, 128, 128)), (1, 4, 16, 16), {"opset": 17, "inputs": [("sample", (1, 4, 16, 16), "float32"),
+                                                                                           ("timestep", (1,), "timestep"),
+                                                                                           ("encoder_hidden_states", (1, 77, 768), "float32")],
+                                                                    "output": "out_sample"}),
+    "clip_text_encoder": (_clip_text_encoder, (1, 77), {"opset": 17, "dtype": "int64", "vocab": 49408,
+                                                          "input": "input_ids", "output": "last_hidden_state"}),
+    "vae_decoder_64": (_vae_decoder, (1, 4, 64, 64), {"opset": 17, "input": "latent", "output": "image"}),
 }
+
+# The SD-sized models of issue 24 (export.py --models sd).
+SD = "sd_unet,clip_text_encoder,vae_decoder_64"
 
 # The six models of bench_all.sh.
 BENCH = "resnet18,mobilenet_v2,squeezenet1_1,vae_decoder_16,vae_decoder_32,bert_encoder"
@@ -212,10 +398,15 @@ def build_model(name, seed=0, calibrate=True):
 
 
 def example_input(name, seed=0):
-    """A seeded example input (torch tensor) of the model's input shape."""
+    """A seeded example input (torch tensor) of the model's input shape; for
+    a model with several inputs ("inputs" option), a tuple of them (a
+    "timestep" input is a float diffusion step drawn from [0, 1000))."""
     import torch
     _, shape, o = spec(name)
     g = torch.Generator().manual_seed(seed + 1)
+    if "inputs" in o:
+        return tuple(torch.randint(0, 1000, s, generator=g).float() if t == "timestep" else torch.randn(*s, generator=g)
+                     for _, s, t in o["inputs"])
     if o["dtype"] == "int64":
         return torch.randint(0, o.get("vocab", 1000), shape, generator=g, dtype=torch.int64)
     return torch.randn(*shape, generator=g)
@@ -246,8 +437,27 @@ def export(name, out_dir, opset, seed, calibrate=True):
     x = example_input(name, seed)
     path = os.path.join(out_dir, name + ".onnx")
     tmp = path + ".tmp"
+    names = [n for n, _, _ in o["inputs"]] if "inputs" in o else [o["input"]]
+    if o.get("external"):   # over 2 GB: torch writes one file per weight into a scratch folder
+        import shutil
+        import tempfile
+        import onnx
+        scratch = tempfile.mkdtemp(dir=out_dir)
+        try:
+            with torch.no_grad():
+                torch.onnx.export(model, x, os.path.join(scratch, "m.onnx"), opset_version=o["opset"] or opset,
+                                  input_names=names, output_names=[o["output"]], do_constant_folding=True)
+            m = onnx.load(os.path.join(scratch, "m.onnx"))   # loads the weight files too
+            data = name + ".onnx.data"
+            if os.path.exists(os.path.join(out_dir, data)):
+                os.remove(os.path.join(out_dir, data))
+            onnx.save_model(m, tmp, save_as_external_data=True, all_tensors_to_one_file=True, location=data, size_threshold=1024)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        os.replace(tmp, path)
+        return path
     with torch.no_grad():
-        torch.onnx.export(model, x, tmp, opset_version=o["opset"] or opset, input_names=[o["input"]],
+        torch.onnx.export(model, x, tmp, opset_version=o["opset"] or opset, input_names=names,
                           output_names=[o["output"]], do_constant_folding=True)
     os.replace(tmp, path)  # never leave a half-written model behind
     return path
@@ -255,7 +465,7 @@ def export(name, out_dir, opset, seed, calibrate=True):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default=DEFAULT, help="comma-separated names, or 'bench' for the six of bench_all.sh (default %(default)s)")
+    ap.add_argument("--models", default=DEFAULT, help="comma-separated names, 'bench' for the six of bench_all.sh, or 'sd' for the SD-sized ones (default %(default)s)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "out"),
                     help="output directory (default bench/models/out)")
     ap.add_argument("--opset", type=int, default=13)
@@ -269,7 +479,7 @@ def main():
             _, shape, o = spec(n)
             print(n, "x".join(map(str, shape)), o["dtype"], "opset %s" % (o["opset"] or a.opset))
         return 0
-    names = [n for n in (BENCH if a.models == "bench" else a.models).split(",") if n]
+    names = [n for n in {"bench": BENCH, "sd": SD}.get(a.models, a.models).split(",") if n]
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         print("export.py: unknown model(s): %s (known: %s)" % (", ".join(unknown), ", ".join(MODELS)), file=sys.stderr)
