@@ -263,11 +263,10 @@ static kiln_fusion_decision *dec_push(kiln_fusion_decision **dec, int *n, int *c
 
 static bool epi_head_ok(kiln_graph *g, kiln_node *n) {
   if (n->folded || n->nout != 1 || n->out[0] < 0 || n->fuse_root >= 0 || !n->op || !n->op->dev) return false;
-  if (strcmp(n->op_type, "Conv") && strcmp(n->op_type, "Gemm") && strcmp(n->op_type, "MatMul")) return false;
-  if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx")) return false;
+  if (!(n->op->flags & KILN_OP_EPI_HEAD)) return false;
   kiln_value *y = kiln_out(g, n, 0), *a = kiln_in(g, n, 0);
   if (!y || y->dtype != KILN_DT_FLOAT || y->rank < 1 || !a || a->dtype != KILN_DT_FLOAT) return false;
-  if (!strcmp(n->op_type, "MatMul") && y->rank < 2) return false;
+  if (!(n->op->flags & KILN_OP_EPI_NCHW) && y->rank < 2) return false;
   kiln_error e = {0};
   return !n->op->dev_check || n->op->dev_check(g, n, &e) == 0;
 }
@@ -356,7 +355,7 @@ static int plan_epilogues(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fu
     kiln_node *H = &g->nodes[h];
     if (!epi_head_ok(g, H)) continue;
     kiln_value *y = kiln_out(g, H, 0);
-    int chan = !strcmp(H->op_type, "Conv") ? 1 : y->rank - 1;
+    int chan = (H->op->flags & KILN_OP_EPI_NCHW) ? 1 : y->rank - 1;
     int nm = 0, next = 0, ext[2] = {-1, -1}, ekind[2] = {0, 0};
     vin[H->out[0]] = true;
     for (int j = h + 1; j < nn && j <= h + EPI_WINDOW && nm < EPI_MAX_NODES; j++) {

@@ -493,6 +493,12 @@ typedef struct kiln_op_def {
  * memory planner may give the inputs sub-buffers of the output so that the
  * node copies nothing (session.c, concat_slices). */
 #define KILN_OP_CONCAT 8u
+/* The op's kernel can apply a fused element-wise epilogue (kiln_epi_kernel,
+ * fusion.c): nodes after it on its output's shape run inside its kernel. The
+ * epilogue's per-channel operands run along axis 1 with KILN_OP_EPI_NCHW
+ * (Conv), else along the last axis (Gemm, MatMul; output rank >= 2). */
+#define KILN_OP_EPI_HEAD 16u
+#define KILN_OP_EPI_NCHW 32u
 /* Shape inference again for nodes after..nnodes-1 (after a KILN_OP_DYNAMIC
  * node settled its output); fails if a value would outgrow its plan. */
 int kiln__reinfer_after(kiln_graph *g, int after, kiln_error *err);

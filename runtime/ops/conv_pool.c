@@ -1153,7 +1153,7 @@ static int gs_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 }
 
 const kiln_op_def kiln_ops_conv_pool[] = {
-  {"Conv", conv_infer, conv_ref, conv_dev, conv_check, conv_tunable},
+  {"Conv", conv_infer, conv_ref, conv_dev, conv_check, conv_tunable, KILN_OP_EPI_HEAD | KILN_OP_EPI_NCHW},
   {"ConvTranspose", conv_infer, conv_ref, conv_dev, conv_check, NULL},
   {"MaxPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
   {"AveragePool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},

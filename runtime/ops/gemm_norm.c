@@ -1792,8 +1792,8 @@ static int norm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
 }
 
 const kiln_op_def kiln_ops_gemm_norm[] = {
-  {.name = "MatMul", .infer = matmul_infer, .ref = matmul_ref, .dev = matmul_dev, .dev_check = matmul_check, .tunable = matmul_tunable},
-  {.name = "Gemm", .infer = gemm_infer, .ref = gemm_ref, .dev = gemm_dev, .dev_check = gemm_check, .tunable = gemm_tunable},
+  {.name = "MatMul", .infer = matmul_infer, .ref = matmul_ref, .dev = matmul_dev, .dev_check = matmul_check, .tunable = matmul_tunable, .flags = KILN_OP_EPI_HEAD},
+  {.name = "Gemm", .infer = gemm_infer, .ref = gemm_ref, .dev = gemm_dev, .dev_check = gemm_check, .tunable = gemm_tunable, .flags = KILN_OP_EPI_HEAD},
   {.name = "Einsum", .infer = einsum_infer, .ref = einsum_ref, .dev = einsum_dev, .dev_check = einsum_check},
   {.name = "Det", .infer = det_infer, .ref = det_ref, .dev = det_dev, .dev_check = det_check},
   {.name = "MatMulInteger", .infer = mmi_infer, .ref = mmi_ref, .dev = mmi_dev, .dev_check = mmi_check},
