@@ -232,6 +232,10 @@ struct kiln_device {
  * (compiled once per device, cached in memory and on disk). Owned by the device.
  * Prepends "#define T <ctype>" style options given by the caller. */
 cl_kernel kiln_cl_kernel(kiln_device *d, const char *file, const char *options, const char *name, kiln_error *err);
+/* Like kiln_cl_kernel for a program used once (the probe, whose figures are
+ * cached instead): a build from source is not stored in the binary cache,
+ * which on POCL saves generating code for every kernel of the program. */
+cl_kernel kiln_cl_kernel_once(kiln_device *d, const char *file, const char *options, const char *name, kiln_error *err);
 /* Keeps compiled programs in db's binary cache instead of files (NULL: files). */
 void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const struct kiln_record_source *src);
 /* From now on, refuse to build programs from source (KILN_ELIMIT) once
