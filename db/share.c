@@ -3,6 +3,8 @@
  * imported records, merging by evidence, export to a new file, listings,
  * statistics, consistency checks and pruning. */
 #include "db_internal.h"
+#include "family.h"
+#include "kiln_internal.h"
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -180,6 +182,15 @@ static int demoted_here(kiln_db *db, int64_t device, const kiln_record *r) {
 static int pickable(const kiln_record *r) {
   return !strcmp(r->status, "ok") && strcmp(r->origin, "predicted") && r->median_ns > 0 && kiln_record_ns(r) > 0 && !strcmp(r->kiln_version, KILN_VERSION);
 }
+
+int kiln_db_family_source_hash(const char *family, const char *kernel_dir, char *buf, size_t len) {
+  const kiln_family *f = kiln_family_find(family);
+  if (!f || !f->file) { if (len) buf[0] = 0; return KILN_ENOTFOUND; }
+  kiln_source_hash_in(kernel_dir, f->file, buf, len);
+  return 0;
+}
+
+int kiln_db_record_stale(const kiln_record *r, const char *hash) { return !hash || !hash[0] || strcmp(r->source_hash, hash) != 0; }
 
 static int same_candidate(const kiln_record *a, const kiln_record *b) {
   return !strcmp(a->params, b->params) && !strcmp(a->source_hash, b->source_hash);

@@ -486,6 +486,10 @@ int kiln_cl_launch(kiln_device *d, cl_kernel k, int dims, const size_t *gws, con
 }
 
 void kiln_source_hash(const kiln_device *d, const char *files, char *buf, size_t len) {
+  kiln_source_hash_in(d ? d->opt.kernel_dir : NULL, files, buf, len);
+}
+
+void kiln_source_hash_in(const char *dir, const char *files, char *buf, size_t len) {
   /* a comma list: the sources chained into one hash (one file: its own hash) */
   uint64_t h = 1469598103934665603ull;
   for (const char *f = files; f && *f;) {
@@ -494,7 +498,7 @@ void kiln_source_hash(const kiln_device *d, const char *files, char *buf, size_t
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name - 1 ? n : sizeof name - 1), f);
     char *owned;
-    const char *src = kiln_cl_source_in(d ? d->opt.kernel_dir : NULL, name, &owned);
+    const char *src = kiln_cl_source_in(dir, name, &owned);
     h = fnv1a(h, src ? src : "", src ? strlen(src) : 0);
     free(owned);
     f = e ? e + 1 : f + n;

@@ -265,6 +265,8 @@ int kiln_cl_launch_ev(kiln_device *d, cl_kernel k, int dims, const size_t *gws, 
  * kernel directory; d NULL: embedded) (a comma list: the sources chained; a
  * single file hashes as itself). */
 void kiln_source_hash(const kiln_device *d, const char *files, char *buf, size_t len);
+/* The same for a kernel directory (NULL or "": the embedded sources). */
+void kiln_source_hash_in(const char *dir, const char *files, char *buf, size_t len);
 /* Sets kernel args: pairs of (size, pointer) terminated by size 0. */
 int kiln_cl_args(cl_kernel k, kiln_error *err, ...);
 #define KARG(x) sizeof(x), (const void *)&(x)
