@@ -69,13 +69,9 @@ typedef struct probe_ctx {
 #define REPS_MAX 7
 
 static void add(figs *fs, const char *name, const char *unit, double *samples, int n, int higher_better) {
-  if (fs->n == fs->cap) {
-    int cap = fs->cap ? fs->cap * 2 : 32;
-    kiln_probe_figure *nf = realloc(fs->f, sizeof *nf * (size_t)cap);
-    if (!nf) return;
-    fs->f = nf;
-    fs->cap = cap;
-  }
+  kiln_probe_figure *nf = kiln__grow(fs->f, fs->n, &fs->cap, sizeof *nf, 32);
+  if (!nf) return;
+  fs->f = nf;
   qsort(samples, (size_t)n, sizeof(double), kiln__cmp_double);
   kiln_probe_figure *f = &fs->f[fs->n++];
   memset(f, 0, sizeof *f);
@@ -115,13 +111,10 @@ static int warm_up(probe_ctx *c, cl_kernel k, int dims, const size_t *gws, const
 
 /* Time of one kernel launch from its profiling event, seconds (its first
  * launch warmed up before). */
-static double timed_launch(probe_ctx *c, cl_kernel k, size_t gws, size_t lws) {
-  kiln_device *d = c->d;
-  kiln_error *err = c->err;
+static double timed_launch_nd(probe_ctx *c, cl_kernel k, int dims, const size_t *gws, const size_t *lws) {
   cl_event ev = NULL;
-  size_t l = lws;
-  if (warm_up(c, k, 1, &gws, lws ? &l : NULL)) return -1;
-  if (kiln_cl_launch_ev(d, k, 1, &gws, lws ? &l : NULL, &ev, err)) return -1;
+  if (warm_up(c, k, dims, gws, lws)) return -1;
+  if (kiln_cl_launch_ev(c->d, k, dims, gws, lws, &ev, c->err)) return -1;
   clWaitForEvents(1, &ev);
   cl_ulong a = 0, b = 0;
   clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
@@ -129,6 +122,9 @@ static double timed_launch(probe_ctx *c, cl_kernel k, size_t gws, size_t lws) {
   clReleaseEvent(ev);
   return (double)(b - a) * 1e-9;
 }
+
+/* The same for a 1-D range (lws 0: the implementation's choice). */
+static double timed_launch(probe_ctx *c, cl_kernel k, size_t gws, size_t lws) { return timed_launch_nd(c, k, 1, &gws, lws ? &lws : NULL); }
 
 /* Times of one read, write and copy pass over bytes (seconds, the better of
  * the two access patterns, each repeated inner times). */
@@ -254,16 +250,11 @@ static int probe_gather(probe_ctx *c) {
   double gs[REPS_MAX];
   size_t gws[2] = {(size_t)C * 9, (size_t)H};
   int rc = kiln_cl_args(kg, c->err, KARG(c->a), KARG(c->b), KARG(C), KARG(H), KARG(W), KEND);
-  if (rc || (rc = warm_up(c, kg, 2, gws, NULL))) return rc;
+  if (rc) return rc;
   for (int r = 0; r < c->cfg->reps; r++) {
-    cl_event ev = NULL;
-    if ((rc = kiln_cl_launch_ev(c->d, kg, 2, gws, NULL, &ev, c->err))) return rc;
-    clWaitForEvents(1, &ev);
-    cl_ulong t0 = 0, t1 = 0;
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-    clReleaseEvent(ev);
-    gs[r] = t1 > t0 ? (double)elems / (double)(t1 - t0) : 0; /* elements per ns */
+    double t = timed_launch_nd(c, kg, 2, gws, NULL);
+    if (t < 0) return cl_fail(c);
+    gs[r] = t > 0 ? (double)elems / (t * 1e9) : 0; /* elements per ns */
   }
   add(&c->fs, "gather", "Gelem/s", gs, c->cfg->reps, 1);
   return 0;

@@ -15,6 +15,10 @@
 
 /* kiln_db_open, kiln_db_close, kiln_db_path and kiln_db_default_path are in kiln.h. */
 
+/* Removes the database file at path and its -wal and -shm files, if there
+ * are any (a database being written to a temporary name, a fixture). */
+void kiln_db_remove_files(const char *path);
+
 /* Device fingerprint strings: exact (everything that can change results or
  * speed) and family (vendor + name without memory size). */
 void kiln_db_fingerprint(const kiln_device_info *info, char *exact, size_t elen, char *family, size_t flen);

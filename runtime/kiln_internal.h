@@ -31,6 +31,10 @@ int kiln__cmp_double(const void *a, const void *b);
 int kiln__cmp_u64(const void *a, const void *b);
 /* splitmix64: the next value of the small seeded generator in *s. */
 uint64_t kiln__splitmix(uint64_t *s);
+/* Room for element n of the array v (cap elements of es bytes allocated):
+ * v itself while n < *cap, else v grown to twice *cap (first when *cap is
+ * 0), with *cap updated; NULL when out of memory (v and *cap unchanged). */
+void *kiln__grow(void *v, int n, int *cap, size_t es, int first);
 const char *kiln__clerror(cl_int e);
 
 /* ---- values and nodes -------------------------------------------------- */

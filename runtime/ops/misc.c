@@ -218,6 +218,19 @@ static int dft_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   return 0;
 }
 
+/* Adds x[xi] (real, or complex when comps is 2) scaled by w and rotated by
+ * ang to (re, im): one term of a DFT's (or STFT's) sum. */
+static void dft_term(const void *x, int dt, int64_t xi, int comps, double w, double ang, double *re, double *im) {
+  double xr = kiln_load_f(x, dt, xi) * w, xm = comps == 2 ? kiln_load_f(x, dt, xi + 1) * w : 0.0;
+  *re += xr * cos(ang) - xm * sin(ang);
+  *im += xr * sin(ang) + xm * cos(ang);
+}
+
+static void store_complex(void *y, int dt, int64_t yi, double re, double im) {
+  kiln_store_f(y, dt, yi, re);
+  kiln_store_f(y, dt, yi + 1, im);
+}
+
 static int dft_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   dft_geom q;
   int rc = dft_geometry(g, n, &q, err);
@@ -232,14 +245,10 @@ static int dft_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_erro
         for (int64_t m = 0; m < m_end; m++) {
           double ang = sgn * 2.0 * MI_PI * (double)((k * m) % q.nfft) / (double)q.nfft;
           int64_t xi = ((o * q.len_in + m) * q.inner + c) * q.comps;
-          double xr = kiln_load_f(in[0], dt, xi), xm = q.comps == 2 ? kiln_load_f(in[0], dt, xi + 1) : 0.0;
-          re += xr * cos(ang) - xm * sin(ang);
-          im += xr * sin(ang) + xm * cos(ang);
+          dft_term(in[0], dt, xi, q.comps, 1.0, ang, &re, &im);
         }
         if (q.inverse) { re /= (double)q.nfft; im /= (double)q.nfft; }
-        int64_t yi = ((o * q.nout + k) * q.inner + c) * 2;
-        kiln_store_f(out[0], dt, yi, re);
-        kiln_store_f(out[0], dt, yi + 1, im);
+        store_complex(out[0], dt, ((o * q.nout + k) * q.inner + c) * 2, re, im);
       }
   return 0;
 }
@@ -320,13 +329,9 @@ static int stft_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
           double ang = -2.0 * MI_PI * (double)((k * m) % q.flen) / (double)q.flen;
           double wv = q.window ? kiln_load_f(in[2], wdt, m) : 1.0;
           int64_t xi = (b * q.len + f * q.step + m) * q.comps;
-          double xr = kiln_load_f(in[0], dt, xi) * wv, xm = q.comps == 2 ? kiln_load_f(in[0], dt, xi + 1) * wv : 0.0;
-          re += xr * cos(ang) - xm * sin(ang);
-          im += xr * sin(ang) + xm * cos(ang);
+          dft_term(in[0], dt, xi, q.comps, wv, ang, &re, &im);
         }
-        int64_t yi = ((b * q.frames + f) * q.nbins + k) * 2;
-        kiln_store_f(out[0], dt, yi, re);
-        kiln_store_f(out[0], dt, yi + 1, im);
+        store_complex(out[0], dt, ((b * q.frames + f) * q.nbins + k) * 2, re, im);
       }
   return 0;
 }
