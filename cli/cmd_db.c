@@ -20,14 +20,14 @@
 
 static void jstr(const char *s) { kiln_cli__json_str(stdout, s); }
 
-static void json_record(int64_t device, const kiln_record *r, int best) {
-  kiln_cli__jprintf(stdout, "{\"device\":%L,\"best\":%b,\"family\":%s,\"dtype\":%s,\"shape_key\":%s,\"epilogue\":%s,\"params\":%s,", (long long)device, best != 0,
-                    r->family, kiln_dtype_name(r->dtype), r->shape_key, r->epilogue, r->params);
+static void json_record(int64_t device, const kiln_record *r, int best, int stale) {
+  kiln_cli__jprintf(stdout, "{\"device\":%L,\"best\":%b,\"stale\":%b,\"family\":%s,\"dtype\":%s,\"shape_key\":%s,\"epilogue\":%s,\"params\":%s,", (long long)device, best != 0,
+                    stale != 0, r->family, kiln_dtype_name(r->dtype), r->shape_key, r->epilogue, r->params);
   kiln_cli__jprintf(stdout, "\"median_ns\":%g,\"min_ns\":%g,\"spread\":%g,\"samples\":%d,\"max_err\":%g,\"status\":%s,\"origin\":%s,",
                     r->median_ns, r->min_ns > 0 ? r->min_ns : NAN, r->spread, r->samples, r->max_err, r->status, r->origin);
   kiln_cli__jprintf(stdout, "\"source_hash\":%s,\"kiln_version\":%s,\"source_db\":%s,\"alt\":%d,\"disagree\":%b,\"verified\":%b,\"retimed\":%b,\"chosen\":%b,",
                     r->source_hash, r->kiln_version, r->source_db, r->alt, (r->flags & KILN_REC_DISAGREE) != 0, (r->flags & KILN_REC_VERIFIED) != 0,
-                    (r->flags & KILN_REC_RETIMED) != 0, (r->flags & KILN_REC_CHOSEN) != 0);
+                    (r->flags & KILN_REC_RETIMED) != 0, (r->flags & KILN_REC_CHOSEN) && !stale);
   kiln_cli__jprintf(stdout, "\"looks\":%d,\"verified_ns\":%g,\"created\":%L}", 1 + !!(r->flags & KILN_REC_SECOND) + !!(r->flags & KILN_REC_THIRD),
                     r->verified_ns > 0 ? r->verified_ns : NAN, (long long)r->created);
 }
@@ -103,6 +103,9 @@ typedef struct {
   kiln_record *buf;     /* the records of one instance (in listing order) */
   int nbuf, cap;
   bool oom;
+  const char *kernel_dir; /* where lookups read kernel sources (KILN_KERNEL_DIR; NULL: embedded) */
+  char hfamily[32];     /* the family whose current source hash is hash */
+  char hash[32];
 } show_ctx;
 
 static void us(char *b, size_t n, double ns) {
@@ -111,7 +114,7 @@ static void us(char *b, size_t n, double ns) {
 }
 
 /* One record's line of `db show` (under its instance's line). */
-static void show_record(const kiln_record *r, bool best, bool all) {
+static void show_record(const kiln_record *r, bool best, bool stale, bool all) {
   char mn[32], md[32], flags[96] = "";
   us(mn, sizeof mn, r->min_ns);
   us(md, sizeof md, r->median_ns);
@@ -120,21 +123,36 @@ static void show_record(const kiln_record *r, bool best, bool all) {
   if (r->flags & KILN_REC_DISAGREE) strcat(flags, " disagree");
   if (r->flags & KILN_REC_VERIFIED) strcat(flags, " verified");
   if (r->flags & KILN_REC_RETIMED) strcat(flags, " retimed");
-  if (r->flags & KILN_REC_CHOSEN) strcat(flags, " chosen");
+  if ((r->flags & KILN_REC_CHOSEN) && !stale) strcat(flags, " chosen"); /* its flag counts for nothing now */
   if (strcmp(r->kiln_version, KILN_VERSION)) strcat(flags, " prior");
+  if (stale) strcat(flags, " stale");
   printf("      %10s %10s %5.1f%% n=%-3d %-8s %-9s %s%s%s%s%s%s\n", mn, md, r->spread * 100, r->samples, r->status, r->origin, r->params,
          flags[0] ? "  [" : "", flags[0] ? flags + 1 : "", flags[0] ? "]" : "", r->source_db[0] ? " from " : "", r->source_db);
 }
 
 /* One instance's records: the best is marked by kiln_db_pick_best, the rule
- * every lookup uses (the record kiln run, plan and tune pick). */
+ * every lookup uses (the record kiln run, plan and tune pick), over the
+ * records of the current kernel sources, which are all a lookup reads (the
+ * others are marked stale). */
 static void show_flush(show_ctx *c) {
   if (!c->nbuf) return;
   const kiln_record **pv = malloc(sizeof *pv * (size_t)c->nbuf);
-  if (!pv) { c->oom = true; c->nbuf = 0; return; }
-  for (int i = 0; i < c->nbuf; i++) pv[i] = &c->buf[i];
-  int best = kiln_db_pick_best(pv, NULL, c->nbuf);
+  int *at = malloc(sizeof *at * (size_t)c->nbuf);
+  char *stale = malloc((size_t)c->nbuf);
+  if (!pv || !at || !stale) { free(pv); free(at); free(stale); c->oom = true; c->nbuf = 0; return; }
+  if (strcmp(c->hfamily, c->buf[0].family)) {
+    snprintf(c->hfamily, sizeof c->hfamily, "%s", c->buf[0].family);
+    kiln_db_family_source_hash(c->hfamily, c->kernel_dir, c->hash, sizeof c->hash);
+  }
+  int n = 0;
+  for (int i = 0; i < c->nbuf; i++) {
+    stale[i] = (char)kiln_db_record_stale(&c->buf[i], c->hash);
+    if (!stale[i]) { at[n] = i; pv[n++] = &c->buf[i]; }
+  }
+  int best = kiln_db_pick_best(pv, NULL, n);
+  if (best >= 0) best = at[best];
   free(pv);
+  free(at);
   const kiln_record *h = &c->buf[best >= 0 ? best : 0];
   if (!c->json)
     printf("%4lld  %-7s %-6s %s%s%s\n", (long long)c->dev, h->family, kiln_dtype_name(h->dtype), h->shape_key, h->epilogue[0] ? " + " : "", h->epilogue);
@@ -142,10 +160,11 @@ static void show_flush(show_ctx *c) {
     if (!c->all && i != (best >= 0 ? best : 0)) continue;
     if (c->json) {
       if (c->n) putchar(',');
-      json_record(c->dev, &c->buf[i], i == best);
-    } else show_record(&c->buf[i], i == best, c->all);
+      json_record(c->dev, &c->buf[i], i == best, stale[i]);
+    } else show_record(&c->buf[i], i == best, stale[i], c->all);
     c->n++;
   }
+  free(stale);
   c->nbuf = 0;
 }
 
@@ -171,11 +190,11 @@ static int cmd_show(dbargs *a) {
   kiln_error err = {0};
   int64_t dev = -1;
   if (a->device && (rc = kiln_db_find_device(a->h, a->device, &dev, &err)) != 0) return fail_err(&err, rc);
-  show_ctx c = {.json = a->json, .all = a->all, .family = a->family, .dev = -1};
+  show_ctx c = {.json = a->json, .all = a->all, .family = a->family, .dev = -1, .kernel_dir = kiln_cli_env.kernel_dir};
   if (a->json) { printf("{\"db\":"); jstr(a->path); printf(",\"all\":%s,\"records\":[", a->all ? "true" : "false"); }
-  else printf("%s: %s per kernel instance; the best is what kiln run, plan and tune pick\n"
-              "(typical: the median of a record's repeats; for contenders re-timed together, marked retimed,\n"
-              " the interquartile mean of those rounds, which ranks them before the rest)\n"
+  else printf("%s: %s per kernel instance; the best is what kiln run, plan and tune pick, never a stale one\n"
+              "(stale: measured on other kernel sources than this kiln's, which no lookup reads; typical: the median of a record's\n"
+              " repeats, or for contenders re-timed together, marked retimed, the interquartile mean of those rounds, which ranks them first)\n"
               "%4s  %-7s %-6s %s\n      %10s %10s %6s %-5s %-8s %-9s %s\n",
               a->path, a->all ? "every record" : "the best record (--all: every record)", "dev", "family", "dtype", "instance [+ fused epilogue]",
               "min us", "typical us", "spread", "n", "status", "origin", "parameters");

@@ -7,9 +7,17 @@
  * repeats with its spread; the result is stored with the device's row in the
  * tuning database as JSON.
  *
- * The quick probe (kiln_probe_quick) measures the figures the cost model
- * reads with fewer repeats, smaller buffers and shorter samples, in well
- * under 2 s: what a session without a probed database uses (probe_cache.c). */
+ * The quick probe (kiln_probe_quick) measures only the figures the cost
+ * model reads (copy bandwidth, not read and write), with fewer repeats,
+ * smaller buffers and shorter samples: what a session without a probed
+ * database uses (probe_cache.c). Its cost beyond compiling is a few hundred
+ * ms on an idle machine.
+ *
+ * Compiling is counted apart (kiln_device.compile_ms): probe.cl is one
+ * program, built without storing its binary (on POCL, fetching a binary
+ * generates code for all of its kernels), and each kernel's first launch
+ * with a work-group size runs once untimed and is counted as compiling too,
+ * since POCL generates a kernel's code for each work-group size then. */
 #include "kiln_costmodel.h"
 #include <math.h>
 #include <time.h>
@@ -27,6 +35,7 @@ typedef struct probe_cfg {
   int launch_n;             /* empty kernels per launch-overhead sample */
   int span_inner;           /* pairs of empty kernels per span sample */
   int host;                 /* host transfers and build time too (not read by the cost model) */
+  int copy_only;            /* bandwidth as copies only (the cost model reads no read or write figure) */
   int best;                 /* a figure's value is its best sample, not the median: with few
                                samples, on a machine that is busy when a first run probes it,
                                interference only takes away, and the best sample is the one
@@ -34,9 +43,9 @@ typedef struct probe_cfg {
 } probe_cfg;
 
 static const size_t full_sizes[] = {(size_t)32 << 10, (size_t)256 << 10, (size_t)2 << 20, (size_t)16 << 20, (size_t)128 << 20};
-static const probe_cfg full_cfg = {7, full_sizes, 5, (size_t)8 << 20, 4096 * 8, 4096, 64, 128, 100, 25, 1, 0};
+static const probe_cfg full_cfg = {7, full_sizes, 5, (size_t)8 << 20, 4096 * 8, 4096, 64, 128, 100, 25, 1, 0, 0};
 static const size_t quick_sizes[] = {(size_t)32 << 10, (size_t)256 << 10, (size_t)2 << 20, (size_t)16 << 20};
-static const probe_cfg quick_cfg = {5, quick_sizes, 4, (size_t)1 << 20, 2048, 1024, 32, 64, 30, 6, 0, 1};
+static const probe_cfg quick_cfg = {5, quick_sizes, 4, (size_t)1 << 20, 2048, 1024, 32, 64, 30, 6, 0, 1, 1};
 
 
 typedef struct {
@@ -53,18 +62,16 @@ typedef struct probe_ctx {
   figs fs;
   size_t cu, wg, max_bytes;
   cl_mem a, b, small;       /* max_bytes each, and 4 MiB */
+  struct { cl_kernel k; size_t lws[2]; } warm[16]; /* launched once already (warm_up) */
+  int nwarm;
 } probe_ctx;
 
 #define REPS_MAX 7
 
 static void add(figs *fs, const char *name, const char *unit, double *samples, int n, int higher_better) {
-  if (fs->n == fs->cap) {
-    int cap = fs->cap ? fs->cap * 2 : 32;
-    kiln_probe_figure *nf = realloc(fs->f, sizeof *nf * (size_t)cap);
-    if (!nf) return;
-    fs->f = nf;
-    fs->cap = cap;
-  }
+  kiln_probe_figure *nf = kiln__grow(fs->f, fs->n, &fs->cap, sizeof *nf, 32);
+  if (!nf) return;
+  fs->f = nf;
   qsort(samples, (size_t)n, sizeof(double), kiln__cmp_double);
   kiln_probe_figure *f = &fs->f[fs->n++];
   memset(f, 0, sizeof *f);
@@ -78,11 +85,36 @@ static void add(figs *fs, const char *name, const char *unit, double *samples, i
 
 static int cl_fail(probe_ctx *c) { return c->err ? c->err->status : KILN_ECL; }
 
-/* Time of one kernel launch from its profiling event, seconds. */
-static double timed_launch(kiln_device *d, cl_kernel k, size_t gws, size_t lws, kiln_error *err) {
+/* probe.cl's kernel name, built once for the probe (not kept in the binary cache). */
+static cl_kernel probe_kernel(probe_ctx *c, const char *name) { return kiln_cl_kernel_once(c->d, "probe.cl", "", name, c->err); }
+
+/* The first launch of k with this work-group size (its arguments set): run
+ * once and waited for, its wall time counted as compiling, since a driver
+ * may generate the kernel's code then (POCL does, per work-group size) and
+ * no sample should hold that. Later calls for the same k and size: nothing. */
+static int warm_up(probe_ctx *c, cl_kernel k, int dims, const size_t *gws, const size_t *lws) {
+  size_t l0 = lws ? lws[0] : 0, l1 = lws && dims > 1 ? lws[1] : 0;
+  for (int i = 0; i < c->nwarm; i++)
+    if (c->warm[i].k == k && c->warm[i].lws[0] == l0 && c->warm[i].lws[1] == l1) return 0;
+  if (c->nwarm < (int)(sizeof c->warm / sizeof c->warm[0])) {
+    c->warm[c->nwarm].k = k;
+    c->warm[c->nwarm].lws[0] = l0;
+    c->warm[c->nwarm].lws[1] = l1;
+    c->nwarm++;
+  }
+  double t0 = kiln__now_s();
+  int rc = kiln_cl_launch(c->d, k, dims, gws, lws, c->err);
+  clFinish(c->d->q);
+  c->d->compile_ms += (kiln__now_s() - t0) * 1e3;
+  return rc;
+}
+
+/* Time of one kernel launch from its profiling event, seconds (its first
+ * launch warmed up before). */
+static double timed_launch_nd(probe_ctx *c, cl_kernel k, int dims, const size_t *gws, const size_t *lws) {
   cl_event ev = NULL;
-  size_t l = lws;
-  if (kiln_cl_launch_ev(d, k, 1, &gws, lws ? &l : NULL, &ev, err)) return -1;
+  if (warm_up(c, k, dims, gws, lws)) return -1;
+  if (kiln_cl_launch_ev(c->d, k, dims, gws, lws, &ev, c->err)) return -1;
   clWaitForEvents(1, &ev);
   cl_ulong a = 0, b = 0;
   clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
@@ -90,6 +122,9 @@ static double timed_launch(kiln_device *d, cl_kernel k, size_t gws, size_t lws, 
   clReleaseEvent(ev);
   return (double)(b - a) * 1e-9;
 }
+
+/* The same for a 1-D range (lws 0: the implementation's choice). */
+static double timed_launch(probe_ctx *c, cl_kernel k, size_t gws, size_t lws) { return timed_launch_nd(c, k, 1, &gws, lws ? &lws : NULL); }
 
 /* Times of one read, write and copy pass over bytes (seconds, the better of
  * the two access patterns, each repeated inner times). */
@@ -106,12 +141,15 @@ static int bw_sample(probe_ctx *c, cl_kernel *k, size_t bytes, int inner, double
     double p[3] = {0, 0, 0};
     for (int i = 0; i < inner; i++) {
       int rc;
-      if ((rc = kiln_cl_args(R, c->err, KARG(c->a), KARG(c->small), KARG(n4), KEND))) return rc;
-      double t0 = timed_launch(c->d, R, it, lws, c->err);
-      if ((rc = kiln_cl_args(W, c->err, KARG(c->b), KARG(n4), KARG(v), KEND))) return rc;
-      double t1 = timed_launch(c->d, W, it, lws, c->err);
+      double t0 = 0, t1 = 0;
+      if (!c->cfg->copy_only) {
+        if ((rc = kiln_cl_args(R, c->err, KARG(c->a), KARG(c->small), KARG(n4), KEND))) return rc;
+        t0 = timed_launch(c, R, it, lws);
+        if ((rc = kiln_cl_args(W, c->err, KARG(c->b), KARG(n4), KARG(v), KEND))) return rc;
+        t1 = timed_launch(c, W, it, lws);
+      }
       if ((rc = kiln_cl_args(C, c->err, KARG(c->a), KARG(c->b), KARG(n4), KEND))) return rc;
-      double t2 = timed_launch(c->d, C, it, lws, c->err);
+      double t2 = timed_launch(c, C, it, lws);
       if (t0 < 0 || t1 < 0 || t2 < 0) return cl_fail(c);
       p[0] += t0; p[1] += t1; p[2] += t2;
     }
@@ -123,9 +161,9 @@ static int bw_sample(probe_ctx *c, cl_kernel *k, size_t bytes, int inner, double
 /* Global memory against buffer size: cache levels show as steps. */
 static int probe_bandwidth(probe_ctx *c) {
   static const char *const names[6] = {"read_bw", "write_bw", "copy_bw", "read_chunk", "write_chunk", "copy_chunk"};
-  cl_kernel k[6];
+  cl_kernel k[6] = {NULL};
   for (int i = 0; i < 6; i++)
-    if (!(k[i] = kiln_cl_kernel(c->d, "probe.cl", "-DVW=8", names[i], c->err))) return cl_fail(c);
+    if ((!c->cfg->copy_only || i % 3 == 2) && !(k[i] = probe_kernel(c, names[i]))) return cl_fail(c);
   const probe_cfg *cfg = c->cfg;
   for (int si = 0; si < cfg->nsizes; si++) {
     size_t bytes = cfg->sizes[si] > c->max_bytes ? c->max_bytes : cfg->sizes[si];
@@ -144,10 +182,12 @@ static int probe_bandwidth(probe_ctx *c) {
     char name[48];
     const char *unit = bytes >= (1 << 20) ? "MiB" : "KiB";
     size_t shown = bytes >= (1 << 20) ? bytes >> 20 : bytes >> 10;
-    snprintf(name, sizeof name, "read_%zu%s", shown, unit);
-    add(&c->fs, name, "GB/s", rs, cfg->reps, 1);
-    snprintf(name, sizeof name, "write_%zu%s", shown, unit);
-    add(&c->fs, name, "GB/s", ws, cfg->reps, 1);
+    if (!cfg->copy_only) {
+      snprintf(name, sizeof name, "read_%zu%s", shown, unit);
+      add(&c->fs, name, "GB/s", rs, cfg->reps, 1);
+      snprintf(name, sizeof name, "write_%zu%s", shown, unit);
+      add(&c->fs, name, "GB/s", ws, cfg->reps, 1);
+    }
     snprintf(name, sizeof name, "copy_%zu%s", shown, unit);
     add(&c->fs, name, "GB/s", cs, cfg->reps, 1);
   }
@@ -155,7 +195,7 @@ static int probe_bandwidth(probe_ctx *c) {
 }
 
 static int probe_local(probe_ctx *c) {
-  cl_kernel kl = kiln_cl_kernel(c->d, "probe.cl", "-DVW=8", "local_bw", c->err);
+  cl_kernel kl = probe_kernel(c, "local_bw");
   if (!kl) return cl_fail(c);
   double ls[REPS_MAX];
   cl_int reps = c->cfg->local_reps;
@@ -163,7 +203,7 @@ static int probe_local(probe_ctx *c) {
   for (int r = 0; r < c->cfg->reps; r++) {
     int rc = kiln_cl_args(kl, c->err, KARG(c->small), KARG(reps), KEND);
     if (rc) return rc;
-    double t = timed_launch(c->d, kl, items, c->wg, c->err);
+    double t = timed_launch(c, kl, items, c->wg);
     if (t < 0) return cl_fail(c);
     ls[r] = (double)items * reps * 32.0 / t * 1e-9; /* one float4 read + one write */
   }
@@ -176,9 +216,9 @@ static int probe_flops(probe_ctx *c) {
   static const int vws[] = {1, 2, 4, 8, 16};
   double best = 0, bs[REPS_MAX];
   for (size_t vi = 0; vi < sizeof vws / sizeof vws[0]; vi++) {
-    char opts[32], name[32];
-    snprintf(opts, sizeof opts, "-DVW=%d", vws[vi]);
-    cl_kernel kf = kiln_cl_kernel(c->d, "probe.cl", opts, "flops", c->err);
+    char name[32];
+    snprintf(name, sizeof name, "flops_%d", vws[vi]);
+    cl_kernel kf = probe_kernel(c, name);
     if (!kf) return cl_fail(c);
     cl_int iters = c->cfg->flops_iters / vws[vi];
     cl_float fa = 0.999f, fb = 0.001f;
@@ -187,7 +227,7 @@ static int probe_flops(probe_ctx *c) {
     for (int r = 0; r < c->cfg->reps; r++) {
       int rc = kiln_cl_args(kf, c->err, KARG(c->small), KARG(iters), KARG(fa), KARG(fb), KEND);
       if (rc) return rc;
-      double t = timed_launch(c->d, kf, items, c->wg, c->err);
+      double t = timed_launch(c, kf, items, c->wg);
       if (t < 0) return cl_fail(c);
       ps[r] = 2.0 * vws[vi] * 8 /* CHAINS */ * (double)iters * (double)items / t * 1e-9;
     }
@@ -205,20 +245,16 @@ static int probe_gather(probe_ctx *c) {
   cl_int C = c->cfg->gather_c, H = c->cfg->gather_hw, W = c->cfg->gather_hw;
   size_t elems = (size_t)C * 9 * (size_t)H * (size_t)W, in_bytes = (size_t)C * H * W * 4;
   if (elems * 4 > c->max_bytes || in_bytes > c->max_bytes) return 0;
-  cl_kernel kg = kiln_cl_kernel(c->d, "probe.cl", "-DVW=8", "gather_panel", c->err);
+  cl_kernel kg = probe_kernel(c, "gather_panel");
   if (!kg) return cl_fail(c);
   double gs[REPS_MAX];
   size_t gws[2] = {(size_t)C * 9, (size_t)H};
-  for (int r = -1; r < c->cfg->reps; r++) { /* one warm-up */
-    int rc = kiln_cl_args(kg, c->err, KARG(c->a), KARG(c->b), KARG(C), KARG(H), KARG(W), KEND);
-    cl_event ev = NULL;
-    if (rc || (rc = kiln_cl_launch_ev(c->d, kg, 2, gws, NULL, &ev, c->err))) return rc;
-    clWaitForEvents(1, &ev);
-    cl_ulong t0 = 0, t1 = 0;
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-    clReleaseEvent(ev);
-    if (r >= 0) gs[r] = t1 > t0 ? (double)elems / (double)(t1 - t0) : 0; /* elements per ns */
+  int rc = kiln_cl_args(kg, c->err, KARG(c->a), KARG(c->b), KARG(C), KARG(H), KARG(W), KEND);
+  if (rc) return rc;
+  for (int r = 0; r < c->cfg->reps; r++) {
+    double t = timed_launch_nd(c, kg, 2, gws, NULL);
+    if (t < 0) return cl_fail(c);
+    gs[r] = t > 0 ? (double)elems / (t * 1e9) : 0; /* elements per ns */
   }
   add(&c->fs, "gather", "Gelem/s", gs, c->cfg->reps, 1);
   return 0;
@@ -226,11 +262,12 @@ static int probe_gather(probe_ctx *c) {
 
 /* Launch overhead: back-to-back empty kernels (throughput) and one synchronous launch. */
 static int probe_launch(probe_ctx *c) {
-  cl_kernel ke = kiln_cl_kernel(c->d, "probe.cl", "-DVW=8", "empty", c->err);
+  cl_kernel ke = probe_kernel(c, "empty");
   if (!ke) return cl_fail(c);
   double lo[REPS_MAX], ls[REPS_MAX];
   size_t one = 1;
   int n = c->cfg->launch_n, rc;
+  if ((rc = warm_up(c, ke, 1, &one, NULL))) return rc;
   for (int r = 0; r < c->cfg->reps; r++) {
     clFinish(c->d->q);
     double t0 = kiln__now_s();
@@ -255,10 +292,12 @@ static int probe_launch(probe_ctx *c) {
  * its start, plus its duration). Wall-clock launch figures hold host work
  * that no span does; each figure is the fastest of a sample's repeats. */
 static int probe_span(probe_ctx *c) {
-  cl_kernel ke = kiln_cl_kernel(c->d, "probe.cl", "-DVW=8", "empty", c->err);
+  cl_kernel ke = probe_kernel(c, "empty");
   if (!ke) return cl_fail(c);
   double sp[REPS_MAX], gp[REPS_MAX];
   size_t items = c->cu * c->wg, lws = c->wg;
+  int wrc = warm_up(c, ke, 1, &items, &lws);
+  if (wrc) return wrc;
   for (int r = 0; r < c->cfg->reps; r++) {
     double s1 = INFINITY, s2 = INFINITY;
     for (int i = 0; i < c->cfg->span_inner; i++) {

@@ -711,6 +711,20 @@ int kiln_db_families(kiln_db *db, int64_t device, char (*out)[32], int cap) {
 /* ---- for the other files of db/ (db_internal.h) ---- */
 
 int kiln__db_exec(kiln_db *db, const char *sql, kiln_error *err) { return exec_retry(db, sql, err); }
+
+int kiln__db_begin_write(kiln_db *db, kiln_error *err) {
+  if (db->readonly) return kiln__err(err, KILN_EDB, "%s: opened read-only", db->path);
+  return exec_retry(db, "BEGIN IMMEDIATE", err);
+}
+
+void kiln_db_remove_files(const char *path) {
+  char aux[4300];
+  unlink(path);
+  snprintf(aux, sizeof aux, "%s-wal", path);
+  unlink(aux);
+  snprintf(aux, sizeof aux, "%s-shm", path);
+  unlink(aux);
+}
 int kiln__db_create_schema(kiln_db *db, kiln_error *err) {
   char *msg = NULL;
   int rc = sqlite3_exec(db->h, SCHEMA_V1, NULL, NULL, &msg);

@@ -24,6 +24,8 @@ struct kiln_db {
 
 /* sqlite3_exec / sqlite3_step retrying with backoff while the database is busy. */
 int kiln__db_exec(kiln_db *db, const char *sql, kiln_error *err);
+/* Starts a write transaction (BEGIN IMMEDIATE); KILN_EDB for a database opened read-only. */
+int kiln__db_begin_write(kiln_db *db, kiln_error *err);
 int kiln__db_step(kiln_db *db, sqlite3_stmt *st);
 /* Fills r from a row whose first columns are RECORD_COLS. */
 void kiln__db_read_record(sqlite3_stmt *st, kiln_record *r);

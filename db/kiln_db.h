@@ -15,6 +15,10 @@
 
 /* kiln_db_open, kiln_db_close, kiln_db_path and kiln_db_default_path are in kiln.h. */
 
+/* Removes the database file at path and its -wal and -shm files, if there
+ * are any (a database being written to a temporary name, a fixture). */
+void kiln_db_remove_files(const char *path);
+
 /* Device fingerprint strings: exact (everything that can change results or
  * speed) and family (vendor + name without memory size). */
 void kiln_db_fingerprint(const kiln_device_info *info, char *exact, size_t elen, char *family, size_t flen);
@@ -186,6 +190,16 @@ typedef struct kiln_lookup {
  * it); ties go to the earlier index. layer (NULL: all one layer) tells which
  * rows came from the same file. Returns the index, or -1 when none is usable. */
 int kiln_db_pick_best(const kiln_record *const *v, const int *layer, int n);
+/* The source hash that lookups ask of family's records now: the hash of the
+ * family's kernel sources as the runtime reads them (kernels/<file> from
+ * kernel_dir when it has the file, else the embedded copy; kernel_dir NULL or
+ * "": embedded). 0, or KILN_ENOTFOUND (buf "") when this kiln has no tunable
+ * family of that name. */
+int kiln_db_family_source_hash(const char *family, const char *kernel_dir, char *buf, size_t len);
+/* 1 when r was measured on other kernel sources than hash (from
+ * kiln_db_family_source_hash; "" or NULL: no current source, so any record
+ * is stale): no lookup uses it, and `kiln db show` marks it stale, never best. */
+int kiln_db_record_stale(const kiln_record *r, const char *hash);
 
 /* Best usable record for an instance on the device `info` (whose row in the
  * user database is `device`, or -1): (1) among the user database's "ok"

@@ -3,6 +3,8 @@
  * imported records, merging by evidence, export to a new file, listings,
  * statistics, consistency checks and pruning. */
 #include "db_internal.h"
+#include "family.h"
+#include "kiln_internal.h"
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -145,13 +147,9 @@ static int query_cands(kiln_db *L, int layer, int devmode, int64_t devid, const 
   else sqlite3_bind_null(st, 9);
   int rc;
   while ((rc = kiln__db_step(L, st)) == SQLITE_ROW) {
-    if (c->n == c->cap) {
-      int cap = c->cap ? c->cap * 2 : 16;
-      cand *nv = realloc(c->v, sizeof *nv * (size_t)cap);
-      if (!nv) { sqlite3_finalize(st); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-      c->v = nv;
-      c->cap = cap;
-    }
+    cand *nv = kiln__grow(c->v, c->n, &c->cap, sizeof *nv, 16);
+    if (!nv) { sqlite3_finalize(st); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+    c->v = nv;
     cand *x = &c->v[c->n++];
     kiln__db_read_record(st, &x->r);
     x->layer = layer;
@@ -180,6 +178,15 @@ static int demoted_here(kiln_db *db, int64_t device, const kiln_record *r) {
 static int pickable(const kiln_record *r) {
   return !strcmp(r->status, "ok") && strcmp(r->origin, "predicted") && r->median_ns > 0 && kiln_record_ns(r) > 0 && !strcmp(r->kiln_version, KILN_VERSION);
 }
+
+int kiln_db_family_source_hash(const char *family, const char *kernel_dir, char *buf, size_t len) {
+  const kiln_family *f = kiln_family_find(family);
+  if (!f || !f->file) { if (len) buf[0] = 0; return KILN_ENOTFOUND; }
+  kiln_source_hash_in(kernel_dir, f->file, buf, len);
+  return 0;
+}
+
+int kiln_db_record_stale(const kiln_record *r, const char *hash) { return !hash || !hash[0] || strcmp(r->source_hash, hash) != 0; }
 
 static int same_candidate(const kiln_record *a, const kiln_record *b) {
   return !strcmp(a->params, b->params) && !strcmp(a->source_hash, b->source_hash);
@@ -318,7 +325,7 @@ int kiln_db_set_verdict(kiln_db *db, int64_t device, const kiln_device_info *inf
   if (db->readonly) return kiln__err(err, KILN_EDB, "%s: opened read-only", db->path);
   int rc;
   if (device < 0 && (rc = kiln_db_device(db, info, &device, err)) != 0) return rc;
-  if ((rc = kiln__db_exec(db, "BEGIN IMMEDIATE", err)) != 0) return rc;
+  if ((rc = kiln__db_begin_write(db, err)) != 0) return rc;
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db->h, "UPDATE records SET status=CASE WHEN ?9 THEN status ELSE 'demoted' END, flags=flags|2, verified_ns=?10"
                                 " WHERE device=?1 AND family=?2 AND dtype=?3 AND shape_key=?4 AND epilogue=?5 AND params=?6"
@@ -537,8 +544,7 @@ int kiln_db_merge(kiln_db *dst, kiln_db *src, const kiln_merge_options *o, kiln_
   kiln_merge_stats dummy;
   if (!ms) ms = &dummy;
   memset(ms, 0, sizeof *ms);
-  if (dst->readonly) return kiln__err(err, KILN_EDB, "%s: opened read-only", dst->path);
-  int rc = kiln__db_exec(dst, "BEGIN IMMEDIATE", err);
+  int rc = kiln__db_begin_write(dst, err);
   if (rc) return rc;
   devmap *map = NULL;
   int nmap = 0, src_rc;
@@ -623,7 +629,7 @@ int kiln_db_write_merged(const char *path, kiln_db *const *srcs, int nsrcs, cons
   if (stat(path, &sb) == 0) return kiln__err(err, KILN_EINVAL, "%s: already exists (not overwritten)", path);
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
-  unlink(tmp);
+  kiln_db_remove_files(tmp); /* and what a crashed earlier writer left beside it */
   kiln_db *out = NULL;
   int rc = kiln_db_open(tmp, KILN_DB_CREATE, &out, err);
   if (rc) return rc;
@@ -638,12 +644,7 @@ int kiln_db_write_merged(const char *path, kiln_db *const *srcs, int nsrcs, cons
   if (!rc) rc = kiln__db_exec(out, "PRAGMA journal_mode=DELETE", err);
   kiln_db_close(out);
   if (!rc && link(tmp, path) != 0) rc = kiln__err(err, errno == EEXIST ? KILN_EINVAL : KILN_EIO, "%s: cannot write: %s", path, strerror(errno));
-  char aux[4300];
-  unlink(tmp);
-  snprintf(aux, sizeof aux, "%s-wal", tmp);
-  unlink(aux);
-  snprintf(aux, sizeof aux, "%s-shm", tmp);
-  unlink(aux);
+  kiln_db_remove_files(tmp);
   if (!rc && st) *st = total;
   return rc;
 }
@@ -854,8 +855,7 @@ int kiln_db_prune(kiln_db *db, int stale, int binaries, kiln_prune_stats *ps, ki
   kiln_prune_stats dummy;
   if (!ps) ps = &dummy;
   memset(ps, 0, sizeof *ps);
-  if (db->readonly) return kiln__err(err, KILN_EDB, "%s: opened read-only", db->path);
-  int rc = kiln__db_exec(db, "BEGIN IMMEDIATE", err);
+  int rc = kiln__db_begin_write(db, err);
   if (rc) return rc;
   if ((rc = exec_count(db, "DELETE FROM records WHERE status='demoted'", &ps->records, err))) goto fail;
   if (stale && (rc = exec_count(db, "DELETE FROM records WHERE kiln_version IS NOT ?1", &ps->records, err))) goto fail;

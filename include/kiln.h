@@ -340,7 +340,8 @@ typedef struct kiln_run_stats {
   double last_ms;          /* wall time of the last run, ms */
   int kernels_launched;    /* per run */
   int programs_compiled;   /* total in this session's device */
-  double compile_ms;       /* total */
+  double compile_ms;       /* total: builds, and fetching the built binaries into the program cache
+                              (POCL generates every kernel's code then) */
   int nodes_folded;        /* computed at load time */
   uint64_t device_bytes;   /* device memory held by the plan */
   uint64_t intermediate_bytes; /* sum of the sizes of all tensors the model computes on the device (not inputs, outputs, weights) */
@@ -458,14 +459,15 @@ void kiln_session_param_stats(const kiln_session *s, kiln_param_stats *ps);
 /* What the "predicted" parameters of the last plan rest on: the cost model's
  * built-in prior for devices of this kind (per-family corrections) on device
  * figures that come from the database's probe of this device ("probe"), the
- * quick probe measured on first use ("quick probe", about a second) or kept
+ * quick probe measured on first use ("quick probe") or kept
  * from then in the user's cache ("cached quick probe"), or the prior's own
  * figures ("prior": probing off, no cache directory, or the probe failed).
  * figures is "" before the first plan. cache: the quick probe's cache file;
  * note: why the cache was not used or written (never an error of the run);
  * probe_ms: the quick probe's time when it ran in this session (else 0),
- * probe_compile_ms the part of it spent building its programs (also counted
- * in kiln_run_stats.compile_ms). */
+ * probe_compile_ms the part of it spent compiling: building its program and
+ * each kernel's first launch, where a driver may generate the kernel's code
+ * (POCL does); also counted in kiln_run_stats.compile_ms. */
 typedef struct kiln_param_basis {
   char figures[32];
   char cache[640];

@@ -1,21 +1,10 @@
 /* probe.cl: microbenchmarks of the device for the cost model: global-memory
  * read / write / copy, local-memory traffic, arithmetic peak per vector width
- * (many independent multiply-add chains), and an empty kernel for launch
- * overhead. Built with -DVW=<1|2|4|8|16> for the arithmetic kernel. */
+ * (many independent multiply-add chains; one kernel per width), and an empty
+ * kernel for launch overhead. One program: no build options. */
 
-#ifndef VW
-  #define VW 8      // vector width of the arithmetic kernel
-#endif
 #ifndef CHAINS
   #define CHAINS 8  // independent multiply-add chains per work-item
-#endif
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#if VW == 1
-  typedef float vec_t;
-#else
-  typedef CAT(float, VW) vec_t;
 #endif
 
 /* Each work-item reads n4/global_size float4s (coalesced) and writes one sum. */
@@ -72,26 +61,30 @@ __kernel void local_bw(__global float *dst, int reps) {
   dst[get_global_id(0)] = acc.x + acc.y + acc.z + acc.w;
 }
 
-/* Arithmetic peak: CHAINS independent chains of vec_t multiply-adds, `iters`
- * rounds; flops = 2 * VW * CHAINS * iters per work-item. */
-__kernel void flops(__global float *dst, int iters, float a, float b) {
-  vec_t x[CHAINS];
-  for (int c = 0; c < CHAINS; c++) x[c] = (vec_t)((float)(get_global_id(0) + (size_t)c) * 1e-7f);
-  for (int i = 0; i < iters; i++) {
-#pragma unroll
-    for (int c = 0; c < CHAINS; c++) x[c] = mad(x[c], (vec_t)(a), (vec_t)(b));
+/* Arithmetic peak: CHAINS independent chains of multiply-adds on vectors of
+ * width N (flops_N, one kernel per width in one program), `iters` rounds;
+ * flops = 2 * N * CHAINS * iters per work-item. */
+inline float hsum_1(float s) { return s; }
+inline float hsum_2(float2 s) { return s.x + s.y; }
+inline float hsum_4(float4 s) { return hsum_2(s.lo) + hsum_2(s.hi); }
+inline float hsum_8(float8 s) { return hsum_4(s.lo) + hsum_4(s.hi); }
+inline float hsum_16(float16 s) { return hsum_8(s.lo) + hsum_8(s.hi); }
+#define FLOPS_KERNEL(N, T)                                                                     \
+  __kernel void flops_##N(__global float *dst, int iters, float a, float b) {                   \
+    T x[CHAINS];                                                                                \
+    for (int c = 0; c < CHAINS; c++) x[c] = (T)((float)(get_global_id(0) + (size_t)c) * 1e-7f); \
+    for (int i = 0; i < iters; i++) {                                                           \
+      _Pragma("unroll") for (int c = 0; c < CHAINS; c++) x[c] = mad(x[c], (T)(a), (T)(b));      \
+    }                                                                                           \
+    T s = x[0];                                                                                 \
+    for (int c = 1; c < CHAINS; c++) s += x[c];                                                 \
+    dst[get_global_id(0)] = hsum_##N(s);                                                        \
   }
-  vec_t s = x[0];
-  for (int c = 1; c < CHAINS; c++) s += x[c];
-#if VW == 1
-  dst[get_global_id(0)] = s;
-#else
-  float r = 0.0f;
-  float *ps = (float *)&s;
-  for (int k = 0; k < VW; k++) r += ps[k];
-  dst[get_global_id(0)] = r;
-#endif
-}
+FLOPS_KERNEL(1, float)
+FLOPS_KERNEL(2, float2)
+FLOPS_KERNEL(4, float4)
+FLOPS_KERNEL(8, float8)
+FLOPS_KERNEL(16, float16)
 
 __kernel void empty(void) {}
 

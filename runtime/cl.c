@@ -310,9 +310,11 @@ void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const kiln_re
 }
 
 static cl_program build_program_opts(kiln_device *d, const char *file, const char *src, const char *opts, const char *bopts,
-                                     const char *key, kiln_error *err);
+                                     const char *key, int keep, kiln_error *err);
 
-static cl_program build_program(kiln_device *d, const char *file, const char *src, const char *opts, kiln_error *err) {
+/* Builds src with opts, from the binary cache when it has the program; keep:
+ * a program built from source is stored there. */
+static cl_program build_program(kiln_device *d, const char *file, const char *src, const char *opts, int keep, kiln_error *err) {
   uint64_t h = 1469598103934665603ull;
   h = fnv1a(h, src, strlen(src));
   h = fnv1a(h, "\1", 1);
@@ -331,13 +333,13 @@ static cl_program build_program(kiln_device *d, const char *file, const char *sr
   if (!bopts) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
   memcpy(bopts, opts, olen);
   memcpy(bopts + olen, " -w", 4);
-  cl_program prog = build_program_opts(d, file, src, opts, bopts, key, err);
+  cl_program prog = build_program_opts(d, file, src, opts, bopts, key, keep, err);
   free(bopts);
   return prog;
 }
 
 static cl_program build_program_opts(kiln_device *d, const char *file, const char *src, const char *opts, const char *bopts,
-                                     const char *key, kiln_error *err) {
+                                     const char *key, int keep, kiln_error *err) {
   cl_int e;
   cl_program prog = NULL;
   unsigned char *bin = NULL;
@@ -365,27 +367,38 @@ static cl_program build_program_opts(kiln_device *d, const char *file, const cha
   prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &e);
   if (e != CL_SUCCESS) { kiln__err(err, KILN_ECL, "%s: clCreateProgramWithSource: %s", file, kiln__clerror(e)); return NULL; }
   e = clBuildProgram(prog, 1, &d->dev, bopts, NULL, NULL);
-  d->compile_ms += now_ms() - t0;
   d->programs_compiled++;
   if (e != CL_SUCCESS) {
+    d->compile_ms += now_ms() - t0;
     char log[4096] = "";
     clGetProgramBuildInfo(prog, d->dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
     kiln__err(err, KILN_ECL, "kernels/%s (options '%s') failed to build: %s\n%s", file, opts, kiln__clerror(e), log);
     clReleaseProgram(prog);
     return NULL;
   }
-  size_t len = 0;
-  clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL);
-  bin = len ? malloc(len) : NULL;
-  if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) cache_put(d, key, bin, len);
-  free(bin);
+  /* Fetching the binary is part of compiling: POCL generates the machine
+   * code of every kernel in the program then (a build only makes LLVM IR),
+   * often several times the build's own time. */
+  if (keep && d->cache_dir[0]) {
+    size_t len = 0;
+    clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL);
+    bin = len ? malloc(len) : NULL;
+    if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) cache_put(d, key, bin, len);
+    free(bin);
+  }
+  d->compile_ms += now_ms() - t0;
   return prog;
 }
 
-static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_src, const char *options, const char *name, kiln_error *err);
+static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_src, const char *options, const char *name, int keep,
+                            kiln_error *err);
 
 cl_kernel kiln_cl_kernel(kiln_device *d, const char *file, const char *options, const char *name, kiln_error *err) {
-  return get_kernel(d, file, NULL, options, name, err);
+  return get_kernel(d, file, NULL, options, name, 1, err);
+}
+
+cl_kernel kiln_cl_kernel_once(kiln_device *d, const char *file, const char *options, const char *name, kiln_error *err) {
+  return get_kernel(d, file, NULL, options, name, 0, err);
 }
 
 void kiln_cl_src_key(const char *src, char key[24]) {
@@ -393,10 +406,11 @@ void kiln_cl_src_key(const char *src, char key[24]) {
 }
 
 cl_kernel kiln_cl_kernel_src(kiln_device *d, const char *key, const char *src, const char *options, const char *name, kiln_error *err) {
-  return get_kernel(d, key, src, options, name, err);
+  return get_kernel(d, key, src, options, name, 1, err);
 }
 
-static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_src, const char *options, const char *name, kiln_error *err) {
+static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_src, const char *options, const char *name, int keep,
+                            kiln_error *err) {
   /* This runs before every launch, also between the kernels of one node,
    * where its time is inside the node's profiled span: no allocation, and
    * a hash compare per program rather than a string compare (the option
@@ -416,7 +430,7 @@ static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_sr
     char *owned = NULL;
     const char *src = gen_src ? gen_src : kiln_cl_source_in(d->opt.kernel_dir, file, &owned);
     if (!src) { free(key); kiln__err(err, KILN_EINTERNAL, "kernel file %s is not embedded", file); return NULL; }
-    cl_program prog = build_program(d, file, src, opts, err);
+    cl_program prog = build_program(d, file, src, opts, keep, err);
     free(owned);
     if (!prog) { free(key); return NULL; }
     if (d->nprogs == d->capprogs) {
@@ -472,6 +486,10 @@ int kiln_cl_launch(kiln_device *d, cl_kernel k, int dims, const size_t *gws, con
 }
 
 void kiln_source_hash(const kiln_device *d, const char *files, char *buf, size_t len) {
+  kiln_source_hash_in(d ? d->opt.kernel_dir : NULL, files, buf, len);
+}
+
+void kiln_source_hash_in(const char *dir, const char *files, char *buf, size_t len) {
   /* a comma list: the sources chained into one hash (one file: its own hash) */
   uint64_t h = 1469598103934665603ull;
   for (const char *f = files; f && *f;) {
@@ -480,7 +498,7 @@ void kiln_source_hash(const kiln_device *d, const char *files, char *buf, size_t
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name - 1 ? n : sizeof name - 1), f);
     char *owned;
-    const char *src = kiln_cl_source_in(d ? d->opt.kernel_dir : NULL, name, &owned);
+    const char *src = kiln_cl_source_in(dir, name, &owned);
     h = fnv1a(h, src ? src : "", src ? strlen(src) : 0);
     free(owned);
     f = e ? e + 1 : f + n;

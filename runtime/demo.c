@@ -134,13 +134,19 @@ static const char *b_scalar(demo_b *b, const char *prefix, float v) {
   return name;
 }
 
+/* A copy of v[0..n) in the builder's memory (NULL when out of memory). */
+static int64_t *b_int64_copy(demo_b *b, int64_t n, const int64_t *v) {
+  int64_t *d = b_alloc(b, sizeof(int64_t) * (size_t)n);
+  if (d) memcpy(d, v, sizeof(int64_t) * (size_t)n);
+  return d;
+}
+
 /* A 1-D int64 initializer (Reshape shapes). */
 static const char *b_int64s(demo_b *b, const char *prefix, int64_t n, const int64_t *v) {
   const char *name = b_name(b, prefix);
   Onnx__TensorProto *t = name ? b_tensor(b, name, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, &n) : NULL;
-  int64_t *d = t ? b_alloc(b, sizeof(int64_t) * (size_t)n) : NULL;
+  int64_t *d = t ? b_int64_copy(b, n, v) : NULL;
   if (!d) return NULL;
-  memcpy(d, v, sizeof(int64_t) * (size_t)n);
   t->n_int64_data = (size_t)n;
   t->int64_data = d;
   return name;
@@ -169,9 +175,8 @@ static Onnx__AttributeProto *a_float(demo_b *b, const char *name, float v) {
 }
 static Onnx__AttributeProto *a_ints(demo_b *b, const char *name, int n, const int64_t *v) {
   Onnx__AttributeProto *a = b_attr(b, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
-  int64_t *d = a ? b_alloc(b, sizeof(int64_t) * (size_t)n) : NULL;
+  int64_t *d = a ? b_int64_copy(b, n, v) : NULL;
   if (!d) return NULL;
-  memcpy(d, v, sizeof(int64_t) * (size_t)n);
   a->n_ints = (size_t)n;
   a->ints = d;
   return a;

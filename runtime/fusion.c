@@ -249,13 +249,9 @@ bool kiln__fusion_choose(const kiln_fusion_costs *c, kiln_fusion_decision *d, bo
 }
 
 static kiln_fusion_decision *dec_push(kiln_fusion_decision **dec, int *n, int *cap) {
-  if (*n == *cap) {
-    int c = *cap ? *cap * 2 : 16;
-    kiln_fusion_decision *nd = realloc(*dec, sizeof *nd * (size_t)c);
-    if (!nd) return NULL;
-    *dec = nd;
-    *cap = c;
-  }
+  kiln_fusion_decision *nd = kiln__grow(*dec, *n, cap, sizeof *nd, 16);
+  if (!nd) return NULL;
+  *dec = nd;
   kiln_fusion_decision *d = &(*dec)[(*n)++];
   memset(d, 0, sizeof *d);
   return d;
@@ -615,14 +611,8 @@ int kiln_fusion_plan(kiln_graph *g, const kiln_fusion_costs *costs, kiln_fusion_
     double bw = costs && costs->bw_gbps > 0 ? costs->bw_gbps : 10.0, launch_ns = costs && costs->launch_us > 0 ? costs->launch_us * 1e3 : 30e3;
     double unfused = G->nnodes * launch_ns + (ext_bytes + out_bytes + 2 * internal_bytes) / bw;
     double fused = launch_ns + (ext_bytes + out_bytes) / bw;
-    if (cap == *ndec) {
-      cap = cap ? cap * 2 : 16;
-      kiln_fusion_decision *nd = realloc(dec, sizeof *nd * (size_t)cap);
-      if (!nd) { free(G->nodes); free(G); rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
-      dec = nd;
-    }
-    kiln_fusion_decision *d = &dec[(*ndec)++];
-    memset(d, 0, sizeof *d);
+    kiln_fusion_decision *d = dec_push(&dec, ndec, &cap);
+    if (!d) { free(G->nodes); free(G); rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
     size_t o = 0;
     for (int q = 0; q < G->nnodes && o < sizeof d->nodes; q++)
       o += (size_t)snprintf(d->nodes + o, sizeof d->nodes - o, "%s%s", q ? "+" : "", g->nodes[G->nodes[q]].op_type);

@@ -31,6 +31,10 @@ int kiln__cmp_double(const void *a, const void *b);
 int kiln__cmp_u64(const void *a, const void *b);
 /* splitmix64: the next value of the small seeded generator in *s. */
 uint64_t kiln__splitmix(uint64_t *s);
+/* Room for element n of the array v (cap elements of es bytes allocated):
+ * v itself while n < *cap, else v grown to twice *cap (first when *cap is
+ * 0), with *cap updated; NULL when out of memory (v and *cap unchanged). */
+void *kiln__grow(void *v, int n, int *cap, size_t es, int first);
 const char *kiln__clerror(cl_int e);
 
 /* ---- values and nodes -------------------------------------------------- */
@@ -232,6 +236,10 @@ struct kiln_device {
  * (compiled once per device, cached in memory and on disk). Owned by the device.
  * Prepends "#define T <ctype>" style options given by the caller. */
 cl_kernel kiln_cl_kernel(kiln_device *d, const char *file, const char *options, const char *name, kiln_error *err);
+/* Like kiln_cl_kernel for a program used once (the probe, whose figures are
+ * cached instead): a build from source is not stored in the binary cache,
+ * which on POCL saves generating code for every kernel of the program. */
+cl_kernel kiln_cl_kernel_once(kiln_device *d, const char *file, const char *options, const char *name, kiln_error *err);
 /* Keeps compiled programs in db's binary cache instead of files (NULL: files). */
 void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const struct kiln_record_source *src);
 /* From now on, refuse to build programs from source (KILN_ELIMIT) once
@@ -261,6 +269,8 @@ int kiln_cl_launch_ev(kiln_device *d, cl_kernel k, int dims, const size_t *gws, 
  * kernel directory; d NULL: embedded) (a comma list: the sources chained; a
  * single file hashes as itself). */
 void kiln_source_hash(const kiln_device *d, const char *files, char *buf, size_t len);
+/* The same for a kernel directory (NULL or "": the embedded sources). */
+void kiln_source_hash_in(const char *dir, const char *files, char *buf, size_t len);
 /* Sets kernel args: pairs of (size, pointer) terminated by size 0. */
 int kiln_cl_args(cl_kernel k, kiln_error *err, ...);
 #define KARG(x) sizeof(x), (const void *)&(x)

@@ -187,6 +187,14 @@ int kiln_tensor_from_proto(const void *proto, const char *base_dir, kiln_tensor 
 
 /* ---- attributes, nodes ---- */
 
+/* A malloc'd copy of n elements of es bytes, with room for one more (never
+ * a zero-byte allocation); NULL when out of memory. */
+static void *copy_array(const void *src, size_t n, size_t es) {
+  void *p = malloc((n + 1) * es);
+  if (p && n) memcpy(p, src, n * es);
+  return p;
+}
+
 static int convert_attr(const Onnx__AttributeProto *ap, kiln_attr *a, const char *base_dir, const char *nname, kiln_error *err) {
   a->name = xstrdup(ap->name);
   int type = ap->has_type ? (int)ap->type : 0;
@@ -211,15 +219,11 @@ static int convert_attr(const Onnx__AttributeProto *ap, kiln_attr *a, const char
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: a->type = KILN_ATTR_GRAPH; break; /* subgraphs: not supported by ops yet */
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
     a->type = KILN_ATTR_FLOATS; a->n = (int)ap->n_floats;
-    a->floats = malloc((ap->n_floats + 1) * sizeof(float));
-    if (!a->floats) return kiln__err(err, KILN_ENOMEM, "out of memory");
-    if (ap->n_floats) memcpy(a->floats, ap->floats, ap->n_floats * sizeof(float));
+    if (!(a->floats = copy_array(ap->floats, ap->n_floats, sizeof(float)))) return kiln__err(err, KILN_ENOMEM, "out of memory");
     break;
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
     a->type = KILN_ATTR_INTS; a->n = (int)ap->n_ints;
-    a->ints = malloc((ap->n_ints + 1) * sizeof(int64_t));
-    if (!a->ints) return kiln__err(err, KILN_ENOMEM, "out of memory");
-    if (ap->n_ints) memcpy(a->ints, ap->ints, ap->n_ints * sizeof(int64_t));
+    if (!(a->ints = copy_array(ap->ints, ap->n_ints, sizeof(int64_t)))) return kiln__err(err, KILN_ENOMEM, "out of memory");
     break;
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
     a->type = KILN_ATTR_STRINGS; a->n = (int)ap->n_strings;

@@ -206,6 +206,15 @@ static int new_init(kiln_graph *g, const char *name, int rank, const int64_t *di
   return id;
 }
 
+/* Resizes n's input list to nin entries (new ones unset); -1 when out of memory. */
+static int set_inputs(kiln_node *n, int nin) {
+  int *ni = realloc(n->in, sizeof(int) * (size_t)nin);
+  if (!ni) return -1;
+  n->in = ni;
+  n->nin = nin;
+  return 0;
+}
+
 static void drop_node(kiln_graph *g, int i) {
   kiln__node_free_fields(&g->nodes[i]);
   memmove(&g->nodes[i], &g->nodes[i + 1], sizeof(kiln_node) * (size_t)(g->nnodes - i - 1));
@@ -262,12 +271,7 @@ static int fold_batchnorm(kiln_graph *g, kiln_error *err) {
     if (nwid < 0 || nbid < 0) return kiln__err(err, KILN_ENOMEM, "out of memory");
     cv = &g->nodes[pi]; /* g->vals may have moved, g->nodes did not */
     bn = &g->nodes[i];
-    if (cv->nin < 3) {
-      int *ni = realloc(cv->in, sizeof(int) * 3);
-      if (!ni) return kiln__err(err, KILN_ENOMEM, "out of memory");
-      cv->in = ni;
-      cv->nin = 3;
-    }
+    if (cv->nin < 3 && set_inputs(cv, 3)) return kiln__err(err, KILN_ENOMEM, "out of memory");
     cv->in[1] = nwid;
     cv->in[2] = nbid;
     cv->out[0] = bn->out[0];
@@ -751,10 +755,7 @@ static int fuse_softmax(kiln_graph *g, int si, kiln_error *err) {
   sm = &g->nodes[si];
   if (scale != 1.0 && push_attr(sm, "kiln_scale", KILN_ATTR_FLOAT, 0, (float)scale, NULL)) return kiln__err(err, KILN_ENOMEM, "out of memory");
   if (mask >= 0) {
-    int *ni = realloc(sm->in, sizeof(int) * 2);
-    if (!ni) return kiln__err(err, KILN_ENOMEM, "out of memory");
-    sm->in = ni;
-    sm->nin = 2;
+    if (set_inputs(sm, 2)) return kiln__err(err, KILN_ENOMEM, "out of memory");
     sm->in[1] = mask;
   }
   sm->in[0] = v;

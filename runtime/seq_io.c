@@ -75,9 +75,8 @@ static int parse_value(const uint8_t *buf, size_t len, int optional, kiln_tensor
       if (!tp) rc = KILN_EPARSE;
       else rc = kiln_tensor_from_proto(tp, ".", &t, err);
       if (tp) onnx__tensor_proto__free_unpacked(tp, NULL);
-      if (!rc && cnt == cap) {
-        cap = cap ? cap * 2 : 8;
-        kiln_tensor **nv = realloc(v, sizeof *nv * (size_t)cap);
+      if (!rc) {
+        kiln_tensor **nv = kiln__grow(v, cnt, &cap, sizeof *nv, 8);
         if (!nv) { kiln_tensor_free(t); rc = KILN_ENOMEM; break; }
         v = nv;
       }

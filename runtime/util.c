@@ -30,6 +30,14 @@ double kiln__now_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+void *kiln__grow(void *v, int n, int *cap, size_t es, int first) {
+  if (n < *cap) return v;
+  int c = *cap ? *cap * 2 : first;
+  void *nv = realloc(v, es * (size_t)c);
+  if (nv) *cap = c;
+  return nv;
+}
+
 int kiln__cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;

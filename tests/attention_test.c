@@ -15,7 +15,6 @@
  * keep its MatMul / Softmax nodes (and still match the reference).
  * Exit 0 = pass, 1 = fail, 77 = skipped (no device). */
 #include "kiln_internal.h"
-#include "test_graph.h"
 #include "cl_defaults.h"
 #include <math.h>
 
@@ -26,50 +25,21 @@ static uint64_t rng = 0xa77e;
 static int fails, runs;
 
 #include "test_rng.h"
+#include "test_graph.h"
 
 /* ---- graphs on the heap (the rewrite frees and reallocates nodes) ---- */
 
-static kiln_graph *gnew(void) {
-  kiln_graph *g = calloc(1, sizeof *g);
-  g->opset = 17;
-  g->ir_version = 8;
-  return g;
-}
+static kiln_graph *gnew(void) { return gnew_opset(17); }
 
 /* A float input (random in [-amp, amp]) or constant value. */
 static int gval(kiln_graph *g, const char *name, int rank, const int64_t *dims, bool is_const, double amp) {
-  int v = kiln_graph_add_value(g, name);
-  kiln_value *x = &g->vals[v];
-  x->dtype = KILN_DT_FLOAT;
-  x->rank = rank;
-  memcpy(x->dims, dims, sizeof(int64_t) * (size_t)rank);
-  int64_t ne = kiln_value_numel(x);
-  x->data = malloc(sizeof(float) * (size_t)(ne ? ne : 1));
-  for (int64_t k = 0; k < ne; k++) ((float *)x->data)[k] = (float)(amp * unif());
-  if (is_const) x->is_const = x->is_initializer = true;
-  else {
-    x->is_input = true;
-    g->inputs = realloc(g->inputs, sizeof(int) * (size_t)(g->ninputs + 1));
-    g->inputs[g->ninputs++] = v;
-  }
-  return v;
-}
-
-static int gscalar(kiln_graph *g, const char *name, float f) {
-  int v = gval(g, name, 0, NULL, true, 0);
-  ((float *)g->vals[v].data)[0] = f;
-  return v;
+  return gvalue(g, name, rank, dims, is_const, amp, 0);
 }
 
 static int gtr(kiln_graph *g, int a, int r, const int64_t *perm) { return gnode(g, "Transpose", 1, &a, "perm", r, perm); }
 static int gsoftmax(kiln_graph *g, int a) {
   int64_t ax = -1;
   return gnode(g, "Softmax", 1, &a, "axis", -1, &ax);
-}
-static void goutput(kiln_graph *g, int v) {
-  g->vals[v].is_output = true;
-  g->outputs = realloc(g->outputs, sizeof(int) * (size_t)(g->noutputs + 1));
-  g->outputs[g->noutputs++] = v;
 }
 
 /* An additive mask: 0, or -10000 on about a quarter of the keys (never all of a row's). */

@@ -79,12 +79,7 @@ static kiln_record rec(const char *shape, const char *params, double med, double
 }
 
 static kiln_db *open_new(const char *path) {
-  char aux[800];
-  unlink(path);
-  snprintf(aux, sizeof aux, "%s-wal", path);
-  unlink(aux);
-  snprintf(aux, sizeof aux, "%s-shm", path);
-  unlink(aux);
+  kiln_db_remove_files(path);
   kiln_db *db = NULL;
   kiln_error err = {0};
   if (kiln_db_open(path, KILN_DB_CREATE, &db, &err)) { fprintf(stderr, "open %s: %s\n", path, err.msg); exit(1); }

@@ -104,6 +104,47 @@ PYEOF
 "$KILN" db show "$T/m.db" > /dev/null || fail "show failed"
 echo "merge: better evidence kept, disagreements flagged, priors kept; verify ok"
 
+# ---- stale records: measured on other kernel sources than the ones lookups
+# read now (a kernel directory, KILN_KERNEL_DIR, with its own gemm.cl here).
+# db show marks them stale and never best or chosen, in text and JSON, and
+# marks best the record a lookup picks among the current source's records
+cp "$FX/c.db" "$T/stale.db"
+mkdir -p "$T/kd"
+printf '// a gemm.cl of its own: the current source of the gemm family here\n' > "$T/kd/gemm.cl"
+H=$($PY -c 'import sys
+h = 1469598103934665603
+for b in open(sys.argv[1], "rb").read():
+    h = ((h ^ b) * 1099511628211) % (1 << 64)
+print("%016x" % h)' "$T/kd/gemm.cl")
+# the slow TM=1 (105 ns) is of the current source; the faster TM=3, flagged chosen, is not
+sql "$T/stale.db" "UPDATE records SET source_hash='$H' WHERE params='TM=1' AND source_hash='h1'" \
+  "UPDATE records SET flags=flags|32 WHERE params='TM=3' AND status='ok'"
+for kd in "$T/kd" ""; do
+  KILN_KERNEL_DIR=$kd "$KILN" db show "$T/stale.db" --all --json > "$T/out" || fail "show of stale records failed"
+  KILN_KERNEL_DIR=$kd "$KILN" db show "$T/stale.db" --all > "$T/show.txt" || fail "show of stale records failed"
+  $PY - "$T/out" "$T/show.txt" "$H" "$kd" <<'PYEOF' || fail "db show (KILN_KERNEL_DIR='$kd'): stale records: $(cat "$T/out"; cat "$T/show.txt")"
+import json, sys
+recs = json.load(open(sys.argv[1]))["records"]
+rows = [l for l in open(sys.argv[2]).read().splitlines() if l.startswith("      ") and " n=" in l]
+h, kd = sys.argv[3], sys.argv[4]
+bad = []
+for r in recs:
+    stale = not kd or r["source_hash"] != h
+    if r["stale"] != stale: bad.append("stale flag of " + r["params"] + " " + r["source_hash"])
+    if stale and (r["best"] or r["chosen"]): bad.append("stale record marked best or chosen: " + r["params"])
+best = [r["params"] + " " + r["source_hash"] for r in recs if r["best"]]
+want = ["TM=1 " + h] if kd else []
+if best != want: bad.append("best %s, want %s" % (best, want))
+for l in rows:
+    flags = l.split("[")[-1] if "[" in l else ""
+    if "stale" in flags and ("best" in flags or "chosen" in flags): bad.append("text row: " + l)
+if len(rows) != len(recs) or sum("best" in l for l in rows) != len(want): bad.append("text rows disagree with the JSON")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PYEOF
+done
+echo "stale records: marked stale, never best or chosen; the best among the current source's records"
+
 # ---- export / import round trip
 "$KILN" db export "$FX/rt_user.db" --device "rtx 3060" -o "$T/e.db" --json > "$T/out" || fail "export failed"
 "$KILN" db import "$T/e.db" --db "$T/u.db" --json > "$T/out" || fail "import failed"

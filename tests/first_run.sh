@@ -62,10 +62,20 @@ run() { # run N [env...]: kiln run --json into $T/runN.json, stderr into $T/runN
 # 1. first run: probes and caches
 run 1
 [ "$(field figures "$T/run1.json")" = "quick probe" ] || fail "run 1: figures '$(field figures "$T/run1.json")', want 'quick probe'"
-# its time beyond building its programs is meant to be about a second (2 s at
-# most on a quiet machine); here only a guard against a runaway probe, since
-# the suite runs beside other load
-awk -v v="$(field probe_ms "$T/run1.json")" -v c="$(field probe_compile_ms "$T/run1.json")" 'BEGIN { exit !(v > 0 && v - c <= 10000) }' ||
+# its time beyond compiling (building probe.cl and each kernel's first
+# launch, where POCL generates code) is the first run's cost beyond compiling
+# a model: at most 2 s on an idle machine (a few hundred ms measured). The
+# suite runs beside other load, which stretches every wall-clock time: the
+# bound is 2 s times the load per core (the 1-minute load average over the
+# cores online, at least 1) times 2 for slack, so it holds on a busy machine
+# and still catches a probe that measures for long (the one before this
+# bound took 8 s beyond compiling on an idle machine)
+ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
+awk -v v="$(field probe_ms "$T/run1.json")" -v c="$(field probe_compile_ms "$T/run1.json")" -v l="$load" -v n="$ncpu" '
+  BEGIN { f = l / n; if (f < 1) f = 1; bound = 2000 * f * 2
+          printf "quick probe beyond compiling: %.0f ms (bound %.0f ms at load %s on %s cores)\n", v - c, bound, l, n
+          exit !(v > 0 && c >= 0 && v - c <= bound) }' ||
   fail "run 1: quick probe took $(field probe_ms "$T/run1.json") ms, $(field probe_compile_ms "$T/run1.json") ms of it compiling"
 C=$(ls "$KILN_CACHE_DIR"/probe-*.json 2>/dev/null | head -n 1)
 [ -n "$C" ] && [ -s "$C" ] || fail "run 1 left no probe cache file in $KILN_CACHE_DIR"

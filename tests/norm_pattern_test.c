@@ -16,7 +16,6 @@
  * fusion off) keep their nodes and still match.
  * Exit 0 = pass, 1 = fail, 77 = skipped (no device). */
 #include "kiln_internal.h"
-#include "test_graph.h"
 #include <math.h>
 
 #define SKIP 77
@@ -26,40 +25,9 @@ static uint64_t rng = 0x1a7e;
 static int fails, runs;
 
 #include "test_rng.h"
+#include "test_graph.h"
 
 /* ---- graphs on the heap (the rewrite frees and reallocates nodes) ---- */
-
-static kiln_graph *gnew(int opset) {
-  kiln_graph *g = calloc(1, sizeof *g);
-  g->opset = opset;
-  g->ir_version = 8;
-  return g;
-}
-
-/* A float input (random in [-amp, amp] + shift) or constant value. */
-static int gval(kiln_graph *g, const char *name, int rank, const int64_t *dims, bool is_const, double amp, double shift) {
-  int v = kiln_graph_add_value(g, name);
-  kiln_value *x = &g->vals[v];
-  x->dtype = KILN_DT_FLOAT;
-  x->rank = rank;
-  memcpy(x->dims, dims, sizeof(int64_t) * (size_t)rank);
-  int64_t ne = kiln_value_numel(x);
-  x->data = malloc(sizeof(float) * (size_t)(ne ? ne : 1));
-  for (int64_t k = 0; k < ne; k++) ((float *)x->data)[k] = (float)(amp * unif() + shift);
-  if (is_const) x->is_const = x->is_initializer = true;
-  else {
-    x->is_input = true;
-    g->inputs = realloc(g->inputs, sizeof(int) * (size_t)(g->ninputs + 1));
-    g->inputs[g->ninputs++] = v;
-  }
-  return v;
-}
-
-static int gscalar(kiln_graph *g, const char *name, float f) {
-  int v = gval(g, name, 0, NULL, true, 0, 0);
-  ((float *)g->vals[v].data)[0] = f;
-  return v;
-}
 
 /* An int64 constant of n values. */
 static int gints(kiln_graph *g, const char *name, int n, const int64_t *vals) {
@@ -74,11 +42,6 @@ static int gints(kiln_graph *g, const char *name, int n, const int64_t *vals) {
   return v;
 }
 
-static void goutput(kiln_graph *g, int v) {
-  g->vals[v].is_output = true;
-  g->outputs = realloc(g->outputs, sizeof(int) * (size_t)(g->noutputs + 1));
-  g->outputs[g->noutputs++] = v;
-}
 
 /* ReduceMean over the last nax axes, keepdims 1: axes as attribute (opset <
  * 18) or as a constant input (opset 18); `lead` takes axis 0 instead. */
@@ -109,10 +72,10 @@ enum {
 
 /* x [dims] normalized over the last nax axes (gamma/beta of those dims). */
 static kiln_graph *norm_graph(int opset, int rank, const int64_t *dims, int nax, int flags, int *y) {
-  kiln_graph *g = gnew(opset);
-  int x = gval(g, "x", rank, dims, false, 2, 0.5), d = x;
+  kiln_graph *g = gnew_opset(opset);
+  int x = gvalue(g, "x", rank, dims, false, 2, 0.5), d = x;
   if (!(flags & P_RMS)) d = g2(g, "Sub", x, gmean(g, x, nax, false));
-  int e = (flags & P_EXP_INPUT) ? gval(g, "e", 0, NULL, false, 0, 2) : gscalar(g, "two", (flags & P_EXP4) ? 4.0f : 2.0f);
+  int e = (flags & P_EXP_INPUT) ? gvalue(g, "e", 0, NULL, false, 0, 2) : gscalar(g, "two", (flags & P_EXP4) ? 4.0f : 2.0f);
   int p = (flags & P_MULSQ) ? g2(g, "Mul", d, d) : g2(g, "Pow", d, e);
   int v = gmean(g, p, nax, flags & P_LEADVAR);
   if (flags & P_KEEP0) { /* keepdims 0 + Unsqueeze-free Reshape back */
@@ -132,8 +95,8 @@ static kiln_graph *norm_graph(int opset, int rank, const int64_t *dims, int nax,
   int n = (flags & P_RECIP) ? g2(g, "Mul", d, g1(g, "Reciprocal", s)) : g2(g, "Div", d, s);
   int64_t pd[KILN_MAX_RANK];
   for (int i = 0; i < nax; i++) pd[i] = dims[rank - nax + i];
-  if (flags & P_GAMMA) n = g2(g, "Mul", gval(g, "gamma", nax, pd, true, 1, 1), n);
-  if (flags & P_BETA) n = g2(g, "Add", n, gval(g, "beta", nax, pd, true, 1, 0));
+  if (flags & P_GAMMA) n = g2(g, "Mul", gvalue(g, "gamma", nax, pd, true, 1, 1), n);
+  if (flags & P_BETA) n = g2(g, "Add", n, gvalue(g, "beta", nax, pd, true, 1, 0));
   *y = n;
   goutput(g, n);
   return g;

@@ -1,7 +1,47 @@
 /* test_graph.h: building small graphs node by node in the C tests
- * (attention_test.c, norm_pattern_test.c). Include after kiln_internal.h. */
+ * (attention_test.c, norm_pattern_test.c). Include after kiln_internal.h
+ * and test_rng.h (input values are random). */
 #ifndef KILN_TESTS_TEST_GRAPH_H
 #define KILN_TESTS_TEST_GRAPH_H
+
+/* An empty graph on the heap (a rewrite frees and reallocates its nodes). */
+static kiln_graph *gnew_opset(int opset) {
+  kiln_graph *g = calloc(1, sizeof *g);
+  g->opset = opset;
+  g->ir_version = 8;
+  return g;
+}
+
+/* A float input (random in [-amp, amp] + shift) or constant value. */
+static int gvalue(kiln_graph *g, const char *name, int rank, const int64_t *dims, bool is_const, double amp, double shift) {
+  int v = kiln_graph_add_value(g, name);
+  kiln_value *x = &g->vals[v];
+  x->dtype = KILN_DT_FLOAT;
+  x->rank = rank;
+  memcpy(x->dims, dims, sizeof(int64_t) * (size_t)rank);
+  int64_t ne = kiln_value_numel(x);
+  x->data = malloc(sizeof(float) * (size_t)(ne ? ne : 1));
+  for (int64_t k = 0; k < ne; k++) ((float *)x->data)[k] = (float)(amp * unif() + shift);
+  if (is_const) x->is_const = x->is_initializer = true;
+  else {
+    x->is_input = true;
+    g->inputs = realloc(g->inputs, sizeof(int) * (size_t)(g->ninputs + 1));
+    g->inputs[g->ninputs++] = v;
+  }
+  return v;
+}
+
+static int gscalar(kiln_graph *g, const char *name, float f) {
+  int v = gvalue(g, name, 0, NULL, true, 0, 0);
+  ((float *)g->vals[v].data)[0] = f;
+  return v;
+}
+
+static void goutput(kiln_graph *g, int v) {
+  g->vals[v].is_output = true;
+  g->outputs = realloc(g->outputs, sizeof(int) * (size_t)(g->noutputs + 1));
+  g->outputs[g->noutputs++] = v;
+}
 
 /* Node op(in...) with an optional INTS attribute (na >= 0 values) or INT
  * attribute (na < 0: ints[0]); returns its output value. */

@@ -16,6 +16,12 @@ static const char *mi_opts(kiln_device *d, int dtype, char *buf, size_t len) {
   return buf;
 }
 
+/* Kernel name of misc.cl built for element type dtype. */
+static cl_kernel mi_kernel(kiln_exec *x, int dtype, const char *name, kiln_error *err) {
+  char opts[320];
+  return kiln_cl_kernel(x->d, "misc.cl", mi_opts(x->d, dtype, opts, sizeof opts), name, err);
+}
+
 static bool mi_float_type(int dt) { return dt == KILN_DT_FLOAT || dt == KILN_DT_DOUBLE; }
 
 /* Scalar integer input i known at plan time; returns false if unknown. */
@@ -68,8 +74,7 @@ static int window_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_e
 
 static int window_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_value *y = kiln_out(x->g, n, 0);
-  char opts[320];
-  cl_kernel k = kiln_cl_kernel(x->d, "misc.cl", mi_opts(x->d, y->dtype, opts, sizeof opts), "window_fill", err);
+  cl_kernel k = mi_kernel(x, y->dtype, "window_fill", err);
   if (!k) return err->status;
   cl_mem by = kiln_out_buf(x, n, 0);
   cl_long size = y->dims[0], n1 = window_denom(n, size);
@@ -140,8 +145,7 @@ static int mel_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_erro
 static int mel_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   kiln_value *y = kiln_out(g, n, 0);
-  char opts[320];
-  cl_kernel k = kiln_cl_kernel(x->d, "misc.cl", mi_opts(x->d, y->dtype, opts, sizeof opts), "mel_fill", err);
+  cl_kernel k = mi_kernel(x, y->dtype, "mel_fill", err);
   if (!k) return err->status;
   int64_t v;
   cl_long nspec = y->dims[0], nmel = y->dims[1], dftl = 0, sr = 1;
@@ -218,6 +222,19 @@ static int dft_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   return 0;
 }
 
+/* Adds x[xi] (real, or complex when comps is 2) scaled by w and rotated by
+ * ang to (re, im): one term of a DFT's (or STFT's) sum. */
+static void dft_term(const void *x, int dt, int64_t xi, int comps, double w, double ang, double *re, double *im) {
+  double xr = kiln_load_f(x, dt, xi) * w, xm = comps == 2 ? kiln_load_f(x, dt, xi + 1) * w : 0.0;
+  *re += xr * cos(ang) - xm * sin(ang);
+  *im += xr * sin(ang) + xm * cos(ang);
+}
+
+static void store_complex(void *y, int dt, int64_t yi, double re, double im) {
+  kiln_store_f(y, dt, yi, re);
+  kiln_store_f(y, dt, yi + 1, im);
+}
+
 static int dft_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   dft_geom q;
   int rc = dft_geometry(g, n, &q, err);
@@ -232,14 +249,10 @@ static int dft_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_erro
         for (int64_t m = 0; m < m_end; m++) {
           double ang = sgn * 2.0 * MI_PI * (double)((k * m) % q.nfft) / (double)q.nfft;
           int64_t xi = ((o * q.len_in + m) * q.inner + c) * q.comps;
-          double xr = kiln_load_f(in[0], dt, xi), xm = q.comps == 2 ? kiln_load_f(in[0], dt, xi + 1) : 0.0;
-          re += xr * cos(ang) - xm * sin(ang);
-          im += xr * sin(ang) + xm * cos(ang);
+          dft_term(in[0], dt, xi, q.comps, 1.0, ang, &re, &im);
         }
         if (q.inverse) { re /= (double)q.nfft; im /= (double)q.nfft; }
-        int64_t yi = ((o * q.nout + k) * q.inner + c) * 2;
-        kiln_store_f(out[0], dt, yi, re);
-        kiln_store_f(out[0], dt, yi + 1, im);
+        store_complex(out[0], dt, ((o * q.nout + k) * q.inner + c) * 2, re, im);
       }
   return 0;
 }
@@ -248,8 +261,7 @@ static int dft_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   dft_geom q;
   int rc = dft_geometry(x->g, n, &q, err);
   if (rc) return rc;
-  char opts[320];
-  cl_kernel k = kiln_cl_kernel(x->d, "misc.cl", mi_opts(x->d, kiln_in(x->g, n, 0)->dtype, opts, sizeof opts), "dft", err);
+  cl_kernel k = mi_kernel(x, kiln_in(x->g, n, 0)->dtype, "dft", err);
   if (!k) return err->status;
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
   cl_long outer = q.outer, len_in = q.len_in, inner = q.inner, nfft = q.nfft, nout = q.nout;
@@ -320,13 +332,9 @@ static int stft_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
           double ang = -2.0 * MI_PI * (double)((k * m) % q.flen) / (double)q.flen;
           double wv = q.window ? kiln_load_f(in[2], wdt, m) : 1.0;
           int64_t xi = (b * q.len + f * q.step + m) * q.comps;
-          double xr = kiln_load_f(in[0], dt, xi) * wv, xm = q.comps == 2 ? kiln_load_f(in[0], dt, xi + 1) * wv : 0.0;
-          re += xr * cos(ang) - xm * sin(ang);
-          im += xr * sin(ang) + xm * cos(ang);
+          dft_term(in[0], dt, xi, q.comps, wv, ang, &re, &im);
         }
-        int64_t yi = ((b * q.frames + f) * q.nbins + k) * 2;
-        kiln_store_f(out[0], dt, yi, re);
-        kiln_store_f(out[0], dt, yi + 1, im);
+        store_complex(out[0], dt, ((b * q.frames + f) * q.nbins + k) * 2, re, im);
       }
   return 0;
 }
@@ -335,8 +343,7 @@ static int stft_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   stft_geom q;
   int rc = stft_geometry(x->g, n, &q, err);
   if (rc) return rc;
-  char opts[320];
-  cl_kernel k = kiln_cl_kernel(x->d, "misc.cl", mi_opts(x->d, kiln_in(x->g, n, 0)->dtype, opts, sizeof opts), "stft", err);
+  cl_kernel k = mi_kernel(x, kiln_in(x->g, n, 0)->dtype, "stft", err);
   if (!k) return err->status;
   cl_mem bx = kiln_in_buf(x, n, 0), bw = q.window ? kiln_in_buf(x, n, 2) : bx, by = kiln_out_buf(x, n, 0);
   cl_long batch = q.batch, len = q.len, frames = q.frames, nbins = q.nbins, flen = q.flen, step = q.step;

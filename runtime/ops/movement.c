@@ -679,7 +679,10 @@ static int expand_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   return 0;
 }
 
-static int expand_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
+/* The reference of Expand and Tile: output element c copies input element
+ * c mod dims, axis by axis over the input's trailing axes (an Expand's axis
+ * of size 1 broadcasts: c mod 1 = 0; a Tile's axis repeats). */
+static int repeat_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   (void)err;
   kiln_value *a = kiln_in(g, n, 0), *y = kiln_out(g, n, 0);
   int64_t as[MAXR], c[MAXR];
@@ -689,7 +692,7 @@ static int expand_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_e
   for (int64_t i = 0, t = kiln_value_numel(y); i < t; i++) {
     unravel(i, y->rank, y->dims, c);
     int64_t off = 0;
-    for (int k = 0; k < a->rank; k++) off += (a->dims[k] == 1 ? 0 : c[k + lead]) * as[k];
+    for (int k = 0; k < a->rank; k++) off += (c[k + lead] % a->dims[k]) * as[k];
     ecopy(out[0], i, in[0], off, es);
   }
   return 0;
@@ -719,21 +722,6 @@ static int tile_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   if (tile_repeats(g, n, rep, err)) return err->status;
   for (int i = 0; i < a->rank; i++) d[i] = a->dims[i] * rep[i];
   kiln_set_out(g, n, 0, a->dtype, a->rank, d);
-  return 0;
-}
-
-static int tile_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
-  (void)err;
-  kiln_value *a = kiln_in(g, n, 0), *y = kiln_out(g, n, 0);
-  int64_t as[MAXR], c[MAXR];
-  kiln_strides(a->rank, a->dims, as);
-  size_t es = kiln_dtype_size(a->dtype);
-  for (int64_t i = 0, t = kiln_value_numel(y); i < t; i++) {
-    unravel(i, y->rank, y->dims, c);
-    int64_t off = 0;
-    for (int k = 0; k < a->rank; k++) off += (c[k] % a->dims[k]) * as[k];
-    ecopy(out[0], i, in[0], off, es);
-  }
   return 0;
 }
 
@@ -1915,8 +1903,8 @@ const kiln_op_def kiln_ops_movement[] = {
   {"Scatter", scatter_el_infer, scatter_el_ref, scatter_el_dev, scatter_check, NULL},
   {"ScatterElements", scatter_el_infer, scatter_el_ref, scatter_el_dev, scatter_check, NULL},
   {"ScatterND", scatter_nd_infer, scatter_nd_ref, scatter_nd_dev, scatter_check, NULL},
-  {"Expand", expand_infer, expand_ref, expand_dev, NULL, NULL},
-  {"Tile", tile_infer, tile_ref, tile_dev, NULL, NULL},
+  {"Expand", expand_infer, repeat_ref, expand_dev, NULL, NULL},
+  {"Tile", tile_infer, repeat_ref, tile_dev, NULL, NULL},
   {"Pad", pad_infer, pad_ref, pad_dev, NULL, NULL},
   {"Shape", shape_infer, shape_ref, NULL, NULL, NULL},
   {"Size", size_infer, size_ref, NULL, NULL, NULL},
