@@ -18,7 +18,10 @@
  * the inner loop reads both operands through two advancing pointers: on
  * POCL (LLVM, AVX-512) an 8 x 32 block compiles to 2 vector loads, 8
  * broadcasts and 16 FMAs per step of K with no address arithmetic, where
- * TM strided rows of A ran out of registers.
+ * TM strided rows of A ran out of registers. With packed A and a small
+ * TM x NR block, gemm.cl computes RB of the MB blocks together (up to 16
+ * accumulators), so small TM is not latency-bound (conv's panel solvers
+ * choose GEMM_TM themselves).
  * Defaults (used where nothing was measured or predicted): the panel kernel
  * with 8 x 32 blocks (float16 vectors), 8 blocks (64 rows) per work-item,
  * one work-item per group, A packed: the fastest of the candidates timed on

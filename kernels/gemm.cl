@@ -332,17 +332,38 @@ __kernel void gemm_pack_a(const int M, const int K, __global const T *A, const l
     }                                                                     \
   } while (0)
 
-/* The same step on packed A: TM values at pa, NR at pb, both then advanced. */
+/* Packed A (AP=1, SA=0): RB row blocks of the work-item's MB are computed
+ * together, so that a small TM (a few accumulators, a chain of dependent
+ * FMAs) still fills the register file: RB is the largest power of two up to
+ * MB with RB*TM*NV <= 16 accumulators. */
+#if AP && !SA
+  #define RBCAP (16 / (TM * NV))
+  #if RBCAP >= 8 && MB >= 8
+    #define RB 8
+  #elif RBCAP >= 4 && MB >= 4
+    #define RB 4
+  #elif RBCAP >= 2 && MB >= 2
+    #define RB 2
+  #else
+    #define RB 1
+  #endif
+#else
+  #define RB 1
+#endif
+
+/* One K step on packed A: TM values at each of the RB pointers pa[u], NR at
+ * pb, all then advanced. */
 #define PACKED_STEP()                                                     \
   do {                                                                    \
     TV b[NV];                                                             \
     _Pragma("unroll") for (int v = 0; v < NV; v++) b[v] = VLOADL(v, pb);  \
-    _Pragma("unroll") for (int i = 0; i < TM; i++) {                      \
-      const T a = pa[i];                                                  \
-      _Pragma("unroll") for (int v = 0; v < NV; v++)                      \
-        acc[i][v] = MADV(a, b[v], acc[i][v]);                             \
-    }                                                                     \
-    pa += TM;                                                             \
+    _Pragma("unroll") for (int u = 0; u < RB; u++)                        \
+      _Pragma("unroll") for (int i = 0; i < TM; i++) {                    \
+        const T a = pa[u][i];                                             \
+        _Pragma("unroll") for (int v = 0; v < NV; v++)                    \
+          acc[u * TM + i][v] = MADV(a, b[v], acc[u * TM + i][v]);         \
+      }                                                                   \
+    _Pragma("unroll") for (int u = 0; u < RB; u++) pa[u] += TM;           \
     pb += NR;                                                             \
   } while (0)
 
@@ -351,11 +372,11 @@ __kernel void gemm_pack_a(const int M, const int K, __global const T *A, const l
 #endif
 
 /* TM x NR blocks of Y per work-item: work-item (p, r, z) computes columns
- * p*NR.. of batch z for the MB blocks of TM rows from row r*MB*TM on, one
- * after another (the B panel stays in cache), from A'(m,k) =
- * A[aoff + m*sam + k*sak] (AP=0) or from row panels of TM rows at aoff,
- * A[aoff + (m/TM)*K*TM + k*TM + m%TM] (AP=1: packed by gemm_pack_a, or
- * weights packed on the host; sam and sak unused) and panel p of the
+ * p*NR.. of batch z for the MB blocks of TM rows from row r*MB*TM on, RB at
+ * a time, one after another (the B panel stays in cache), from
+ * A'(m,k) = A[aoff + m*sam + k*sak] (AP=0) or from row panels of TM rows at
+ * aoff, A[aoff + (m/TM)*K*TM + k*TM + m%TM] (AP=1: packed by gemm_pack_a,
+ * or weights packed on the host; sam and sak unused) and panel p of the
  * packed B (gemm_pack_b) at boff; C and Y as in gemm. With SA=1 (MB=1) the
  * work-group waits at a barrier after every KWG steps of K, so its A rows
  * and B panels are reused from cache by all its work-items (POCL runs a
@@ -380,16 +401,18 @@ void gemm_panel(const int M, const int N, const int K, const T alpha, const T be
   __global const T *bp0 = Bp + boff + (long)min(p, np - 1) * K * NR;
   const long ybase = z * (long)M * N;
   Y += ybase;
-  for (int mi = 0; mi < MB; mi++) {
-    const int m0 = (r * MB + mi) * TM;
+  for (int mi = 0; mi < MB; mi += RB) {
+    const int m0 = (r * MB + mi) * TM;   /* first row of these RB blocks */
 #if !SA
     if (m0 >= M) break;
 #endif
-    TV acc[TM][NV];
-    _Pragma("unroll") for (int i = 0; i < TM; i++)
+    TV acc[RB * TM][NV];
+    _Pragma("unroll") for (int i = 0; i < RB * TM; i++)
       _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = (TV)0;
 #if AP
-    __global const T *pa = A + (long)min(m0, (nmb - 1) * TM) * K;
+    /* blocks past the last one are clamped (results dropped) */
+    __global const T *pa[RB];
+    _Pragma("unroll") for (int u = 0; u < RB; u++) pa[u] = A + (long)min(m0 / TM + u, nmb - 1) * K * TM;
     __global const T *pb = bp0;
     int k = 0;
 #if SA
@@ -429,7 +452,7 @@ void gemm_panel(const int M, const int N, const int K, const T alpha, const T be
 #if SA
     if (p >= np || m0 >= M) return;
 #endif
-    _Pragma("unroll") for (int i = 0; i < TM; i++) {
+    _Pragma("unroll") for (int i = 0; i < RB * TM; i++) {
       const int m = m0 + i;
       if (m >= M) break;
       _Pragma("unroll") for (int v = 0; v < NV; v++) store_vec(acc[i][v], m, p * NR + v * VW, N, alpha, beta, C, scm, scn, has_c, Y, ybase, e0, e1);

@@ -106,6 +106,15 @@ static unsigned gemm_mask(const kiln_graph *g) { return g && g->dev_opt ? g->dev
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Accumulator vectors of the block gemm_panel computes at once: TM x NV, or
+ * with packed A the RB row blocks of gemm.cl's RB (the largest power of two
+ * up to MB with RB*TM*NV <= 16) together. */
+static int panel_accumulators(int tm, int nv, int mb, int ap) {
+  int rb = 1;
+  while (ap && rb * 2 <= mb && rb * 2 <= 16 / (tm * nv)) rb *= 2;
+  return rb * tm * nv;
+}
+
 static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
   const int kern = p[GP_KERNEL], tm = p[GP_TM], nv = p[GP_NV], vw = p[GP_VW], wgm = p[GP_WGM], wgn = p[GP_WGN], kwi = p[GP_KWI];
   const int sa = p[GP_SA], kwg = p[GP_KWG], mb = p[GP_MB], ap = p[GP_AP];
@@ -151,6 +160,13 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   case GK_PANEL:
     if (!sa && kwg != gemm_params[GP_KWG].dflt) return 1;
     if (sa && (kwg % kwi || kwg < 64)) return 1;     /* short blocks: barriers cost more than they save */
+    /* CPU devices: A unpacked only where there is one row block (packing
+     * a GEMV's row gains nothing), and at least 8 accumulators per block
+     * where there are 8 rows (fewer are a chain of dependent FMAs: 2-4x
+     * slower on POCL/AVX-512; the cost model's prior, fitted before A
+     * could be packed, picked 1 x 64 blocks of unpacked A for bert) */
+    if (dev && !dev->is_gpu && !ap && ceil_div(M, tm) > 1) return 1;
+    if (dev && !dev->is_gpu && M >= 8 && panel_accumulators(tm, nv, mb, ap) < 8) return 1;
     break;
   case GK_CLBLAST:
     if (t->dtype != KILN_DT_FLOAT && t->dtype != KILN_DT_DOUBLE) return 1;
