@@ -21,10 +21,12 @@
  *
  * Usage: bench_gemm [--device SEL] [--max-trials N] [--budget S] [--strategy NAME]
  *                   [--shapes all|square|resnet|MxNxK[,MxNxK...]] [--keep-db PATH]
- *                   [--clblast-trials N]
+ *                   [--clblast-trials N] [--no-clblast]
  * --budget is the tuning time per shape in seconds (doubled for shapes of
  * more than 1 GFLOP); --max-trials caps the candidates per shape;
- * --clblast-trials (default 2, 0 = skip) the CLBlast candidates per shape. */
+ * --clblast-trials (default 2, 0 = skip) the CLBlast candidates per shape;
+ * --no-clblast leaves CLBlast out altogether (on POCL each of its programs
+ * is a compile of minutes). */
 #include "kiln_internal.h"
 #include "kiln_db.h"
 #include "onnx.pb-c.h"
@@ -179,7 +181,7 @@ static void print_load(const char *when) {
 
 int main(int argc, char **argv) {
   const char *sel = NULL, *shapes_arg = "all", *keep_db = NULL;
-  int max_trials = 48, clb_trials = 2;
+  int max_trials = 48, clb_trials = 2, no_clblast = 0;
   const char *strategy = NULL; /* kiln_tune's default */
   double budget = 20;
   for (int i = 1; i < argc; i++) {
@@ -189,10 +191,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) shapes_arg = argv[++i];
     else if (!strcmp(argv[i], "--keep-db") && i + 1 < argc) keep_db = argv[++i];
     else if (!strcmp(argv[i], "--clblast-trials") && i + 1 < argc) clb_trials = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--no-clblast")) no_clblast = 1, clb_trials = 0;
     else if (!strcmp(argv[i], "--strategy") && i + 1 < argc) strategy = argv[++i];
     else {
       fprintf(stderr, "usage: %s [--device SEL] [--max-trials N] [--budget S] [--shapes all|square|resnet|MxNxK,...] [--keep-db PATH]\n"
-                      "       [--clblast-trials N] [--strategy model|random|exhaustive]\n", argv[0]);
+                      "       [--clblast-trials N] [--no-clblast] [--strategy model|random|exhaustive]\n", argv[0]);
       return 2;
     }
   }
@@ -262,7 +265,7 @@ int main(int argc, char **argv) {
     }
     clFinish(d->q);
     CLBlastClearCache();
-    double t_clb = run_clblast(&c) ? -1 : time_median(run_clblast, &c);
+    double t_clb = no_clblast || run_clblast(&c) ? -1 : time_median(run_clblast, &c);
 
     /* kiln: default, then tuned */
     char mpath[256];

@@ -30,9 +30,10 @@
  *   local    conv_im2col, then the GPU-style conv_gemm_local;
  *   panel    conv_im2col_p into scratch in panels of GEMM_TN columns, then
  *            gemm.cl's gemm_panel (the gemm family's CPU kernel, built with
- *            ROWCH=1 for the per-channel bias and epilogue) on the weights as
- *            stored: GEMM_TM rows x GEMM_TN columns per work-item, work-groups
- *            of PANEL_WG panels;
+ *            ROWCH=1 for the per-channel bias and epilogue) on the weights
+ *            packed in panels of GEMM_TM rows (AP=1): blocks of GEMM_TM rows
+ *            x GEMM_TN columns, several per work-item (conv_panel_mb),
+ *            work-groups of PANEL_WG panels;
  *   winop    Winograd as wino, the 16 products by gemm_panel on panels of
  *            GEMM_TN tiles written by wino_in_p;
  *   dwv      depthwise 2-D with vector loads along the output row (conv_dwv,
@@ -212,16 +213,27 @@ typedef struct {
   bool rowch;
 } conv_panel_args;
 
+/* Row blocks of GEMM_TM per gemm_panel work-item (its MB): up to 64 rows,
+ * while at least 8 work-items remain. */
+static int conv_panel_mb(int64_t M, int tm, int64_t np, int64_t batches) {
+  int mb = 8;
+  while (mb > 1 && ((int64_t)mb * tm > 64 || np * ceil_div(ceil_div(M, tm), mb) * batches < 8 || ceil_div(M, tm) <= mb / 2)) mb /= 2;
+  return mb;
+}
+
 static int conv_panel_gemm(const conv_ctx *c, conv_panel_args *a, kiln_error *err) {
   kiln_exec *x = c->x;
-  int tm = c->p[CP_GTM], tn = c->p[CP_GTN];
+  int tm = c->p[CP_GTM], tn = c->p[CP_GTN], vw = tn % 16 ? 8 : 16;
+  int64_t np = ceil_div(a->N, tn), batches = c->w->n * a->inner;
+  int mb = conv_panel_mb(a->M, tm, np, batches);
   cl_mem bm = kiln_exec_param(x, c->n, 2, a->meta, sizeof a->meta, err);
   if (!bm) return err->status;
   char gopts[512];
   kiln_cl_type_opts(c->dt, gopts, sizeof gopts);
   size_t gl = strlen(gopts);
-  snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=8 -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16%s", tm, tn / 8,
-           c->p[CP_PWG], a->rowch ? " -DROWCH=1" : "");
+  /* A: the weights packed in panels of GEMM_TM rows (AP=1) */
+  snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=%d -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16 -DMB=%d -DAP=1%s", tm,
+           tn / vw, vw, c->p[CP_PWG], mb, a->rowch ? " -DROWCH=1" : "");
   cl_kernel k = a->rowch ? kiln_epi_kernel(x, c->n, "gemm.cl", gopts, "gemm_panel", err) : kiln_cl_kernel(x->d, "gemm.cl", gopts, "gemm_panel", err);
   if (!k) return err->status;
   cl_mem e0 = a->rowch ? c->ep[0] : c->bw, e1 = a->rowch ? c->ep[1] : c->bw;
@@ -237,8 +249,7 @@ static int conv_panel_gemm(const conv_ctx *c, conv_panel_args *a, kiln_error *er
   }
   if (rc) return err->status;
   size_t wgn = (size_t)c->p[CP_PWG];
-  int64_t np = ceil_div(a->N, tn);
-  size_t gg[3] = {(size_t)ceil_div(np, (int64_t)wgn) * wgn, (size_t)ceil_div(a->M, tm), (size_t)(c->w->n * a->inner)};
+  size_t gg[3] = {(size_t)ceil_div(np, (int64_t)wgn) * wgn, (size_t)ceil_div(ceil_div(a->M, tm), mb), (size_t)batches};
   size_t lg[3] = {wgn, 1, 1};
   return kiln_exec_launch(x, k, 3, gg, lg, err);
 }
@@ -450,10 +461,13 @@ static int panel_launch(const conv_ctx *c, kiln_error *err) {
   size_t gws[3] = {(size_t)c->K, (size_t)(w->out[0] * w->out[1]), (size_t)NB};
   int rc = kiln_exec_launch(c->x, k, 3, gws, NULL, err);
   if (rc) return rc;
-  /* batches (n, g): weights g*M*K apart, panel buffers np*K*TN apart */
-  conv_panel_args a = {.A = c->bw, .Bp = col, .C = c->bb, .Y = c->by, .M = (cl_int)c->ocg, .N = (cl_int)c->osz, .K = (cl_int)c->K,
+  /* batches (n, g): packed weights ceil(M/TM)*K*TM apart, panel buffers np*K*TN apart */
+  int tm = c->p[CP_GTM];
+  cl_mem A = conv_packed(c, pack_panels, tm, err);
+  if (!A) return err->status;
+  conv_panel_args a = {.A = A, .Bp = col, .C = c->bb, .Y = c->by, .M = (cl_int)c->ocg, .N = (cl_int)c->osz, .K = (cl_int)c->K,
                        .has_c = c->has_bias, .sam = c->K, .sak = 1, .scm = 0, .scn = w->oc, .inner = G, .meta = {2, w->n, G}, .rowch = true};
-  a.meta[1 + 8 + 1] = c->ocg * c->K;
+  a.meta[1 + 8 + 1] = ceil_div(c->ocg, tm) * c->K * tm;
   a.meta[1 + 16] = G * np * c->K * tn;
   a.meta[1 + 16 + 1] = np * c->K * tn;
   return conv_panel_gemm(c, &a, err);
@@ -556,15 +570,13 @@ static int wino_launch(const conv_ctx *c, kiln_error *err) {
   return conv_wino_out(c, Mw, TW, T_, ldb, err);
 }
 
-/* U as [16][C][OC] (panels of OC rows): gemm_panel reads A(m, k) = U[xi][k][m] */
-static void *pack_wino_oc(const conv_ctx *c, int tm, size_t *bytes) { return pack_wino(c, (int)c->w->oc, bytes); }
-
 static int winop_launch(const conv_ctx *c, kiln_error *err) {
   const win_geom *w = c->w;
   int tn = c->p[CP_GTN];
   cl_int T_ = (cl_int)conv_wino_tiles(w), TW = (cl_int)ceil_div(w->out[2], 2);
   int64_t np = ceil_div(T_, tn);
-  cl_mem A = conv_packed(c, pack_wino_oc, (int)w->oc, err);
+  int tm = c->p[CP_GTM];
+  cl_mem A = conv_packed(c, pack_wino, tm, err);
   if (!A) return err->status;
   cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * 16 * np * w->c * tn) * c->esz, err);
   if (!V) return err->status;
@@ -576,11 +588,11 @@ static int winop_launch(const conv_ctx *c, kiln_error *err) {
   size_t gi[3] = {(size_t)w->c, (size_t)(np * tn), (size_t)w->n};
   int rc = kiln_exec_launch(c->x, ki, 3, gi, NULL, err);
   if (rc) return rc;
-  /* batches (n, xi): U_xi OC*C apart, V panels np*C*TN apart; no epilogue
-   * here: wino_out applies it */
+  /* batches (n, xi): U_xi (packed in panels of GEMM_TM rows) ceil(OC/TM)*C*TM
+   * apart, V panels np*C*TN apart; no epilogue here: wino_out applies it */
   conv_panel_args a = {.A = A, .Bp = V, .C = c->bw, .Y = Mw, .M = (cl_int)w->oc, .N = T_, .K = (cl_int)w->c, .has_c = 0, .sam = 1,
                        .sak = w->oc, .scm = 0, .scn = 1, .inner = 16, .meta = {2, w->n, 16}, .rowch = false};
-  a.meta[1 + 8 + 1] = w->oc * w->c;
+  a.meta[1 + 8 + 1] = ceil_div(w->oc, tm) * w->c * tm;
   a.meta[1 + 16] = 16 * np * w->c * tn;
   a.meta[1 + 16 + 1] = np * w->c * tn;
   if ((rc = conv_panel_gemm(c, &a, err))) return rc;

@@ -10,13 +10,24 @@
  * the space is not a product of irrelevant values. For CLBlast the same
  * vector maps onto Xgemm's parameters (clb_params in runtime/ops/gemm_norm.c).
  * KILN_MAX_KPARAMS (12) rules out a separate set of names per kernel. The
- * space stays under the tuner's enumeration cap (200000 combinations before
- * valid()).
- * Defaults (used where nothing was measured): the panel kernel with a 4 x 16
- * block per work-item, because it is correct for every shape and was the
- * faster untuned choice on the only device measured so far (POCL on a CPU,
- * ~45 GFLOP/s at 256^3 where the tiled kernel ran ~4); on a GPU the tiled
- * kernel is expected to win, and tuning decides.
+ * space (1.4 million combinations before valid()) stays under the
+ * enumeration cap of runtime/tunable.c (ENUM_MAX).
+ * MB and AP are the panel kernel's only (pinned to their defaults
+ * elsewhere): MB blocks of TM rows per work-item on the same B panel, and
+ * A packed into row panels of TM rows (one more launch per run) so that
+ * the inner loop reads both operands through two advancing pointers: on
+ * POCL (LLVM, AVX-512) an 8 x 32 block compiles to 2 vector loads, 8
+ * broadcasts and 16 FMAs per step of K with no address arithmetic, where
+ * TM strided rows of A ran out of registers. With packed A and a small
+ * TM x NR block, gemm.cl computes RB of the MB blocks together (up to 16
+ * accumulators), so small TM is not latency-bound (conv's panel solvers
+ * choose GEMM_TM themselves).
+ * Defaults (used where nothing was measured or predicted): the panel kernel
+ * with 8 x 32 blocks (float16 vectors), 8 blocks (64 rows) per work-item,
+ * one work-item per group, A packed: the fastest of the candidates timed on
+ * resnet18's and bert's GEMM shapes on a 2-core AVX-512 EPYC under POCL
+ * (2.5-4x the former 4 x 16 default); on a GPU the tiled kernel is
+ * expected to win, and tuning decides.
  *
  * The solvers (KERNEL):
  *   tiled    0, gemm.cl's gemm: MWG x NWG tiles per work-group, local-memory
@@ -36,14 +47,16 @@
 
 const kiln_kparam kiln_gemm_params[GP_COUNT] = {
   [GP_KERNEL] = {"KERNEL", 3, {GK_TILED, GK_PANEL, GK_CLBLAST}, GK_PANEL},
-  [GP_TM] = {"TM", 6, {1, 2, 4, 6, 8, 12}, 4},
+  [GP_TM] = {"TM", 6, {1, 2, 4, 6, 8, 12}, 8},
   [GP_NV] = {"NV", 4, {1, 2, 3, 4}, 2},
-  [GP_VW] = {"VW", 4, {1, 4, 8, 16}, 8},
+  [GP_VW] = {"VW", 4, {1, 4, 8, 16}, 16},
   [GP_WGM] = {"WGM", 4, {1, 2, 4, 8}, 1},
-  [GP_WGN] = {"WGN", 5, {1, 2, 4, 8, 16}, 4},
+  [GP_WGN] = {"WGN", 5, {1, 2, 4, 8, 16}, 1},
   [GP_KWI] = {"KWI", 3, {1, 2, 4}, 1},
   [GP_SA] = {"SA", 2, {0, 1}, 0},
   [GP_KWG] = {"KWG", 5, {16, 32, 64, 128, 256}, 16},
+  [GP_MB] = {"MB", 4, {1, 2, 4, 8}, 8},
+  [GP_AP] = {"AP", 2, {0, 1}, 1},
 };
 _Static_assert(GP_COUNT <= KILN_MAX_KPARAMS && GP_COUNT <= KILN_MAX_KPARAMS_NODE, "gemm parameter vector too long");
 
@@ -51,18 +64,21 @@ static void panel_features(const kiln_tunable *t, const int *p, kiln_features *f
   const double M = (double)t->dims[GD_M], N = (double)t->dims[GD_N], K = (double)t->dims[GD_K], Z = (double)t->dims[GD_BATCH];
   const double es = (double)t->dims[GD_ESIZE], nbz = (double)t->dims[GD_NBZ];
   const int tm = p[GP_TM], wgm = p[GP_WGM], wgn = p[GP_WGN];
-  const double tn = (double)p[GP_NV] * p[GP_VW], mt = ceil(M / tm), nt = ceil(N / tn);
+  const double tn = (double)p[GP_NV] * p[GP_VW], mt = ceil(M / tm), nt = ceil(N / tn), mw = ceil(mt / p[GP_MB]);
   f->footprint += nbz * K * (nt * tn - N) * es; /* the B panel, padded to whole tiles */
+  if (p[GP_AP]) f->footprint += Z * mt * tm * K * es; /* A packed */
   if (!t->dims[GD_BCONST]) {
     f->footprint += nbz * K * nt * tn * es; /* packed, then read */
     f->gathered = nbz * K * nt * tn;
   }
   f->flops = 2 * mt * tm * nt * tn * K * Z; /* whole register tiles, edges included */
-  /* every work-item reads its TM rows of A and its whole B panel */
-  f->bytes = Z * (M * K * nt + nt * tn * K * ceil(M / tm) + M * N) * es;
+  /* every row block reads its TM rows of A; every work-item its B panel
+   * once for its MB row blocks */
+  f->bytes = Z * (M * K * nt + nt * tn * K * mw + M * N) * es;
   if (!t->dims[GD_BCONST]) f->bytes += nbz * K * (N + nt * tn) * es; /* packing */
-  f->launches = t->dims[GD_BCONST] ? 1 : 2;
-  f->work_groups = ceil(nt / wgn) * ceil(mt / wgm) * Z;
+  if (p[GP_AP]) f->bytes += Z * K * (M + mt * tm) * es;              /* packing A */
+  f->launches = (t->dims[GD_BCONST] ? 1 : 2) + (p[GP_AP] ? 1 : 0);
+  f->work_groups = ceil(nt / wgn) * ceil(mw / wgm) * Z;
 }
 
 /* tiles of MWG x NWG per work-group, read once per work-group (SA) or per

@@ -66,16 +66,16 @@ inline void batch_offsets(__global const long *bmeta, long z, long *ao, long *bo
   #define WGM 1   // work-group rows (local size in dimension 1)
 #endif
 #ifndef WGN
-  #define WGN 4   // work-group columns (local size in dimension 0)
+  #define WGN 1   // work-group columns (local size in dimension 0)
 #endif
 #ifndef TM
-  #define TM 4    // rows of Y computed per work-item (1..16)
+  #define TM 8    // rows of Y computed per work-item (1..16)
 #endif
 #ifndef NV
   #define NV 2    // vectors of VW columns of Y per work-item row (1..4)
 #endif
 #ifndef VW
-  #define VW 8    // vector width along N (columns per vector register)
+  #define VW 16   // vector width along N (columns per vector register)
 #endif
 #ifndef KWI
   #define KWI 1   // unroll factor of the inner K loop
@@ -88,6 +88,12 @@ inline void batch_offsets(__global const long *bmeta, long z, long *ao, long *bo
 #endif
 #ifndef APAD
   #define APAD 0  // padding of local A tile rows (bank conflicts)
+#endif
+#ifndef MB
+  #define MB 8    // gemm_panel: blocks of TM rows per work-item, one after another on the same B panel (SA=0)
+#endif
+#ifndef AP
+  #define AP 1    // gemm_panel: 1 = A packed by gemm_pack_a into row panels of TM rows contiguous along K
 #endif
 #ifndef BPAD
   #define BPAD 0  // padding of local B tile rows (bank conflicts)
@@ -298,6 +304,21 @@ __kernel void gemm_pack_b(const int N, const int K, __global const T *B, const l
   Bp[((z * np + p) * (long)K + k) * NR + j] = n < N ? B[z * sbz + (long)k * sbk + (long)n * sbn] : (T)0;
 }
 
+/* Packs A'(m, k) = A[aoff(z) + m*sam + k*sak] of every batch z (offsets
+ * from bmeta, as gemm_panel's) into row panels of TM rows contiguous along K:
+ * Ap[((z*nmb + b)*K + k)*TM + i] = A'(b*TM + i, k), zero past M, where
+ * nmb = ceil(M/TM). Global (K, nmb*TM, batch). */
+__kernel void gemm_pack_a(const int M, const int K, __global const T *A, const long sam, const long sak, __global T *Ap,
+                          __global const long *bmeta) {
+  const int k = get_global_id(0), m = get_global_id(1);
+  const long z = get_global_id(2);
+  const int nmb = (M + TM - 1) / TM;
+  if (k >= K || m >= nmb * TM) return;
+  long aoff, boff;
+  batch_offsets(bmeta, z, &aoff, &boff);
+  Ap[((z * nmb + m / TM) * (long)K + k) * TM + m % TM] = m < M ? A[aoff + m * sam + k * sak] : (T)0;
+}
+
 /* One K step of the panel kernel: acc += A'(rows, k) * panel(k, :). */
 #define PANEL_STEP(k)                                                     \
   do {                                                                    \
@@ -311,57 +332,131 @@ __kernel void gemm_pack_b(const int N, const int K, __global const T *B, const l
     }                                                                     \
   } while (0)
 
-/* One TM x NR block of Y per work-item: work-item (p, r, z) computes rows
- * r*TM.. and columns p*NR.. of batch z from TM rows of A'(m,k) =
- * A[aoff + m*sam + k*sak] and panel p of the packed B (gemm_pack_b) at
- * boff; C and Y as in gemm. With SA=1 the work-group waits at a barrier
- * after every KWG steps of K, so its A rows and B panels are reused from
- * cache by all its work-items (POCL runs a group's work-items in turn
- * between barriers); SA=0 has no barrier at all.
+/* Packed A (AP=1, SA=0): RB row blocks of the work-item's MB are computed
+ * together, so that a small TM (a few accumulators, a chain of dependent
+ * FMAs) still fills the register file: RB is the largest power of two up to
+ * MB with RB*TM*NV <= 16 accumulators. */
+#if AP && !SA
+  #define RBCAP (16 / (TM * NV))
+  #if RBCAP >= 8 && MB >= 8
+    #define RB 8
+  #elif RBCAP >= 4 && MB >= 4
+    #define RB 4
+  #elif RBCAP >= 2 && MB >= 2
+    #define RB 2
+  #else
+    #define RB 1
+  #endif
+#else
+  #define RB 1
+#endif
+
+/* One K step on packed A: TM values at each of the RB pointers pa[u], NR at
+ * pb, all then advanced. */
+#define PACKED_STEP()                                                     \
+  do {                                                                    \
+    TV b[NV];                                                             \
+    _Pragma("unroll") for (int v = 0; v < NV; v++) b[v] = VLOADL(v, pb);  \
+    _Pragma("unroll") for (int u = 0; u < RB; u++)                        \
+      _Pragma("unroll") for (int i = 0; i < TM; i++) {                    \
+        const T a = pa[u][i];                                             \
+        _Pragma("unroll") for (int v = 0; v < NV; v++)                    \
+          acc[u * TM + i][v] = MADV(a, b[v], acc[u * TM + i][v]);         \
+      }                                                                   \
+    _Pragma("unroll") for (int u = 0; u < RB; u++) pa[u] += TM;           \
+    pb += NR;                                                             \
+  } while (0)
+
+#if SA && MB != 1
+  #error "gemm_panel: SA=1 needs MB=1"
+#endif
+
+/* TM x NR blocks of Y per work-item: work-item (p, r, z) computes columns
+ * p*NR.. of batch z for the MB blocks of TM rows from row r*MB*TM on, RB at
+ * a time, one after another (the B panel stays in cache), from
+ * A'(m,k) = A[aoff + m*sam + k*sak] (AP=0) or from row panels of TM rows at
+ * aoff, A[aoff + (m/TM)*K*TM + k*TM + m%TM] (AP=1: packed by gemm_pack_a,
+ * or weights packed on the host; sam and sak unused) and panel p of the
+ * packed B (gemm_pack_b) at boff; C and Y as in gemm. With SA=1 (MB=1) the
+ * work-group waits at a barrier after every KWG steps of K, so its A rows
+ * and B panels are reused from cache by all its work-items (POCL runs a
+ * group's work-items in turn between barriers); SA=0 has no barrier at all.
  * Local size (WGN, WGM, 1); global (ceil(np/WGN)*WGN,
- * ceil(ceil(M/TM)/WGM)*WGM, batch). */
+ * ceil(ceil(M/(TM*MB))/WGM)*WGM, batch). */
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void gemm_panel(const int M, const int N, const int K, const T alpha, const T beta,
                 __global const T *A, const long sam, const long sak, __global const T *Bp,
                 __global const T *C, const long scm, const long scn, const int has_c,
                 __global T *Y, __global const long *bmeta, __global const T *e0, __global const T *e1) {
-  const int p = get_global_id(0), m0 = get_global_id(1) * TM;
+  const int p = get_global_id(0), r = get_global_id(1);
   const long z = get_global_id(2);
-  const int np = (N + NR - 1) / NR;
+  const int np = (N + NR - 1) / NR, nmb = (M + TM - 1) / TM;
 #if !SA
-  if (p >= np || m0 >= M) return;   /* padding of the grid to whole work-groups */
+  if (p >= np || r * MB >= nmb) return;   /* padding of the grid to whole work-groups */
 #endif
   long aoff, boff;
   batch_offsets(bmeta, z, &aoff, &boff);
   A += aoff;
-  /* panels past the last one and rows past M are clamped (results dropped) */
-  __global const T *bp = Bp + boff + (long)min(p, np - 1) * K * NR;
-  long ar[TM];
-  _Pragma("unroll") for (int i = 0; i < TM; i++) ar[i] = (long)min(m0 + i, M - 1) * sam;
-  TV acc[TM][NV];
-  _Pragma("unroll") for (int i = 0; i < TM; i++)
-    _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = (TV)0;
-#if SA
-  for (int k0 = 0; k0 < K; k0 += KWG) {
-    const int k1 = min(k0 + KWG, K);
-    int k = k0;
-    for (; k + KWI <= k1; k += KWI)
-      _Pragma("unroll") for (int u = 0; u < KWI; u++) PANEL_STEP(k + u);
-    for (; k < k1; k++) PANEL_STEP(k);
-    barrier(CLK_GLOBAL_MEM_FENCE);
-  }
-  if (p >= np || m0 >= M) return;
-#else
-  int k = 0;
-  for (; k + KWI <= K; k += KWI)
-    _Pragma("unroll") for (int u = 0; u < KWI; u++) PANEL_STEP(k + u);
-  for (; k < K; k++) PANEL_STEP(k);
+  /* panels past the last one are clamped (results dropped) */
+  __global const T *bp0 = Bp + boff + (long)min(p, np - 1) * K * NR;
+  const long ybase = z * (long)M * N;
+  Y += ybase;
+  for (int mi = 0; mi < MB; mi += RB) {
+    const int m0 = (r * MB + mi) * TM;   /* first row of these RB blocks */
+#if !SA
+    if (m0 >= M) break;
 #endif
-  Y += z * (long)M * N;
-  _Pragma("unroll") for (int i = 0; i < TM; i++) {
-    const int m = m0 + i;
-    if (m >= M) break;
-    _Pragma("unroll") for (int v = 0; v < NV; v++) store_vec(acc[i][v], m, p * NR + v * VW, N, alpha, beta, C, scm, scn, has_c, Y, z * (long)M * N, e0, e1);
+    TV acc[RB * TM][NV];
+    _Pragma("unroll") for (int i = 0; i < RB * TM; i++)
+      _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = (TV)0;
+#if AP
+    /* blocks past the last one are clamped (results dropped) */
+    __global const T *pa[RB];
+    _Pragma("unroll") for (int u = 0; u < RB; u++) pa[u] = A + (long)min(m0 / TM + u, nmb - 1) * K * TM;
+    __global const T *pb = bp0;
+    int k = 0;
+#if SA
+    for (int k0 = 0; k0 < K; k0 += KWG) {
+      const int k1 = min(k0 + KWG, K);
+      for (; k + KWI <= k1; k += KWI)
+        _Pragma("unroll") for (int u = 0; u < KWI; u++) PACKED_STEP();
+      for (; k < k1; k++) PACKED_STEP();
+      barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+#else
+    for (; k + KWI <= K; k += KWI)
+      _Pragma("unroll") for (int u = 0; u < KWI; u++) PACKED_STEP();
+    for (; k < K; k++) PACKED_STEP();
+#endif
+#else
+    /* rows past M are clamped (results dropped) */
+    __global const T *bp = bp0;
+    long ar[TM];
+    _Pragma("unroll") for (int i = 0; i < TM; i++) ar[i] = (long)min(m0 + i, M - 1) * sam;
+#if SA
+    for (int k0 = 0; k0 < K; k0 += KWG) {
+      const int k1 = min(k0 + KWG, K);
+      int k = k0;
+      for (; k + KWI <= k1; k += KWI)
+        _Pragma("unroll") for (int u = 0; u < KWI; u++) PANEL_STEP(k + u);
+      for (; k < k1; k++) PANEL_STEP(k);
+      barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+#else
+    int k = 0;
+    for (; k + KWI <= K; k += KWI)
+      _Pragma("unroll") for (int u = 0; u < KWI; u++) PANEL_STEP(k + u);
+    for (; k < K; k++) PANEL_STEP(k);
+#endif
+#endif
+#if SA
+    if (p >= np || m0 >= M) return;
+#endif
+    _Pragma("unroll") for (int i = 0; i < RB * TM; i++) {
+      const int m = m0 + i;
+      if (m >= M) break;
+      _Pragma("unroll") for (int v = 0; v < NV; v++) store_vec(acc[i][v], m, p * NR + v * VW, N, alpha, beta, C, scm, scn, has_c, Y, ybase, e0, e1);
+    }
   }
 }
 #endif /* KERNEL == 1 */

@@ -61,8 +61,10 @@ static int check_float(kiln_graph *g, kiln_node *n, int dt, kiln_error *err) {
  *      tiling, the right shape for GPUs;
  *   1  gemm_panel: B packed into column panels of NR = NV*VW elements
  *      contiguous along K (once per plan when B is a constant, else each run
- *      by gemm_pack_b into a scratch buffer); each work-item computes a
- *      TM x NR block in vector registers, no local memory: the CPU shape;
+ *      by gemm_pack_b into a scratch buffer); each work-item computes
+ *      MB blocks of TM x NR in vector registers one after another on the
+ *      same panel, no local memory: the CPU shape; with AP=1 A is packed
+ *      too (gemm_pack_a, each run), into row panels of TM rows;
  *   2  CLBlast's Xgemm (float and double), its tuning parameters mapped from
  *      the same vector (see clb_params) and set with CLBlastOverrideParameters.
  * ======================================================================== */
@@ -104,9 +106,18 @@ static unsigned gemm_mask(const kiln_graph *g) { return g && g->dev_opt ? g->dev
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Accumulator vectors of the block gemm_panel computes at once: TM x NV, or
+ * with packed A the RB row blocks of gemm.cl's RB (the largest power of two
+ * up to MB with RB*TM*NV <= 16) together. */
+static int panel_accumulators(int tm, int nv, int mb, int ap) {
+  int rb = 1;
+  while (ap && rb * 2 <= mb && rb * 2 <= 16 / (tm * nv)) rb *= 2;
+  return rb * tm * nv;
+}
+
 static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
   const int kern = p[GP_KERNEL], tm = p[GP_TM], nv = p[GP_NV], vw = p[GP_VW], wgm = p[GP_WGM], wgn = p[GP_WGN], kwi = p[GP_KWI];
-  const int sa = p[GP_SA], kwg = p[GP_KWG];
+  const int sa = p[GP_SA], kwg = p[GP_KWG], mb = p[GP_MB], ap = p[GP_AP];
   const int64_t M = t->dims[GD_M], N = t->dims[GD_N], esize = t->dims[GD_ESIZE];
   if (kern == GK_CLBLAST && t->epilogue[0]) return 1; /* CLBlast's kernels take no epilogue */
   if ((size_t)wgm * (size_t)wgn > (dev && dev->max_work_group ? dev->max_work_group : 256)) return 1;
@@ -134,6 +145,12 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   for (int i = 0; i < t->params[GP_KERNEL].nvals; i++) offered |= t->params[GP_KERNEL].vals[i] == kern;
   if (!offered) return 1;
   int64_t local = 0;
+  /* MB and AP: the panel kernel's only; several row blocks per work-item
+   * only without barriers, and only where there are more row blocks than a
+   * smaller MB covers */
+  if (kern != GK_PANEL && (mb != gemm_params[GP_MB].dflt || ap != gemm_params[GP_AP].dflt)) return 1;
+  if (kern == GK_PANEL && sa && mb != 1) return 1;
+  if (mb > 1 && mb != gemm_params[GP_MB].dflt && ceil_div(M, tm) <= mb / 2) return 1;
   switch (kern) {
   case GK_TILED:
     if (!sa && kwg != gemm_params[GP_KWG].dflt) return 1;
@@ -143,6 +160,13 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   case GK_PANEL:
     if (!sa && kwg != gemm_params[GP_KWG].dflt) return 1;
     if (sa && (kwg % kwi || kwg < 64)) return 1;     /* short blocks: barriers cost more than they save */
+    /* CPU devices: A unpacked only where there is one row block (packing
+     * a GEMV's row gains nothing), and at least 8 accumulators per block
+     * where there are 8 rows (fewer are a chain of dependent FMAs: 2-4x
+     * slower on POCL/AVX-512; the cost model's prior, fitted before A
+     * could be packed, picked 1 x 64 blocks of unpacked A for bert) */
+    if (dev && !dev->is_gpu && !ap && ceil_div(M, tm) > 1) return 1;
+    if (dev && !dev->is_gpu && M >= 8 && panel_accumulators(tm, nv, mb, ap) < 8) return 1;
     break;
   case GK_CLBLAST:
     if (t->dtype != KILN_DT_FLOAT && t->dtype != KILN_DT_DOUBLE) return 1;
@@ -178,21 +202,24 @@ static void gemm_tunable_fill(const gemm_desc *d, int dt, unsigned kmask, kiln_t
 }
 
 /* Batch metadata of gemm.cl (nb, dims, A strides, B strides); B strides are
- * scaled by bscale_num / bscale_den (packed B). */
-static cl_mem gemm_meta(kiln_exec *x, kiln_node *n, int slot, const gemm_desc *d, int64_t bnum, int64_t bden, kiln_error *err) {
+ * scaled by bscale_num / bscale_den (packed B); apack > 0: A is packed, apack
+ * elements per batch, batch after batch (gemm_pack_a). */
+static cl_mem gemm_meta(kiln_exec *x, kiln_node *n, int slot, const gemm_desc *d, int64_t bnum, int64_t bden, int64_t apack, kiln_error *err) {
   int64_t meta[1 + 3 * MAXR] = {0};
   meta[0] = d->nb;
-  for (int i = 0; i < d->nb; i++) {
+  int64_t inner = apack;
+  for (int i = d->nb - 1; i >= 0; i--) {
     meta[1 + i] = d->bd[i];
-    meta[1 + MAXR + i] = d->bsa[i];
+    meta[1 + MAXR + i] = apack ? inner : d->bsa[i];
     meta[1 + 2 * MAXR + i] = bden ? d->bsb[i] / bden * bnum : 0;
+    inner *= d->bd[i];
   }
   return kiln_exec_param(x, n, slot, meta, sizeof meta, err);
 }
 
 static int gemm_tiled(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t, const int *p, const gemm_desc *d, cl_mem A, cl_mem B, cl_mem C,
                       cl_mem Y, kiln_error *err) {
-  cl_mem mb = gemm_meta(x, n, 0, d, 1, 1, err);
+  cl_mem mb = gemm_meta(x, n, 0, d, 1, 1, 0, err);
   if (!mb) return err->status;
   char opts[600];
   kiln_cl_type_opts(dt, opts, sizeof opts);
@@ -214,6 +241,26 @@ static int gemm_tiled(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   return kiln_exec_launch(x, k, 3, gws, lws, err);
 }
 
+/* A of every batch packed into row panels of TM rows (gemm.cl gemm_pack_a)
+ * in scratch[1], rows (M rounded up to TM) x K elements of esize bytes per
+ * batch; batch offsets of A from param slot 2.
+ * Returns the packed buffer, NULL on error. */
+static cl_mem gemm_pack_a(kiln_exec *x, kiln_node *n, const char *opts, const gemm_desc *d, cl_mem A, int64_t rows, size_t esize, kiln_error *err) {
+  const int64_t Z = gemm_batches(d);
+  cl_mem ma = gemm_meta(x, n, 2, d, 1, 1, 0, err);
+  if (!ma) return NULL;
+  cl_kernel k = kiln_epi_kernel(x, n, "gemm.cl", opts, "gemm_pack_a", err);
+  if (!k) return NULL;
+  size_t bytes = (size_t)(rows * d->K * Z) * esize;
+  cl_mem Ap = kiln_exec_scratch(x, n, 1, bytes ? bytes : 16, err);
+  if (!Ap || !bytes) return Ap;
+  cl_int M = (cl_int)d->M, K = (cl_int)d->K;
+  cl_long sam = d->sam, sak = d->sak;
+  if (kiln_cl_args(k, err, KARG(M), KARG(K), KARG(A), KARG(sam), KARG(sak), KARG(Ap), KARG(ma), KEND)) return NULL;
+  size_t gws[3] = {(size_t)d->K, (size_t)rows, (size_t)Z};
+  return kiln_exec_launch(x, k, 3, gws, NULL, err) ? NULL : Ap;
+}
+
 /* n->state of a node using the panel kernel: what scratch[0] holds. */
 typedef struct {
   cl_mem packed;      /* scratch buffer the packing went to */
@@ -223,7 +270,8 @@ typedef struct {
 static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t, const int *p, const gemm_desc *d, cl_mem A, cl_mem B, cl_mem C,
                       cl_mem Y, kiln_error *err) {
   const int64_t nr = (int64_t)p[GP_NV] * p[GP_VW], np = ceil_div(d->N, nr), psz = np * nr * d->K; /* packed elements per B matrix */
-  cl_mem mb = gemm_meta(x, n, 1, d, psz, d->K * d->N, err);
+  const int64_t tm = p[GP_TM], asz = p[GP_AP] ? ceil_div(d->M, tm) * tm * d->K : 0; /* packed elements per A matrix */
+  cl_mem mb = gemm_meta(x, n, 1, d, psz, d->K * d->N, asz, err);
   if (!mb) return err->status;
   char opts[600];
   kiln_cl_type_opts(dt, opts, sizeof opts);
@@ -250,13 +298,15 @@ static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   targ alpha = targ_make(dt, d->alpha), beta = targ_make(dt, d->beta);
   cl_long sam = d->sam, sak = d->sak, scm = d->scm, scn = d->scn;
   if (!C) C = A;
+  cl_mem Ap = A;
+  if (asz && !(Ap = gemm_pack_a(x, n, opts, d, A, asz / d->K, (size_t)kiln_dtype_size(dt), err))) return err->status;
   cl_mem e[2];
   kiln_epi_bufs(x, n, Y, e);
-  if (kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), TARG(alpha), TARG(beta), KARG(A), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
+  if (kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), TARG(alpha), TARG(beta), KARG(Ap), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
                    KARG(scn), KARG(has_c), KARG(Y), KARG(mb), KARG(e[0]), KARG(e[1]), KEND))
     return err->status;
-  int64_t wgm = p[GP_WGM], wgn = p[GP_WGN];
-  size_t gws[3] = {(size_t)(ceil_div(np, wgn) * wgn), (size_t)(ceil_div(ceil_div(d->M, p[GP_TM]), wgm) * wgm), (size_t)gemm_batches(d)};
+  int64_t wgm = p[GP_WGM], wgn = p[GP_WGN], rows = ceil_div(ceil_div(d->M, tm), p[GP_MB]); /* work-items along M */
+  size_t gws[3] = {(size_t)(ceil_div(np, wgn) * wgn), (size_t)(ceil_div(rows, wgm) * wgm), (size_t)gemm_batches(d)};
   size_t lws[3] = {(size_t)wgn, (size_t)wgm, 1};
   return kiln_exec_launch(x, k, 3, gws, lws, err);
 }
