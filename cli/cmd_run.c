@@ -16,7 +16,7 @@ typedef struct run_args {
   kiln_cli_shapes shapes;
   bool random, check, json, nofusion, verify_imported;
   uint64_t seed, repeat, max_memory, max_model;
-  const char *outdir, *format, *dbpath, *devsel, *inputs_from;
+  const char *outdir, *format, *dbpath, *devsel, *inputs_from, *precision;
 } run_args;
 
 #define A run_args
@@ -52,6 +52,7 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_DB(A, dbpath, "tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db if it exists;\n"
                          "$KILN_DB_PATH: shared read-only databases consulted after it)"),
   KILN_OPT_NOFUSION(A, nofusion, "run every node as its own kernel (for comparison)"),
+  KILN_OPT_PRECISION(A, precision),
   {.name = "--verify-imported", .kind = KILN_OPT_FLAG, .off = offsetof(A, verify_imported),
    .help = "re-time imported or shared records for this exact device once before\n"
            "running; a record that misses its recorded time is demoted"},
@@ -153,6 +154,7 @@ static int run_model(const run_args *a, run_state *r) {
   if ((rc = kiln_cli__ctx_load(&r->x, &lo)) != 0) return rc;
   if (a->inputs_from && (rc = kiln_cli__sets_read(r->x.m, a->inputs_from, &r->sets)) != 0) return rc;
   if ((rc = kiln_cli__open_db(a->dbpath, 0, true, &r->x.db)) != 0) return rc;
+  r->x.precision = a->precision;
   if ((rc = kiln_cli__ctx_session(&r->x, a->devsel, KILN_CLI_NOTE_CPU | (a->nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) return rc;
   if (a->verify_imported && (rc = verify_imported(a, r)) != 0) return rc;
   if (a->max_memory) {

@@ -111,6 +111,7 @@ typedef struct kiln_cli__ctx {
   kiln_session *s;
   kiln_db *db;          /* set by the command between load and session, or NULL */
   kiln_cli__inputs b;
+  const char *precision; /* --precision, or NULL (fp32) */
 } kiln_cli__ctx;
 /* What kiln_cli__ctx_load reads and binds. */
 typedef struct kiln_cli__load {

@@ -536,7 +536,7 @@ int kiln_epi_ref(kiln_device *d, kiln_graph *g, kiln_node *n, void **host, kiln_
     size_t b = kiln_value_bytes(val);
     free(host[v]);
     if (!(host[v] = malloc(b ? b : 1))) return kiln__err(err, KILN_ENOMEM, "out of memory");
-    int rc = kiln_cl_read(d, val->buf, host[v], b, err);
+    int rc = kiln__value_read(d, val, host[v], err);
     if (rc) return rc;
   }
   for (int q = 1; q < G->nnodes; q++) {

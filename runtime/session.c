@@ -462,27 +462,27 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
        * it one here made every fused group hold private buffers outside the
        * pool: the VAE decoder's peak doubled with fusion) */
       if (val->producer >= 0 && !g->nodes[val->producer].folded && g->nodes[val->producer].fuse_root >= 0 && !g->nodes[val->producer].fgroup) continue;
-      size_t bytes = kiln_value_bytes(val);
+      size_t bytes = kiln_value_dev_bytes(val);
       if (!(val->buf = kiln_cl_alloc(d, bytes, err))) { rc = err ? err->status : KILN_ECL; break; }
       own += bytes;
-      if (val->is_const && bytes) rc = kiln_cl_write(d, val->buf, val->data, bytes, err);
+      if (val->is_const && bytes) rc = kiln__value_upload(d, val, err); /* half: converted once, here */
     }
     unsigned flags = n->fgroup ? 0 : n->op->flags;
     for (int k = 0; k < n->nout && !rc && !member; k++) {
       int v = n->out[k];
       if (v < 0 || g->vals[v].buf) continue;
       kiln_value *val = &g->vals[v];
-      size_t bytes = kiln_value_bytes(val);
+      size_t bytes = kiln_value_dev_bytes(val);
       int in0 = n->nin > 0 ? n->in[0] : -1;
       bool in0_dies = k == 0 && in0 >= 0 && !pinned[in0] && !pinned[v] && last[in0] == i && slot[in0] >= 0;
       int nouts = 0;
       for (int q = 0; q < n->nout; q++) nouts += n->out[q] >= 0;
       for (int q = 1; in0_dies && q < n->nin; q++) if (n->in[q] == in0) in0_dies = false;
-      if (in0_dies && (flags & KILN_OP_ALIAS) && nouts == 1 && kiln_value_bytes(&g->vals[in0]) == bytes) {
+      if (in0_dies && (flags & KILN_OP_ALIAS) && nouts == 1 && kiln_value_dev_bytes(&g->vals[in0]) == bytes) {
         slot[v] = slot[in0];
         slot[in0] = -1;
         n->skip_dev = true;
-      } else if (in0_dies && (flags & KILN_OP_INPLACE) && g->vals[in0].dtype == val->dtype && g->vals[in0].rank == val->rank &&
+      } else if (in0_dies && (flags & KILN_OP_INPLACE) && g->vals[in0].dtype == val->dtype && g->vals[in0].half == val->half && g->vals[in0].rank == val->rank &&
                  !memcmp(g->vals[in0].dims, val->dims, sizeof(int64_t) * (size_t)val->rank)) {
         slot[v] = slot[in0];
         slot[in0] = -1;
@@ -523,7 +523,7 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
     /* the model's intermediate tensors, also those a plan-time rewrite or a
      * fused kernel never materializes (their producer may be gone) */
     if (val->is_input || val->is_initializer || val->is_const || val->is_output || !val->dtype || val->dtype == KILN_DT_SEQUENCE || val->rank < 0) continue;
-    s->st.intermediate_bytes += kiln_value_bytes(val);
+    s->st.intermediate_bytes += kiln_value_dev_bytes(val);
   }
   if (rc && err && !strstr(err->msg, "tensor")) {
     char m[1024];
@@ -602,6 +602,11 @@ static int plan(kiln_session *s, kiln_error *err) {
     fc.force_attention = s->d->opt.attention_fuse;
     if ((rc = kiln_graph_fuse_attention(g, s->pred, s->cm, &fc, NULL, err)) != 0) return rc;
   }
+  /* fp16 storage (precision.c): conversions inserted or removed are
+   * planned like the model's nodes */
+  bool prec_changed = false;
+  if ((rc = kiln__precision_apply(g, s->precision, &prec_changed, err)) != 0) return rc;
+  if (prec_changed && ((rc = kiln_graph_plan(g, err)) != 0 || (rc = check_nodes(g, true, err)) != 0)) return rc;
   for (int i = 0; i < g->nnodes; i++) { g->nodes[i].fuse_root = -1; g->nodes[i].fgroup = NULL; g->nodes[i].epi = NULL; }
   g->fusion = !s->no_fusion;
   if (g->fusion) {
@@ -632,10 +637,10 @@ static int plan(kiln_session *s, kiln_error *err) {
       for (int j = 0; j < sq->n; j++) {
         kiln_value *v = &g->vals[sq->items[j].vid];
         if (v->buf) continue;
-        size_t bytes = kiln_value_bytes(v);
+        size_t bytes = kiln_value_dev_bytes(v);
         if (!(v->buf = kiln_cl_alloc(d, bytes, err))) return err ? err->status : KILN_ECL;
         s->st.device_bytes += bytes;
-        if (v->is_const && bytes && (rc = kiln_cl_write(d, v->buf, v->data, bytes, err)) != 0) return rc;
+        if (v->is_const && bytes && (rc = kiln__value_upload(d, v, err)) != 0) return rc;
       }
     }
   }
@@ -915,6 +920,17 @@ int kiln__session_ensure_plan(kiln_session *s, kiln_error *err) {
     if (!s->in[i]) return kiln__err(err, KILN_ENOTFOUND, "missing input '%s'", g->vals[g->inputs[i]].name);
   return kiln__plan_cache_ensure(s, plan_matches, plan, err);
 }
+
+int kiln_session_set_precision(kiln_session *s, int precision, kiln_error *err) {
+  if (!kiln_precision_name(precision)) return kiln__err(err, KILN_EINVAL, "precision %d: expected fp32 (0), fp16 (1) or auto (2)", precision);
+  if (s->precision == precision) return 0;
+  s->precision = precision;
+  kiln__plan_cache_clear(s);
+  s->planned = false;
+  return 0;
+}
+
+int kiln_session_precision(const kiln_session *s) { return s->precision; }
 
 void kiln_session_set_fusion(kiln_session *s, int enabled) {
   s->no_fusion = !enabled;
