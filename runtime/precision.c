@@ -186,6 +186,22 @@ static double half_error(kiln_graph *g, kiln_node *n) {
   return worst;
 }
 
+/* The op's dev_check with the node's float tensors marked half. */
+static bool half_supported(kiln_graph *g, kiln_node *n) {
+  if (!n->op->dev_check) return true;
+  bool saved[64];
+  int ids[64], cnt = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    int c = pass ? n->nout : n->nin, *v = pass ? n->out : n->in;
+    for (int k = 0; k < c && cnt < 64; k++)
+      if (v[k] >= 0 && is_float(&g->vals[v[k]])) { ids[cnt] = v[k]; saved[cnt++] = g->vals[v[k]].half; g->vals[v[k]].half = true; }
+  }
+  kiln_error e = {0};
+  bool ok = cnt < 64 && n->op->dev_check(g, n, &e) == 0;
+  for (int k = cnt - 1; k >= 0; k--) g->vals[ids[k]].half = saved[k];
+  return ok;
+}
+
 static bool island_op(const kiln_node *n) {
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "MatMul");
 }
@@ -204,6 +220,7 @@ static void choose_node(kiln_graph *g, kiln_node *n, int precision) {
     n->prec_why = island_op(n) ? "fp32 island: conv/gemm have no half kernels yet (conversions around it)" : "fp32: no half kernels for this op yet";
     return;
   }
+  if (!half_supported(g, n)) { n->prec_why = "fp32: its half kernels do not cover this node"; return; }
   if (!(fl & KILN_OP_HALF_GAIN)) {
     bool computed = false, half_in = false;
     for (int k = 0; k < n->nin; k++) {
