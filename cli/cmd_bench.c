@@ -258,7 +258,8 @@ static int cmd_bench(int argc, char **argv) {
     printf(",\"load_s\":"); kiln_cli__json_num(o, load_s);
     printf(",\"warmup_s\":"); kiln_cli__json_num(o, plan_s);
     if (profile) prof_json(o, &pf, n);
-    printf(",\"fusion\":%s,\"kernels_launched\":%d,\"device_bytes\":%llu}\n", nofusion ? "false" : "true", rs.kernels_launched, (unsigned long long)rs.device_bytes);
+    printf(",\"fusion\":%s,\"precision\":\"%s\",\"kernels_launched\":%d,\"device_bytes\":%llu}\n", nofusion ? "false" : "true",
+           kiln_precision_name(kiln_session_precision(x.s)), rs.kernels_launched, (unsigned long long)rs.device_bytes);
   } else {
     printf("model:      %s (%d nodes, %.3g GFLOP per inference)\n", path, mst.nodes, mst.flops / 1e9);
     printf("device:     %s (%s)\n", di->name, di->platform);
