@@ -214,7 +214,7 @@ static void choose_node(kiln_graph *g, kiln_node *n, int precision) {
   if (n->folded || is_cast(n)) return;
   int fk = float_kind(g, n);
   if (fk == 0) return;
-  if (fk < 0) { n->prec_why = "fp32: mixes float types"; return; }
+  if (fk < 0) { n->prec_why = "as the model says: not all of its float tensors are float32 (float16, double)"; return; }
   unsigned fl = n->op->flags;
   if (!(fl & KILN_OP_HALF)) {
     n->prec_why = island_op(n) ? "fp32 island: conv/gemm have no half kernels yet (conversions around it)" : "fp32: no half kernels for this op yet";

@@ -1475,9 +1475,13 @@ static int ln_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error
   return 0;
 }
 
+/* The normalizations' types: float, double, and float16 (norm.cl's half
+ * storage, fp32 arithmetic). */
+static int norm_float(kiln_graph *g, kiln_node *n, int dt, kiln_error *err) { return dt == KILN_DT_FLOAT16 ? 0 : check_float(g, n, dt, err); }
+
 static int ln_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   kiln_value *xv = kiln_in(g, n, 0);
-  if (check_float(g, n, xv->dtype, err)) return err->status;
+  if (norm_float(g, n, xv->dtype, err)) return err->status;
   for (int i = 1; i < 3; i++) {
     if (kiln_has_in(n, i) && kiln_in(g, n, i)->dtype != xv->dtype) return kiln__err(err, KILN_EUNSUPPORTED, "LayerNormalization with mixed types");
     if (kiln_has_out(n, i) && kiln_out(g, n, i)->dtype != xv->dtype) return kiln__err(err, KILN_EUNSUPPORTED, "LayerNormalization statistics in %s", kiln_dtype_name(kiln_out(g, n, i)->dtype));
@@ -1541,7 +1545,7 @@ static int in_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error
 
 static int same_float_inputs(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int dt = kiln_in(g, n, 0)->dtype;
-  if (check_float(g, n, dt, err)) return err->status;
+  if (norm_float(g, n, dt, err)) return err->status;
   for (int i = 1; i < n->nin; i++)
     if (kiln_has_in(n, i) && kiln_in(g, n, i)->dtype != dt) return kiln__err(err, KILN_EUNSUPPORTED, "%s with mixed input types", n->op_type);
   return 0;

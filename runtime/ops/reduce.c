@@ -80,6 +80,13 @@ static int float_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   return 0;
 }
 
+/* Softmax, LogSoftmax, Hardmax: float, double, and float16 (the kernels'
+ * half storage, fp32 arithmetic). */
+static int sm_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
+  if (kiln_in(g, n, 0)->dtype == KILN_DT_FLOAT16 && (!kiln_has_in(n, 1) || kiln_in(g, n, 1)->dtype == KILN_DT_FLOAT16)) return 0;
+  return float_check(g, n, err);
+}
+
 static int numeric_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int dt = kiln_in(g, n, 0)->dtype;
   if (dt != KILN_DT_FLOAT && dt != KILN_DT_DOUBLE && !dev_int_type(dt)) return kiln__err(err, KILN_EUNSUPPORTED, "dtype %s", kiln_dtype_name(dt));
@@ -294,7 +301,7 @@ static int reduce_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 
 static int reduce_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int dt = kiln_in(g, n, 0)->dtype, op = reduce_op(n->op_type);
-  if (dt == KILN_DT_FLOAT || dt == KILN_DT_DOUBLE) return 0;
+  if (dt == KILN_DT_FLOAT || dt == KILN_DT_DOUBLE || dt == KILN_DT_FLOAT16) return 0; /* float16: half storage, fp32 accumulation */
   if (!dev_int_type(dt)) return kiln__err(err, KILN_EUNSUPPORTED, "dtype %s", kiln_dtype_name(dt));
   if (op == RD_L2 || op == RD_LOGSUM || op == RD_LOGSUMEXP) return kiln__err(err, KILN_EUNSUPPORTED, "%s of integer dtype %s", n->op_type, kiln_dtype_name(dt));
   return 0;
@@ -823,9 +830,9 @@ const kiln_op_def kiln_ops_reduce[] = {
   {.name = "ReduceSumSquare", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
   {.name = "ArgMax", .infer = arg_infer, .ref = arg_ref, .dev = arg_dev, .dev_check = numeric_check},
   {.name = "ArgMin", .infer = arg_infer, .ref = arg_ref, .dev = arg_dev, .dev_check = numeric_check},
-  {.name = "Softmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check, .tunable = sm_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
-  {.name = "LogSoftmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check, .tunable = sm_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
-  {.name = "Hardmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "Softmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = sm_check, .tunable = sm_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "LogSoftmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = sm_check, .tunable = sm_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "Hardmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = sm_check, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
   {.name = "CumSum", .infer = cumsum_infer, .ref = cumsum_ref, .dev = cumsum_dev, .dev_check = cumsum_check},
   {.name = "TopK", .infer = topk_infer, .ref = topk_ref, .dev = topk_dev, .dev_check = numeric_check},
   {.name = "NegativeLogLikelihoodLoss", .infer = loss_infer, .ref = nll_ref, .dev = nll_dev, .dev_check = float_check},
