@@ -418,9 +418,13 @@ int kiln__precision_apply(kiln_graph *g, int precision, bool *changed, kiln_erro
   if (g->precision != KILN_PRECISION_FP32) { remove_casts(g); *changed = true; }
   g->precision = KILN_PRECISION_FP32;
   if (precision == KILN_PRECISION_FP32) return 0;
+  bool flow = false; /* bodies capture outer values by name: an fp16 plan leaves such models in fp32 */
+  for (int i = 0; i < g->nnodes && !flow; i++)
+    for (int a = 0; a < g->nodes[i].nattr; a++) flow = flow || g->nodes[i].attrs[a].type == KILN_ATTR_GRAPH;
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
     choose_node(g, n, precision);
+    if (flow && n->prec_why) { n->half = false; n->prec_why = "fp32: the model has control flow (If, Loop, Scan), which fp16 plans do not cover yet"; }
     for (int k = 0; k < n->nout; k++)
       if (n->out[k] >= 0 && is_float(&g->vals[n->out[k]])) g->vals[n->out[k]].half = n->half;
   }
