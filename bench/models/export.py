@@ -9,16 +9,10 @@ network: with the untouched init, mobilenet_v2's logits are ~1e-9), and models
 are exported in eval mode (running statistics, no Dropout) with a static input
 shape.
 
-Besides torchvision models, hand-written ones: the Stable Diffusion 1.x
-VAE decoder layout (vae_decoder_16 / vae_decoder_32 / vae_decoder_64: latent
-16x16 / 32x32 / 64x64, image 128x128 / 256x256 / 512x512), a 4-layer
-BERT-base-like encoder (bert_encoder: int64 token ids [1, 128]), and the
-other two Stable Diffusion 1.x networks at full size: the CLIP ViT-L/14 text
-encoder layout (clip_text: 12 layers, d 768, int64 token ids [1, 77]) and the
-UNet (sd_unet: 320/640/1280/1280 channels, cross-attention on 77x768 text
-states, latent 4x64x64; about 860M parameters, 3.4 GB, written with external
-data), plus sd_unet_tiny (the same layout at 32/64/128/128 channels, latent
-4x16x16, for tests). All exported with opset 17.
+Besides torchvision models, two hand-written ones: the Stable Diffusion 1.x
+VAE decoder layout (vae_decoder_16 / vae_decoder_32: latent 16x16 / 32x32,
+image 128x128 / 256x256) and a 4-layer BERT-base-like encoder (bert_encoder:
+int64 token ids [1, 128]); both exported with opset 17.
 
 Usage: export.py [--models resnet18,mobilenet_v2|bench] [--out DIR] [--opset N] [--list]
 To add a model, add an entry to MODELS: name -> (builder, input shape[, options]).
@@ -123,187 +117,6 @@ def _vae_decoder():
     return _vae_decoder_cls()()
 
 
-def _clip_text():
-    """The Stable Diffusion 1.x text encoder layout (CLIP ViT-L/14 text model):
-    token (vocab 49408) + learned position embeddings (77), 12 pre-LN layers of
-    12-head causal self-attention (d 768) and a quick-GELU FFN (3072), final
-    LayerNorm (eps 1e-5). Input: int64 token ids [1, 77]; output: the last
-    hidden states [1, 77, 768] (what the UNet's cross-attention reads)."""
-    torch, nn, F = _nn()
-
-    class Layer(nn.Module):
-        def __init__(self, d, heads, ffn):
-            super().__init__()
-            self.heads = heads
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
-            self.fc1, self.fc2 = nn.Linear(d, ffn), nn.Linear(ffn, d)
-
-        def forward(self, x, mask):
-            b, s, d = x.shape
-            hd = d // self.heads
-
-            def split(t):
-                return t.reshape(b, s, self.heads, hd).transpose(1, 2)
-            h = self.ln1(x)
-            q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
-            a = torch.softmax(torch.matmul(q, k.transpose(2, 3)) / (hd ** 0.5) + mask, dim=-1)
-            x = x + self.o(torch.matmul(a, v).transpose(1, 2).reshape(b, s, d))
-            h = self.fc1(self.ln2(x))
-            return x + self.fc2(h * torch.sigmoid(1.702 * h))   # quick GELU
-
-    class TextEncoder(nn.Module):
-        def __init__(self, vocab=49408, d=768, heads=12, ffn=3072, layers=12, max_pos=77):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(max_pos, d)
-            self.layers = nn.ModuleList(Layer(d, heads, ffn) for _ in range(layers))
-            self.ln = nn.LayerNorm(d)
-            for m in self.modules():
-                if isinstance(m, (nn.Linear, nn.Embedding)):
-                    nn.init.normal_(m.weight, std=0.02)
-                    if getattr(m, "bias", None) is not None:
-                        nn.init.zeros_(m.bias)
-
-        def forward(self, ids):
-            s = ids.shape[1]
-            x = self.tok(ids) + self.pos(torch.arange(s, dtype=torch.int64).unsqueeze(0))
-            mask = torch.triu(torch.full((s, s), float("-inf")), diagonal=1)   # causal
-            for layer in self.layers:
-                x = layer(x, mask)
-            return self.ln(x)
-
-    return TextEncoder()
-
-
-def _sd_unet_cls():
-    """The Stable Diffusion 1.x UNet layout (diffusers UNet2DConditionModel,
-    its defaults) as a plain torch module: sinusoidal timestep embedding (320)
-    and a 2-layer MLP (1280); conv_in; 4 down blocks of 2 ResnetBlocks (time
-    embedding added after the first conv), the first three with a
-    Transformer2D block after each ResnetBlock (GroupNorm, 1x1 proj_in, one
-    BasicTransformerBlock: LayerNorm + self-attention, LayerNorm +
-    cross-attention on the text states, LayerNorm + GEGLU FFN (4x), 1x1
-    proj_out, residual), a stride-2 conv after all but the last; the mid block
-    (ResnetBlock, Transformer2D, ResnetBlock); 4 up blocks of 3 ResnetBlocks on
-    the concatenated skip connections, Transformer2D blocks in the last three,
-    nearest 2x upsampling + conv after all but the last; GroupNorm + SiLU +
-    conv_out. GroupNorm(32, eps 1e-5), 8 heads per attention.
-    width: the channels of the four levels."""
-    torch, nn, F = _nn()
-    import math
-
-    def gn(c):
-        return nn.GroupNorm(32, c, eps=1e-5)
-
-    class Resnet(nn.Module):
-        def __init__(self, cin, cout, temb):
-            super().__init__()
-            self.norm1, self.conv1 = gn(cin), nn.Conv2d(cin, cout, 3, padding=1)
-            self.temb = nn.Linear(temb, cout)
-            self.norm2, self.conv2 = gn(cout), nn.Conv2d(cout, cout, 3, padding=1)
-            self.shortcut = nn.Conv2d(cin, cout, 1) if cin != cout else None
-
-        def forward(self, x, t):
-            h = self.conv1(F.silu(self.norm1(x))) + self.temb(F.silu(t))[:, :, None, None]
-            h = self.conv2(F.silu(self.norm2(h)))
-            return h + (self.shortcut(x) if self.shortcut is not None else x)
-
-    class Attention(nn.Module):
-        def __init__(self, d, ctx, heads=8):
-            super().__init__()
-            self.heads = heads
-            self.q = nn.Linear(d, d, bias=False)
-            self.k, self.v = nn.Linear(ctx, d, bias=False), nn.Linear(ctx, d, bias=False)
-            self.o = nn.Linear(d, d)
-
-        def forward(self, x, c):
-            b, s, d = x.shape
-            hd = d // self.heads
-
-            def split(t):
-                return t.reshape(b, t.shape[1], self.heads, hd).transpose(1, 2)
-            q, k, v = split(self.q(x)), split(self.k(c)), split(self.v(c))
-            a = torch.softmax(torch.matmul(q, k.transpose(2, 3)) / (hd ** 0.5), dim=-1)
-            return self.o(torch.matmul(a, v).transpose(1, 2).reshape(b, s, d))
-
-    class Transformer(nn.Module):
-        def __init__(self, c, ctx):
-            super().__init__()
-            self.norm, self.proj_in, self.proj_out = gn(c), nn.Conv2d(c, c, 1), nn.Conv2d(c, c, 1)
-            self.ln1, self.ln2, self.ln3 = nn.LayerNorm(c), nn.LayerNorm(c), nn.LayerNorm(c)
-            self.attn1, self.attn2 = Attention(c, c), Attention(c, ctx)
-            self.geglu, self.ff_out = nn.Linear(c, 8 * c), nn.Linear(4 * c, c)
-
-        def forward(self, x, ctx):
-            b, c, hh, ww = x.shape
-            h = self.proj_in(self.norm(x)).reshape(b, c, hh * ww).transpose(1, 2)
-            n = self.ln1(h)
-            h = h + self.attn1(n, n)
-            h = h + self.attn2(self.ln2(h), ctx)
-            a, g = self.geglu(self.ln3(h)).chunk(2, dim=-1)
-            h = h + self.ff_out(a * F.gelu(g))
-            return x + self.proj_out(h.transpose(1, 2).reshape(b, c, hh, ww))
-
-    class UNet(nn.Module):
-        def __init__(self, width=(320, 640, 1280, 1280), ctx=768, cin=4):
-            super().__init__()
-            w0, temb = width[0], 4 * width[0]
-            self.w0 = w0
-            self.time1, self.time2 = nn.Linear(w0, temb), nn.Linear(temb, temb)
-            self.conv_in = nn.Conv2d(cin, w0, 3, padding=1)
-            self.down, skips, ch = nn.ModuleList(), [w0], w0
-            for i, c in enumerate(width):
-                for _ in range(2):
-                    self.down.append(nn.ModuleList([Resnet(ch, c, temb), Transformer(c, ctx) if i < 3 else nn.Identity()]))
-                    ch = c
-                    skips.append(c)
-                if i < len(width) - 1:
-                    self.down.append(nn.Conv2d(c, c, 3, stride=2, padding=1))
-                    skips.append(c)
-            self.mid1, self.mid_attn, self.mid2 = Resnet(ch, ch, temb), Transformer(ch, ctx), Resnet(ch, ch, temb)
-            self.up = nn.ModuleList()
-            for i, c in enumerate(reversed(width)):
-                for _ in range(3):
-                    self.up.append(nn.ModuleList([Resnet(ch + skips.pop(), c, temb), Transformer(c, ctx) if i > 0 else nn.Identity()]))
-                    ch = c
-                if i < len(width) - 1:
-                    self.up.append(nn.Conv2d(c, c, 3, padding=1))
-            self.norm_out, self.conv_out = gn(ch), nn.Conv2d(ch, cin, 3, padding=1)
-
-        def forward(self, sample, timestep, text):
-            half = self.w0 // 2
-            f = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / half)
-            e = timestep.float()[:, None] * f[None, :]
-            t = self.time2(F.silu(self.time1(torch.cat([torch.cos(e), torch.sin(e)], dim=-1))))
-            h = self.conv_in(sample)
-            skips = [h]
-            for m in self.down:
-                if isinstance(m, nn.Conv2d):
-                    h = m(h)
-                else:
-                    h = m[0](h, t)
-                    h = h if isinstance(m[1], nn.Identity) else m[1](h, text)
-                skips.append(h)
-            h = self.mid2(self.mid_attn(self.mid1(h, t), text), t)
-            for m in self.up:
-                if isinstance(m, nn.Conv2d):
-                    h = m(F.interpolate(h, scale_factor=2.0, mode="nearest"))
-                else:
-                    h = m[0](torch.cat([h, skips.pop()], dim=1), t)
-                    h = h if isinstance(m[1], nn.Identity) else m[1](h, text)
-            return self.conv_out(F.silu(self.norm_out(h)))
-
-    return UNet
-
-
-def _sd_unet():
-    return _sd_unet_cls()()
-
-
-def _sd_unet_tiny():
-    return _sd_unet_cls()(width=(32, 64, 128, 128))
-
-
 def _bert_encoder():
     """A BERT-base-like encoder, 4 layers: token (vocab 30522) + learned
     position embeddings, embedding LayerNorm, then post-LN layers of 12-head
@@ -357,8 +170,6 @@ def _bert_encoder():
 
 # name -> (builder returning an nn.Module, input shape[, options]). Options:
 # "dtype" ("float32" default, or "int64": token ids drawn from [0, "vocab")),
-# "more_inputs" (further inputs: (name, shape, dtype) each, "int64" ones
-# drawn from [0, 1000)),
 # "opset" (overrides --opset; GroupNorm needs 17 to export as
 # Reshape + InstanceNormalization + Reshape + Mul + Add), "input"/"output"
 # (tensor names; default "input"/"output").
@@ -371,12 +182,6 @@ MODELS = {
     "efficientnet_b0": (_tv("efficientnet_b0"), (1, 3, 224, 224)),
     "vae_decoder_16": (_vae_decoder, (1, 4, 16, 16), {"opset": 17, "input": "latent", "output": "image"}),
     "vae_decoder_32": (_vae_decoder, (1, 4, 32, 32), {"opset": 17, "input": "latent", "output": "image"}),
-    "vae_decoder_64": (_vae_decoder, (1, 4, 64, 64), {"opset": 17, "input": "latent", "output": "image"}),
-    "clip_text": (_clip_text, (1, 77), {"opset": 17, "dtype": "int64", "vocab": 49408, "input": "input_ids", "output": "hidden"}),
-    "sd_unet": (_sd_unet, (1, 4, 64, 64), {"opset": 17, "input": "sample", "output": "noise_pred",
-                                           "more_inputs": [("timestep", (1,), "int64"), ("text", (1, 77, 768), "float32")]}),
-    "sd_unet_tiny": (_sd_unet_tiny, (1, 4, 16, 16), {"opset": 17, "input": "sample", "output": "noise_pred",
-                                                     "more_inputs": [("timestep", (1,), "int64"), ("text", (1, 77, 768), "float32")]}),
     "bert_encoder": (_bert_encoder, (1, 128), {"opset": 17, "dtype": "int64", "vocab": 30522,
                                                  "input": "input_ids", "output": "hidden"}),
 }
@@ -388,7 +193,7 @@ BENCH = "resnet18,mobilenet_v2,squeezenet1_1,vae_decoder_16,vae_decoder_32,bert_
 def spec(name):
     """(builder, shape, options) of a model, options filled with defaults."""
     entry = MODELS[name]
-    o = {"dtype": "float32", "opset": None, "input": "input", "output": "output", "more_inputs": []}
+    o = {"dtype": "float32", "opset": None, "input": "input", "output": "output"}
     if len(entry) > 2:
         o.update(entry[2])
     return entry[0], entry[1], o
@@ -407,20 +212,13 @@ def build_model(name, seed=0, calibrate=True):
 
 
 def example_input(name, seed=0):
-    """A seeded example input (torch tensor) of the model's input shape; a
-    tuple of them for a model with more_inputs."""
+    """A seeded example input (torch tensor) of the model's input shape."""
     import torch
     _, shape, o = spec(name)
     g = torch.Generator().manual_seed(seed + 1)
     if o["dtype"] == "int64":
-        x = torch.randint(0, o.get("vocab", 1000), shape, generator=g, dtype=torch.int64)
-    else:
-        x = torch.randn(*shape, generator=g)
-    if not o["more_inputs"]:
-        return x
-    more = [torch.randint(0, 1000, s, generator=g, dtype=torch.int64) if dt == "int64" else torch.randn(*s, generator=g)
-            for _, s, dt in o["more_inputs"]]
-    return (x, *more)
+        return torch.randint(0, o.get("vocab", 1000), shape, generator=g, dtype=torch.int64)
+    return torch.randn(*shape, generator=g)
 
 DEFAULT = "resnet18,mobilenet_v2"
 
@@ -449,8 +247,7 @@ def export(name, out_dir, opset, seed, calibrate=True):
     path = os.path.join(out_dir, name + ".onnx")
     tmp = path + ".tmp"
     with torch.no_grad():
-        # (over 2 GB, torch writes the weights as external data files beside the model)
-        torch.onnx.export(model, x, tmp, opset_version=o["opset"] or opset, input_names=[o["input"]] + [n for n, _, _ in o["more_inputs"]],
+        torch.onnx.export(model, x, tmp, opset_version=o["opset"] or opset, input_names=[o["input"]],
                           output_names=[o["output"]], do_constant_folding=True)
     os.replace(tmp, path)  # never leave a half-written model behind
     return path
