@@ -387,7 +387,8 @@ void kiln_session_set_fusion(kiln_session *s, int enabled);
  * time, conversions are inserted where a node without one (an fp32 island)
  * meets half tensors; the model's inputs and outputs keep their types. AUTO:
  * FP16 only for nodes whose measured error against the fp32 CPU reference on
- * seeded inputs stays under KILN_PRECISION_AUTO_TOL (relative to max |ref|). */
+ * seeded inputs stays under KILN_PRECISION_AUTO_TOL (relative to max |ref|),
+ * and no conversions are added for an op that fp32 neighbours surround. */
 typedef enum kiln_precision { KILN_PRECISION_FP32 = 0, KILN_PRECISION_FP16 = 1, KILN_PRECISION_AUTO = 2 } kiln_precision;
 #define KILN_PRECISION_AUTO_TOL 2e-3
 /* Sets the precision of the session's next plan; KILN_EINVAL for a value

@@ -15,7 +15,9 @@
  *     of an fp32 island stays in it (and in its fused epilogue);
  *   - `auto` keeps a node in fp32 when its error with half storage, measured
  *     on the host (inputs and outputs rounded to half around the node's CPU
- *     reference on seeded inputs) exceeds KILN_PRECISION_AUTO_TOL.
+ *     reference on seeded inputs) exceeds KILN_PRECISION_AUTO_TOL, and lets
+ *     the norms, softmax and reductions follow their inputs too (no
+ *     conversion pair around a lone half op among fp32 islands).
  * Weights (constants) are half when every consumer is; they are converted
  * once, when uploaded. The model's inputs and outputs keep fp32 buffers.
  * Where a value's storage differs from what a consumer runs in, a KilnCast
@@ -221,7 +223,9 @@ static void choose_node(kiln_graph *g, kiln_node *n, int precision) {
     return;
   }
   if (!half_supported(g, n)) { n->prec_why = "fp32: its half kernels do not cover this node"; return; }
-  if (!(fl & KILN_OP_HALF_GAIN)) {
+  /* auto converts nothing for a lone op between fp32 neighbours (two
+   * conversions cost more than its half storage saves): every op follows */
+  if (!(fl & KILN_OP_HALF_GAIN) || precision == KILN_PRECISION_AUTO) {
     bool computed = false, half_in = false;
     for (int k = 0; k < n->nin; k++) {
       const kiln_value *v = kiln_in(g, n, k);
