@@ -22,6 +22,7 @@ int kiln_cli__ctx_session(kiln_cli__ctx *x, const char *devsel, unsigned flags) 
   if ((rc = kiln_session_create(x->m, x->d, &x->s, &err)) != 0) return kiln_cli__fail(&err, rc);
   if (x->db && !(flags & KILN_CLI_SESSION_NO_DB) && (rc = kiln_session_set_db(x->s, x->db, &err)) != 0) return kiln_cli__fail(&err, rc);
   if (flags & KILN_CLI_NO_FUSION) kiln_session_set_fusion(x->s, 0);
+  if (x->precision && (rc = kiln_session_set_precision(x->s, kiln_precision_parse(x->precision), &err)) != 0) return kiln_cli__fail(&err, rc);
   return kiln_cli__set_inputs(x->s, &x->b);
 }
 

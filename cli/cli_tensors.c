@@ -139,7 +139,7 @@ void kiln_cli__print_tensor(const char *label, const kiln_tensor *t) {
 }
 
 /* Compares dev with ref element by element (the rule is in kiln_cli.h). */
-static void compare_tensor(const kiln_tensor *dev, const kiln_tensor *ref, kiln_cli__cmp *r) {
+static void compare_tensor(const kiln_tensor *dev, const kiln_tensor *ref, double rtol, bool scaled, kiln_cli__cmp *r) {
   memset(r, 0, sizeof *r);
   r->ok = true;
   bool same = dev->dtype == ref->dtype && dev->rank == ref->rank;
@@ -149,7 +149,7 @@ static void compare_tensor(const kiln_tensor *dev, const kiln_tensor *ref, kiln_
     snprintf(r->why, sizeof r->why, "device gave %s %s, reference %s %s", kiln_dtype_name(dev->dtype),
              kiln_cli__fmt_shape(a, sizeof a, dev->rank, dev->dims, NULL), kiln_dtype_name(ref->dtype), kiln_cli__fmt_shape(b, sizeof b, ref->rank, ref->dims, NULL));
     r->ok = false;
-    r->max_abs = r->max_rel = INFINITY;
+    r->max_abs = r->max_rel = r->max_scaled = INFINITY;
     return;
   }
   int64_t n = kiln_tensor_numel(ref);
@@ -168,11 +168,13 @@ static void compare_tensor(const kiln_tensor *dev, const kiln_tensor *ref, kiln_
     }
     if (e > r->max_abs) r->max_abs = e;
     if (rel > r->max_rel) r->max_rel = rel;
-    if (rel > KILN_CLI_CHECK_RTOL && (r->ok || rel >= r->max_rel)) { /* report the worst element */
+    double q = scaled ? e / fmax(scale, 1e-30) : rel; /* what the tolerance applies to */
+    if (q > rtol && (r->ok || e >= r->max_abs)) { /* report the worst element */
       r->ok = false;
       snprintf(r->why, sizeof r->why, "worst at element %lld: device %.7g, reference %.7g", (long long)k, d, w);
     }
   }
+  r->max_scaled = r->max_abs / fmax(scale, 1e-30);
 }
 
 void kiln_cli__inputs_free(kiln_cli__inputs *b) {
@@ -364,8 +366,11 @@ int kiln_cli__check_reference(kiln_session *s, int nout, kiln_cli__check *r) {
   r->cmp = calloc((size_t)nout + 1, sizeof *r->cmp);
   if (!r->cmp) { print_error("out of memory"); return 1; }
   r->ok = true;
+  r->scaled = kiln_session_precision(s) != KILN_PRECISION_FP32;
+  r->rtol = r->scaled ? KILN_CLI_CHECK_RTOL_FP16 : KILN_CLI_CHECK_RTOL;
   for (int i = 0; i < nout && i < r->nref; i++) {
-    compare_tensor(kiln_session_output(s, i), r->ref[i], &r->cmp[i]);
+    compare_tensor(kiln_session_output(s, i), r->ref[i], r->rtol, r->scaled, &r->cmp[i]);
+    if (r->cmp[i].max_scaled > r->max_scaled || isnan(r->cmp[i].max_scaled)) r->max_scaled = r->cmp[i].max_scaled;
     if (r->cmp[i].max_abs > r->max_abs || isnan(r->cmp[i].max_abs)) r->max_abs = r->cmp[i].max_abs;
     if (r->cmp[i].max_rel > r->max_rel || isnan(r->cmp[i].max_rel)) r->max_rel = r->cmp[i].max_rel;
     if (!r->cmp[i].ok) r->ok = false;

@@ -141,7 +141,7 @@ typedef struct bench_args {
   bool json, nofusion, profile;
   uint64_t seed, repeat, warmup;
   double duration;
-  const char *dbpath, *devsel;
+  const char *dbpath, *devsel, *precision;
 } bench_args;
 
 #define A bench_args
@@ -159,6 +159,7 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_SEED(A, seed, "seed for random inputs (default 0)"),
   KILN_OPT_DEVICE(A, devsel, KILN_CLI_DEVICE_HELP),
   KILN_OPT_NOFUSION(A, nofusion, "run every node as its own kernel (for comparison)"),
+  KILN_OPT_PRECISION(A, precision),
   {.name = "--profile", .kind = KILN_OPT_FLAG, .off = offsetof(A, profile),
    .help = "time every node's kernels in each run (profiling events) and print the\n"
            "slowest nodes (median), device-busy time and kernel span per run"},
@@ -187,6 +188,7 @@ static int cmd_bench(int argc, char **argv) {
   if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
   load_s = now_s() - t0;
   if ((rc = kiln_cli__open_db(dbpath, 0, true, &x.db)) != 0) goto done;
+  x.precision = a.precision;
   if ((rc = kiln_cli__ctx_session(&x, devsel, KILN_CLI_NOTE_CPU | (nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) goto done;
   kiln_session *s = x.s;
   const kiln_db *db = x.db;
@@ -256,7 +258,8 @@ static int cmd_bench(int argc, char **argv) {
     printf(",\"load_s\":"); kiln_cli__json_num(o, load_s);
     printf(",\"warmup_s\":"); kiln_cli__json_num(o, plan_s);
     if (profile) prof_json(o, &pf, n);
-    printf(",\"fusion\":%s,\"kernels_launched\":%d,\"device_bytes\":%llu}\n", nofusion ? "false" : "true", rs.kernels_launched, (unsigned long long)rs.device_bytes);
+    printf(",\"fusion\":%s,\"precision\":\"%s\",\"kernels_launched\":%d,\"device_bytes\":%llu}\n", nofusion ? "false" : "true",
+           kiln_precision_name(kiln_session_precision(x.s)), rs.kernels_launched, (unsigned long long)rs.device_bytes);
   } else {
     printf("model:      %s (%d nodes, %.3g GFLOP per inference)\n", path, mst.nodes, mst.flops / 1e9);
     printf("device:     %s (%s)\n", di->name, di->platform);

@@ -11,12 +11,13 @@ typedef struct plan_args {
   kiln_cli_list pos;
   kiln_cli_shapes shapes;
   bool json, nofusion, no_measure;
-  const char *dbpath, *devsel;
+  const char *dbpath, *devsel, *precision;
 } plan_args;
 
 static const kiln_cli_opt OPTS[] = {
   KILN_OPT_DB(plan_args, dbpath, "tuning database (default as for run)"),
   KILN_OPT_NOFUSION(plan_args, nofusion, "the plan without fusion"),
+  KILN_OPT_PRECISION(plan_args, precision),
   {.name = "--no-measure", .kind = KILN_OPT_FLAG, .off = offsetof(plan_args, no_measure), .help = "do not time each kernel"},
   KILN_OPT_SHAPES(plan_args, shapes, "bind an input's shape or a symbolic dimension"),
   KILN_OPT_DEVICE(plan_args, devsel, KILN_CLI_DEVICE_HELP),
@@ -37,6 +38,7 @@ static int cmd_plan(int argc, char **argv) {
   kiln_cli__load lo = {.path = path, .shapes = &a.shapes, .random = true};
   if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
   if ((rc = kiln_cli__open_db(dbpath, 0, true, &x.db)) != 0) goto done;
+  x.precision = a.precision;
   if ((rc = kiln_cli__ctx_session(&x, devsel, nofusion ? KILN_CLI_NO_FUSION : 0)) != 0) goto done;
   kiln_session *s = x.s;
   const kiln_device *d = x.d;
@@ -66,6 +68,8 @@ static int cmd_plan(int argc, char **argv) {
       printf(",\"origin\":"); kiln_cli__json_str(stdout, k[i].origin);
       printf(",\"predicted_us\":"); if (k[i].predicted_ns >= 0) kiln_cli__json_num(stdout, k[i].predicted_ns / 1e3); else printf("null");
       printf(",\"measured_us\":"); if (k[i].measured_ns >= 0) kiln_cli__json_num(stdout, k[i].measured_ns / 1e3); else printf("null");
+      printf(",\"precision\":"); kiln_cli__json_str(stdout, k[i].precision);
+      printf(",\"precision_why\":"); kiln_cli__json_str(stdout, k[i].precision_why);
       printf("}");
     }
     printf("],\"groupings\":[");
@@ -89,12 +93,16 @@ static int cmd_plan(int argc, char **argv) {
            rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0,
            (rs.device_bytes - rs.pool_bytes) / 1048576.0);
     kiln_cli__print_tuning(stdout, "tuning: ", x.db ? dbdesc : NULL, s, &ps);
-    printf("%-26s %-24s %-9s %-10s %11s %11s  %s\n", "kernel (last node)", "ops", "family", "params", "predict us", "measured us", "parameters");
+    printf("%-26s %-24s %-9s %-10s %11s %11s %-5s %s\n", "kernel (last node)", "ops", "family", "params", "predict us", "measured us", "prec", "parameters");
     for (int i = 0; i < nk; i++) {
       char pu[32] = "-", mu[32] = "-";
       if (k[i].predicted_ns >= 0) snprintf(pu, sizeof pu, "%.1f", k[i].predicted_ns / 1e3);
       if (k[i].measured_ns >= 0) snprintf(mu, sizeof mu, "%.1f", k[i].measured_ns / 1e3);
-      printf("%-26.26s %-24.24s %-9.9s %-10s %11s %11s  %s\n", k[i].node, k[i].ops, k[i].family, k[i].origin, pu, mu, k[i].params);
+      printf("%-26.26s %-24.24s %-9.9s %-10s %11s %11s %-5s %s\n", k[i].node, k[i].ops, k[i].family, k[i].origin, pu, mu, k[i].precision, k[i].params);
+    }
+    if (kiln_session_precision(s) != KILN_PRECISION_FP32) { /* each kernel's precision, and why */
+      printf("\nprecision (%s):\n", kiln_precision_name(kiln_session_precision(s)));
+      for (int i = 0; i < nk; i++) printf("  %-5s %-26.26s %-24.24s %s\n", k[i].precision, k[i].node, k[i].ops, k[i].precision_why);
     }
     if (nf) {
       printf("\ngroupings considered (%d):\n", nf);

@@ -16,7 +16,7 @@ typedef struct run_args {
   kiln_cli_shapes shapes;
   bool random, check, json, nofusion, verify_imported;
   uint64_t seed, repeat, max_memory, max_model;
-  const char *outdir, *format, *dbpath, *devsel, *inputs_from;
+  const char *outdir, *format, *dbpath, *devsel, *inputs_from, *precision;
 } run_args;
 
 #define A run_args
@@ -52,6 +52,7 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_DB(A, dbpath, "tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db if it exists;\n"
                          "$KILN_DB_PATH: shared read-only databases consulted after it)"),
   KILN_OPT_NOFUSION(A, nofusion, "run every node as its own kernel (for comparison)"),
+  KILN_OPT_PRECISION(A, precision),
   {.name = "--verify-imported", .kind = KILN_OPT_FLAG, .off = offsetof(A, verify_imported),
    .help = "re-time imported or shared records for this exact device once before\n"
            "running; a record that misses its recorded time is demoted"},
@@ -125,7 +126,8 @@ static int run_set(const run_args *a, run_state *r, kiln_cli__set *set) {
   set->check_ok = r->res.ok;
   set->max_rel = r->res.max_rel;
   if (a->check && !r->res.ok) {
-    kiln_cli__error("input set '%s': an output differs from the CPU reference: max rel err %.3g > %g", set->name, r->res.max_rel, KILN_CLI_CHECK_RTOL);
+    kiln_cli__error("input set '%s': an output differs from the CPU reference: max %s err %.3g > %g", set->name, r->res.scaled ? "scaled" : "rel",
+                    r->res.scaled ? r->res.max_scaled : r->res.max_rel, r->res.rtol);
     return 1;
   }
   if (a->outdir) {
@@ -153,6 +155,7 @@ static int run_model(const run_args *a, run_state *r) {
   if ((rc = kiln_cli__ctx_load(&r->x, &lo)) != 0) return rc;
   if (a->inputs_from && (rc = kiln_cli__sets_read(r->x.m, a->inputs_from, &r->sets)) != 0) return rc;
   if ((rc = kiln_cli__open_db(a->dbpath, 0, true, &r->x.db)) != 0) return rc;
+  r->x.precision = a->precision;
   if ((rc = kiln_cli__ctx_session(&r->x, a->devsel, KILN_CLI_NOTE_CPU | (a->nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) return rc;
   if (a->verify_imported && (rc = verify_imported(a, r)) != 0) return rc;
   if (a->max_memory) {
@@ -206,6 +209,7 @@ static void print_report(const run_args *a, const run_state *r) {
     printf(",\"tunable\":%d,\"tuned\":%d,\"predicted\":%d,\"default\":%d", ps.tunable, ps.tuned, ps.predicted, ps.defaulted);
     kiln_cli__json_basis(stdout, s);
     printf("}");
+    printf(",\"precision\":\"%s\"", kiln_precision_name(kiln_session_precision(s)));
     printf(",\"kernels_launched\":%d,\"nodes_folded\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"inputs\":[",
            rs.kernels_launched, rs.nodes_folded, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
            (unsigned long long)rs.pool_bytes);
@@ -251,14 +255,17 @@ static void print_report(const run_args *a, const run_state *r) {
     printf(",\"check\":");
     if (!check) printf("null");
     else {
-      printf("{\"ok\":%s,\"rtol\":%g,\"max_abs_err\":", res.ok ? "true" : "false", KILN_CLI_CHECK_RTOL);
+      printf("{\"ok\":%s,\"rtol\":%g,\"tolerance_of\":\"%s\",\"precision\":\"%s\",\"max_abs_err\":", res.ok ? "true" : "false", res.rtol,
+             res.scaled ? "max_scaled_err" : "max_rel_err", kiln_precision_name(kiln_session_precision(s)));
       kiln_cli__json_num(stdout, res.max_abs);
       printf(",\"max_rel_err\":"); kiln_cli__json_num(stdout, res.max_rel);
+      printf(",\"max_scaled_err\":"); kiln_cli__json_num(stdout, res.max_scaled);
       printf(",\"outputs\":[");
       for (int i = 0; i < nout; i++) {
         printf("%s{\"name\":", i ? "," : ""); kiln_cli__json_str(stdout, kiln_session_output(s, i)->name);
         printf(",\"max_abs_err\":"); kiln_cli__json_num(stdout, res.cmp[i].max_abs);
         printf(",\"max_rel_err\":"); kiln_cli__json_num(stdout, res.cmp[i].max_rel);
+        printf(",\"max_scaled_err\":"); kiln_cli__json_num(stdout, res.cmp[i].max_scaled);
         printf(",\"ok\":%s}", res.cmp[i].ok ? "true" : "false");
       }
       printf("]}");
@@ -298,12 +305,15 @@ static void print_report(const run_args *a, const run_state *r) {
     if (r->sets.n) printf("outputs of the last set '%s':\n", r->sets.v[r->sets.n - 1].name);
     for (int i = 0; i < nout; i++) kiln_cli__print_tensor("output", kiln_session_output(s, i));
     if (check) {
-      printf("check vs CPU reference: max abs err %.3g, max rel err %.3g (tolerance %g): %s\n", res.max_abs, res.max_rel, KILN_CLI_CHECK_RTOL,
-             res.ok ? "ok" : "MISMATCH");
+      if (res.scaled) /* an fp16 plan against the fp32 reference */
+        printf("check vs CPU reference (fp32; plan in %s): max abs err %.3g, max err / max |ref| %.3g (tolerance %g), max rel err %.3g: %s\n",
+               kiln_precision_name(kiln_session_precision(s)), res.max_abs, res.max_scaled, res.rtol, res.max_rel, res.ok ? "ok" : "MISMATCH");
+      else
+        printf("check vs CPU reference: max abs err %.3g, max rel err %.3g (tolerance %g): %s\n", res.max_abs, res.max_rel, res.rtol, res.ok ? "ok" : "MISMATCH");
       for (int i = 0; i < nout; i++)
-        if (nout > 1 || !res.cmp[i].ok)
-          printf("  '%s': max abs err %.3g, max rel err %.3g%s%s\n", kiln_session_output(s, i)->name, res.cmp[i].max_abs, res.cmp[i].max_rel,
-                 res.cmp[i].ok ? "" : ": ", res.cmp[i].why);
+        if (nout > 1 || !res.cmp[i].ok || res.scaled)
+          printf("  '%s': max abs err %.3g, max err / max |ref| %.3g, max rel err %.3g%s%s\n", kiln_session_output(s, i)->name, res.cmp[i].max_abs,
+                 res.cmp[i].max_scaled, res.cmp[i].max_rel, res.cmp[i].ok ? "" : ": ", res.cmp[i].why);
     }
   }
 }
@@ -324,8 +334,8 @@ static int cmd_run(int argc, char **argv) {
   if (a.check && !r.res.ok) {
     for (int i = 0; i < r.nout; i++)
       if (!r.res.cmp[i].ok) {
-        kiln_cli__error("output '%s' differs from the CPU reference: max rel err %.3g > %g (%s)", kiln_session_output(r.x.s, i)->name,
-                        r.res.cmp[i].max_rel, KILN_CLI_CHECK_RTOL, r.res.cmp[i].why);
+        kiln_cli__error("output '%s' differs from the CPU reference: max %s err %.3g > %g (%s)", kiln_session_output(r.x.s, i)->name,
+                        r.res.scaled ? "scaled" : "rel", r.res.scaled ? r.res.cmp[i].max_scaled : r.res.cmp[i].max_rel, r.res.rtol, r.res.cmp[i].why);
         break;
       }
     rc = 1;

@@ -18,7 +18,7 @@ typedef struct tune_args {
   bool json, nofusion, compare;
   uint64_t seed, max_trials;
   double budget, max_gflop, fusion_close;
-  const char *devsel, *dbpath, *strategy, *families, *evict_mb;
+  const char *devsel, *dbpath, *strategy, *families, *evict_mb, *precision;
 } tune_args;
 
 /* --fusion-close: a factor above 1, or 0 for none (stored as -1). */
@@ -72,6 +72,7 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_SEED(A, seed, "seed for the random inputs and the random strategy (default 0)"),
   KILN_OPT_DEVICE(A, devsel, KILN_CLI_DEVICE_HELP),
   KILN_OPT_NOFUSION(A, nofusion, "tune the kernels of the unfused plan"),
+  KILN_OPT_PRECISION(A, precision),
   KILN_OPT_JSON(A, json, "print one JSON object with the per-instance table"),
 };
 #undef A
@@ -217,6 +218,7 @@ static int cmd_tune(int argc, char **argv) {
   kiln_cli__load lo = {.path = path, .shapes = &a.shapes, .inputs = &a.inputs, .random = true, .seed = a.seed};
   if ((rc = kiln_cli__ctx_load(&x, &lo)) != 0) goto done;
   /* the session plans with descriptor defaults; the tuner reads and writes the database */
+  x.precision = a.precision;
   if ((rc = kiln_cli__ctx_session(&x, devsel, KILN_CLI_NOTE_CPU | KILN_CLI_SESSION_NO_DB | (a.nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) goto done;
   if ((rc = kiln_tune_check_families(x.s, a.families, &err)) != 0) { rc = kiln_cli__fail(&err, rc); goto done; }
   /* refused before any work when the file is not this user's to write; an

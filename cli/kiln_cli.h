@@ -111,6 +111,7 @@ typedef struct kiln_cli__ctx {
   kiln_session *s;
   kiln_db *db;          /* set by the command between load and session, or NULL */
   kiln_cli__inputs b;
+  const char *precision; /* --precision, or NULL (fp32) */
 } kiln_cli__ctx;
 /* What kiln_cli__ctx_load reads and binds. */
 typedef struct kiln_cli__load {
@@ -154,8 +155,14 @@ kiln_cli__tstats kiln_cli__tensor_stats(const kiln_tensor *t);
  * relative for ordinary values, and near zero relative to the output's
  * scale, so float rounding in values that cancel to ~0 is not flagged. */
 #define KILN_CLI_CHECK_RTOL 1e-3
+/* A plan storing tensors in fp16 (--precision fp16/auto) is held to the
+ * error relative to the output's largest |ref|: |dev - ref| <= 1e-2 x max |ref|
+ * for every element (half storage rounds every stored value to 11 bits; the
+ * rule above would flag values that cancel to ~1% of the scale). */
+#define KILN_CLI_CHECK_RTOL_FP16 1e-2
 typedef struct kiln_cli__cmp {
   double max_abs, max_rel; /* over all elements */
+  double max_scaled;       /* max |dev - ref| / max |ref| */
   bool ok;
   char why[256];           /* first problem, when !ok */
 } kiln_cli__cmp;
@@ -165,6 +172,9 @@ typedef struct kiln_cli__check {
   int nref;
   kiln_cli__cmp *cmp;      /* per output */
   double max_abs, max_rel; /* over all outputs */
+  double max_scaled;       /* over all outputs */
+  double rtol;             /* the tolerance applied */
+  bool scaled;             /* to max_scaled (an fp16 plan), else to max_rel */
   bool ok;
 } kiln_cli__check;
 /* Runs the CPU reference of s and compares every output with the device's.

@@ -135,6 +135,13 @@ void kiln_cli_list_options(const kiln_cli_cmd *c, FILE *f);
   {.name = "--seed", .kind = KILN_OPT_INT, .off = offsetof(T, field), .value = "N", .help = text,                        \
    .err = "--seed needs a non-negative integer"}
 #define KILN_OPT_NOFUSION(T, field, text) {.name = "--no-fusion", .kind = KILN_OPT_FLAG, .off = offsetof(T, field), .help = text}
+#define KILN_OPT_PRECISION(T, field)                                                                                     \
+  {.name = "--precision", .kind = KILN_OPT_STRING, .off = offsetof(T, field), .value = "fp32|fp16|auto", .choices = "fp32|fp16|auto", \
+   .err = "--precision must be fp32, fp16 or auto",                                                                      \
+   .help = "device storage of float tensors (default fp32): fp16 stores them as half\n"                               \
+           "(arithmetic in fp32) where a node has half kernels, weights converted once;\n"                            \
+           "auto only where the node's measured fp16 error stays under 2e-3 of max |ref|.\n"                           \
+           "Inputs and outputs keep their types; `kiln plan` shows each node's choice"}
 
 /* The help text of --device for commands that open an OpenCL device. */
 #define KILN_CLI_DEVICE_HELP                                                                                              \

@@ -182,6 +182,10 @@ int kiln_session_plan_info(kiln_session *s, int measure, kiln_plan_kernel **out,
     if (n->folded || n->skip_dev || (n->fuse_root >= 0 && !n->fgroup)) continue;
     kiln_plan_kernel *q = &p[cnt++];
     snprintf(q->node, sizeof q->node, "%s", n->name);
+    /* a fused group's kernel runs in its nodes' precision (all the same: no conversion inside a group) */
+    const kiln_node *pn = n->fgroup && n->fgroup->head >= 0 ? &g->nodes[n->fgroup->head] : n;
+    snprintf(q->precision, sizeof q->precision, "%s", !pn->prec_why ? "-" : pn->half ? "fp16" : "fp32");
+    snprintf(q->precision_why, sizeof q->precision_why, "%s", pn->prec_why ? pn->prec_why : s->precision ? "no float tensors" : "fp32 plan");
     q->measured_ns = meas[i];
     q->predicted_ns = -1;
     if (n->fgroup && n->fgroup->head >= 0) { /* an epilogue: the head's kernel, parameters and instance */

@@ -380,6 +380,26 @@ int kiln_session_node_times(const kiln_session *s, kiln_node_time **out, int *n)
 /* Fusion on (default) or off (--no-fusion) for the session's next plan. */
 void kiln_session_set_fusion(kiln_session *s, int enabled);
 
+/* ---- Precision ------------------------------------------------------- */
+
+/* How float tensors are stored on the device (--precision). FP32: as
+ * float. FP16: as half (vload_half/vstore_half, arithmetic in fp32) in every
+ * node whose kernels have a half variant; weights are converted once at plan
+ * time, conversions are inserted where a node without one (an fp32 island)
+ * meets half tensors; the model's inputs and outputs keep their types. AUTO:
+ * FP16 only for nodes whose measured error against the fp32 CPU reference on
+ * seeded inputs stays under KILN_PRECISION_AUTO_TOL (relative to max |ref|),
+ * and no conversions are added for an op that fp32 neighbours surround. */
+typedef enum kiln_precision { KILN_PRECISION_FP32 = 0, KILN_PRECISION_FP16 = 1, KILN_PRECISION_AUTO = 2 } kiln_precision;
+#define KILN_PRECISION_AUTO_TOL 2e-3
+/* Sets the precision of the session's next plan; KILN_EINVAL for a value
+ * outside kiln_precision. */
+int kiln_session_set_precision(kiln_session *s, int precision, kiln_error *err);
+int kiln_session_precision(const kiln_session *s);
+/* "fp32", "fp16", "auto" (NULL for other values); and the parser (-1: none). */
+const char *kiln_precision_name(int precision);
+int kiln_precision_parse(const char *name);
+
 /* One grouping of nodes considered by the last plan, taken or rejected. */
 typedef struct kiln_fusion_info {
   char root[128], nodes[256], kind[24], reason[192];
@@ -402,6 +422,8 @@ typedef struct kiln_plan_kernel {
   char node[128], ops[256], family[32], params[256], origin[16];
   int nodes_covered;
   double predicted_ns, measured_ns;
+  char precision[8];       /* storage of its float tensors: "fp32", "fp16", "-" (none) */
+  char precision_why[96];  /* why (kiln_session_set_precision) */
 } kiln_plan_kernel;
 /* Plans (and runs once) the session; with measure, each kernel is timed
  * from profiling events. *out owned by the caller (free()). */

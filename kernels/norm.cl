@@ -16,9 +16,29 @@
  *  - with a quantized element type T (T_IS_FLOAT == 0, -DT=uchar/char):
  *      quantize      saturate(rint(x / scale) + zero_point) from float.
  *
- * Per-axis scales: element i uses scale[(i / adiv) % alen] (alen 1 = scalar). */
+ * Per-axis scales: element i uses scale[(i / adiv) % alen] (alen 1 = scalar).
+ *
+ * fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): norm_rows
+ * and batchnorm read and write half through vload_half / vstore_half_rte
+ * (core OpenCL, no cl_khr_fp16 needed) and compute in T = float. The storage
+ * convention, as in elementwise.cl: ST the buffer element type, LD(p, i) and
+ * SV(p, i, v) an element's load and store, VLOAD / VSTORE vectors of them. */
 #if defined(T_IS_DOUBLE) && T_IS_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#if T_DTYPE == 10
+#undef T
+#define T float
+#undef T_IS_FLOAT
+#define T_IS_FLOAT 1
+#define ST half
+#define LD(p, i) vload_half((i), (p))
+#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#else
+#define ST T
+#define LD(p, i) ((p)[i])
+#define SV(p, i, v) ((p)[i] = (v))
 #endif
 
 #define MAXR 8
@@ -79,8 +99,13 @@ inline long inner_off(__global const long *meta, long j) {
 #define NR_CAT(a, b) NR_CAT_(a, b)
 #if NORM_VW > 1
 typedef NR_CAT(T, NORM_VW) VT;
+#if T_DTYPE == 10
+#define VLOAD(i, p) NR_CAT(vload_half, NORM_VW)((i), (p))
+#define VSTORE(v, i, p) NR_CAT(NR_CAT(vstore_half, NORM_VW), _rte)((v), (i), (p))
+#else
 #define VLOAD(i, p) NR_CAT(vload, NORM_VW)((i), (p))
 #define VSTORE(v, i, p) NR_CAT(vstore, NORM_VW)((v), (i), (p))
+#endif
 inline T vsum(VT a) {
 #if NORM_VW == 2
   return a.s0 + a.s1;
@@ -151,9 +176,9 @@ __kernel __attribute__((reqd_work_group_size(NORM_WG, 1, 1)))
 #else
 __kernel
 #endif
-void norm_rows(__global const T *x, __global T *y, __global const long *meta,
-               __global const T *scale, __global const T *bias, const int flags, const T eps,
-               __global T *mean_out, __global T *inv_out) {
+void norm_rows(__global const ST *x, __global ST *y, __global const long *meta,
+               __global const ST *scale, __global const ST *bias, const int flags, const T eps,
+               __global ST *mean_out, __global ST *inv_out) {
   __local T red[NORM_WG];
 #if NORM_WG > 1
   const long r = get_group_id(0);
@@ -195,16 +220,16 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
 #endif
   T s = 0;
 #if NORM_VW > 1
-  __global const T *xr = x + base;
+  __global const ST *xr = x + base;
   if (!(flags & 512)) {
     VT a = (VT)0;
     for (long v = v0; v < v1; v += vs) a += VLOAD(v, xr);
     s = vsum(a);
-    for (long j = t0; j < t1; j += ts) s += xr[j];
+    for (long j = t0; j < t1; j += ts) s += LD(xr, j);
   }
 #else
   if (!(flags & 512))
-    for (long j = t0; j < t1; j += ts) s += x[base + inner_off(meta, j)];
+    for (long j = t0; j < t1; j += ts) s += LD(x, base + inner_off(meta, j));
 #endif
   const T mean = (flags & 512) ? (T)0 : wg_sum(s, red) / (T)max(L, (long)1);
   s = 0;
@@ -217,13 +242,13 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
     }
     s = vsum(a);
     for (long j = t0; j < t1; j += ts) {
-      T d = xr[j] - mean;
+      T d = LD(xr, j) - mean;
       s += d * d;
     }
   }
 #else
   for (long j = t0; j < t1; j += ts) {
-    T d = x[base + inner_off(meta, j)] - mean;
+    T d = LD(x, base + inner_off(meta, j)) - mean;
     s += d * d;
   }
 #endif
@@ -252,22 +277,22 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
       VT e = (VLOAD(v, xr) - (VT)mean) * (VT)inv;
       const long si = srow + qm;
       if (vmode == 1) {
-        if (flags & 1) e *= (VT)scale[(flags & 32) ? 0 : si];
-        if (flags & 2) e += (VT)bias[(flags & 64) ? 0 : si];
+        if (flags & 1) e *= (VT)LD(scale, (flags & 32) ? 0 : si);
+        if (flags & 2) e += (VT)LD(bias, (flags & 64) ? 0 : si);
       } else {
-        if (flags & 1) e *= (flags & 32) ? (VT)scale[0] : VLOAD(0, scale + si);
-        if (flags & 2) e += (flags & 64) ? (VT)bias[0] : VLOAD(0, bias + si);
+        if (flags & 1) e *= (flags & 32) ? (VT)LD(scale, 0) : VLOAD(0, scale + si);
+        if (flags & 2) e += (flags & 64) ? (VT)LD(bias, 0) : VLOAD(0, bias + si);
       }
       VSTORE(norm_act_v(e, flags), v, y + base);
       SIDX_STEP(rem, qm, vr, vq, jdiv, jmod);
     }
     for (long v = v0; v < v1 && !vmode; v += vs) {
       for (int k = 0; k < NORM_VW; k++) {
-        T e = (xr[v * NORM_VW + k] - mean) * inv;
+        T e = (LD(xr, v * NORM_VW + k) - mean) * inv;
         const long si = srow + qm;
-        if (flags & 1) e *= scale[(flags & 32) ? 0 : si];
-        if (flags & 2) e += bias[(flags & 64) ? 0 : si];
-        y[base + v * NORM_VW + k] = norm_act(e, flags);
+        if (flags & 1) e *= LD(scale, (flags & 32) ? 0 : si);
+        if (flags & 2) e += LD(bias, (flags & 64) ? 0 : si);
+        SV(y, base + v * NORM_VW + k, norm_act(e, flags));
         sidx_step(&rem, &qm, er, eq, jdiv, jmod);
       }
       sidx_step(&rem, &qm, gr, gq, jdiv, jmod);
@@ -279,28 +304,28 @@ void norm_rows(__global const T *x, __global T *y, __global const long *meta,
     const long sr = MOD_LT(ts, jdiv), sq = MOD_LT(DIV1(ts, jdiv), jmod);
     for (long j = t0; j < t1; j += ts) {
       long o = base + inner_off(meta, j);
-      T v = (x[o] - mean) * inv;
+      T v = (LD(x, o) - mean) * inv;
       const long si = srow + qm;
-      if (flags & 1) v *= scale[(flags & 32) ? 0 : si];
-      if (flags & 2) v += bias[(flags & 64) ? 0 : si];
-      y[o] = norm_act(v, flags);
+      if (flags & 1) v *= LD(scale, (flags & 32) ? 0 : si);
+      if (flags & 2) v += LD(bias, (flags & 64) ? 0 : si);
+      SV(y, o, norm_act(v, flags));
       sidx_step(&rem, &qm, sr, sq, jdiv, jmod);
     }
   }
   if (l == 0) {
-    if (flags & 8) mean_out[r] = mean;
-    if (flags & 16) inv_out[r] = inv;
+    if (flags & 8) SV(mean_out, r, mean);
+    if (flags & 16) SV(inv_out, r, inv);
   }
 }
 
 /* batchnorm: y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c],
  * c = (i / inner) % C. */
-__kernel void batchnorm(__global const T *x, __global T *y, __global const T *scale, __global const T *bias,
-                        __global const T *mean, __global const T *var, const T eps, const long C, const long inner, const long n) {
+__kernel void batchnorm(__global const ST *x, __global ST *y, __global const ST *scale, __global const ST *bias,
+                        __global const ST *mean, __global const ST *var, const T eps, const long C, const long inner, const long n) {
   long i = get_global_id(0);
   if (i >= n) return;
   long c = (i / inner) % C;
-  y[i] = (x[i] - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c];
+  SV(y, i, (LD(x, i) - LD(mean, c)) / sqrt(LD(var, c) + eps) * LD(scale, c) + LD(bias, c));
 }
 
 /* bn_stats: one work-group per channel c: batch mean and (population)

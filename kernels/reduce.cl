@@ -14,10 +14,34 @@
  * Reduction meta (longs): nk, nr, rcount, kept dims[8], kept strides[8],
  * reduced dims[8], reduced strides[8] (strides in elements of the input).
  * Lines for the axis ops are [outer, len, inner]: element j of line g sits at
- * (g / inner) * len * inner + g % inner + j * inner. */
+ * (g / inner) * len * inner + g % inner + j * inner.
+ *
+ * fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): the
+ * reductions, rd_copy and the softmax kernels read and write half through
+ * vload_half / vstore_half_rte and accumulate in T = float (no vector
+ * paths); ST is the buffer element type, LD(p, i) / SV(p, i, v) an element's
+ * load and store (the convention of elementwise.cl and norm.cl). */
 
 #if T_IS_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#if T_DTYPE == 10
+#undef T
+#define T float
+#undef T_IS_FLOAT
+#define T_IS_FLOAT 1
+#define RD_HALF 1
+#define ST half
+#define RT ushort /* raw element (copies) */
+#define LD(p, i) vload_half((i), (p))
+#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#else
+#define RD_HALF 0
+#define ST T
+#define RT T
+#define LD(p, i) ((p)[i])
+#define SV(p, i, v) ((p)[i] = (v))
 #endif
 
 #ifndef RD_WG
@@ -121,7 +145,7 @@ inline long rd_off(__global const long *meta, long j) {
   return off;
 }
 
-#if T_IS_FLOAT && RD_VW == 8
+#if T_IS_FLOAT && RD_VW == 8 && !RD_HALF
 /* Floating-point lines of unit stride, 8 lanes at a time (RD_VW 8): the
  * lanes are partial results combined at the end. */
 #define RD_CAT_(a, b) a##b
@@ -163,7 +187,7 @@ inline acc_t rd_line_vec(int op, __global const T *xl, long rc, acc_t acc, acc_t
 #endif
 
 /* One work-item per output element. */
-__kernel void reduce_item(__global const T *x, __global T *y, __global const long *meta, long nout, int op) {
+__kernel void reduce_item(__global const ST *x, __global ST *y, __global const long *meta, long nout, int op) {
   long o = get_global_id(0);
   if (o >= nout) return;
   long base = rd_base(meta, o), rc = meta[2];
@@ -171,7 +195,7 @@ __kernel void reduce_item(__global const T *x, __global T *y, __global const lon
 #if T_IS_FLOAT
   if (op == RD_LOGSUMEXP) {
     m = -INFINITY;
-    for (long j = 0; j < rc; j++) m = fmax(m, x[base + rd_off(meta, j)]);
+    for (long j = 0; j < rc; j++) m = fmax(m, LD(x, base + rd_off(meta, j)));
   }
 #endif
   acc_t acc = rd_init(op);
@@ -179,23 +203,23 @@ __kernel void reduce_item(__global const T *x, __global T *y, __global const lon
   acc = rd_line_vec(op, x + base, rc, acc, m);
 #elif RD_VW > 1
   /* a unit-stride reduced line: RD_VW independent partial results */
-  __global const T *xl = x + base;
+  __global const ST *xl = x + base;
   acc_t part[RD_VW];
   for (int k = 0; k < RD_VW; k++) part[k] = rd_init(op);
   long j = 0;
   for (; j + RD_VW <= rc; j += RD_VW)
-    for (int k = 0; k < RD_VW; k++) part[k] = rd_comb(op, part[k], rd_map(op, xl[j + k], m));
-  for (; j < rc; j++) acc = rd_comb(op, acc, rd_map(op, xl[j], m));
+    for (int k = 0; k < RD_VW; k++) part[k] = rd_comb(op, part[k], rd_map(op, LD(xl, j + k), m));
+  for (; j < rc; j++) acc = rd_comb(op, acc, rd_map(op, LD(xl, j), m));
   for (int k = 0; k < RD_VW; k++) acc = rd_comb(op, acc, part[k]);
 #else
-  for (long j = 0; j < rc; j++) acc = rd_comb(op, acc, rd_map(op, x[base + rd_off(meta, j)], m));
+  for (long j = 0; j < rc; j++) acc = rd_comb(op, acc, rd_map(op, LD(x, base + rd_off(meta, j)), m));
 #endif
-  y[o] = (T)rd_final(op, acc, rc, m);
+  SV(y, o, (T)rd_final(op, acc, rc, m));
 }
 
 /* One work-group of RD_WG items per output element (long reductions). */
 __kernel __attribute__((reqd_work_group_size(RD_WG, 1, 1)))
-void reduce_wg(__global const T *x, __global T *y, __global const long *meta, long nout, int op) {
+void reduce_wg(__global const ST *x, __global ST *y, __global const long *meta, long nout, int op) {
   __local acc_t buf[RD_WG];
   long o = get_group_id(0);
   int l = (int)get_local_id(0);
@@ -205,7 +229,7 @@ void reduce_wg(__global const T *x, __global T *y, __global const long *meta, lo
 #if T_IS_FLOAT
   if (op == RD_LOGSUMEXP) {
     m = -INFINITY;
-    for (long j = l; j < rc; j += RD_WG) m = fmax(m, x[base + rd_off(meta, j)]);
+    for (long j = l; j < rc; j += RD_WG) m = fmax(m, LD(x, base + rd_off(meta, j)));
     buf[l] = m;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = RD_WG / 2; s > 0; s >>= 1) {
@@ -219,12 +243,12 @@ void reduce_wg(__global const T *x, __global T *y, __global const long *meta, lo
   acc_t acc = rd_init(op);
 #if RD_VW > 1
   /* a unit-stride reduced line: each item takes RD_VW consecutive elements per step */
-  __global const T *xl = x + base;
+  __global const ST *xl = x + base;
   for (long j0 = (long)l * RD_VW; j0 < rc; j0 += RD_WG * RD_VW)
     for (int k = 0; k < RD_VW; k++)
-      if (j0 + k < rc) acc = rd_comb(op, acc, rd_map(op, xl[j0 + k], m));
+      if (j0 + k < rc) acc = rd_comb(op, acc, rd_map(op, LD(xl, j0 + k), m));
 #else
-  for (long j = l; j < rc; j += RD_WG) acc = rd_comb(op, acc, rd_map(op, x[base + rd_off(meta, j)], m));
+  for (long j = l; j < rc; j += RD_WG) acc = rd_comb(op, acc, rd_map(op, LD(x, base + rd_off(meta, j)), m));
 #endif
   buf[l] = acc;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -232,10 +256,10 @@ void reduce_wg(__global const T *x, __global T *y, __global const long *meta, lo
     if (l < s) buf[l] = rd_comb(op, buf[l], buf[l + s]);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (l == 0) y[o] = (T)rd_final(op, buf[0], rc, m);
+  if (l == 0) SV(y, o, (T)rd_final(op, buf[0], rc, m));
 }
 
-__kernel void rd_copy(__global const T *x, __global T *y, long n) {
+__kernel void rd_copy(__global const RT *x, __global RT *y, long n) {
   long i = get_global_id(0);
   if (i < n) y[i] = x[i];
 }
@@ -318,7 +342,7 @@ inline long sm_mbase(__global const long *mm, long r) {
   }
   return o;
 }
-#define SM_LD(j) (x[base + (j) * inner] * scale + (has_mask ? mask[mbase + (j) * mstep] : (T)0))
+#define SM_LD(j) (LD(x, base + (j) * inner) * scale + (has_mask ? LD(mask, mbase + (j) * mstep) : (T)0))
 
 #if RD_VEC
 /* softmax_item on a unit-stride line (inner 1) whose mask, if any, steps by
@@ -377,8 +401,8 @@ inline void sm_line_vec(__global const T *x, __global T *y, long base, long len,
 #endif
 
 /* One work-item per line; numerically stable (max subtracted). */
-__kernel void softmax_item(__global const T *x, __global T *y, long rows, long len, long inner, int mode,
-                           const T scale, int has_mask, __global const T *mask, __global const long *mmeta) {
+__kernel void softmax_item(__global const ST *x, __global ST *y, long rows, long len, long inner, int mode,
+                           const T scale, int has_mask, __global const ST *mask, __global const long *mmeta) {
   long r = get_global_id(0);
   if (r >= rows) return;
   long base = (r / inner) * len * inner + r % inner;
@@ -396,7 +420,7 @@ __kernel void softmax_item(__global const T *x, __global T *y, long rows, long l
     if (v > m) { m = v; am = j; }
   }
   if (mode == SM_HARDMAX) {
-    for (long j = 0; j < len; j++) y[base + j * inner] = j == am ? (T)1 : (T)0;
+    for (long j = 0; j < len; j++) SV(y, base + j * inner, j == am ? (T)1 : (T)0);
     return;
   }
   T s = 0;
@@ -414,10 +438,10 @@ __kernel void softmax_item(__global const T *x, __global T *y, long rows, long l
 #endif
   if (mode == SM_SOFTMAX) {
     T inv = (T)1 / s;
-    for (long j = 0; j < len; j++) y[base + j * inner] = exp(SM_LD(j) - m) * inv;
+    for (long j = 0; j < len; j++) SV(y, base + j * inner, exp(SM_LD(j) - m) * inv);
   } else {
     T ls = m + log(s);
-    for (long j = 0; j < len; j++) y[base + j * inner] = SM_LD(j) - ls;
+    for (long j = 0; j < len; j++) SV(y, base + j * inner, SM_LD(j) - ls);
   }
 }
 
@@ -431,8 +455,8 @@ __kernel void softmax_item(__global const T *x, __global T *y, long rows, long l
 
 /* One work-group of RD_WG items per line (long lines); modes softmax / log-softmax. */
 __kernel __attribute__((reqd_work_group_size(RD_WG, 1, 1)))
-void softmax_wg(__global const T *x, __global T *y, long rows, long len, long inner, int mode,
-                const T scale, int has_mask, __global const T *mask, __global const long *mmeta) {
+void softmax_wg(__global const ST *x, __global ST *y, long rows, long len, long inner, int mode,
+                const T scale, int has_mask, __global const ST *mask, __global const long *mmeta) {
   __local T buf[RD_WG];
   long r = get_group_id(0);
   int l = (int)get_local_id(0);
@@ -460,10 +484,10 @@ void softmax_wg(__global const T *x, __global T *y, long rows, long len, long in
   s = buf[0];
   if (mode == SM_SOFTMAX) {
     T inv = (T)1 / s;
-    SM_FOR(j) y[base + j * inner] = exp(SM_LD(j) - m) * inv;
+    SM_FOR(j) SV(y, base + j * inner, exp(SM_LD(j) - m) * inv);
   } else {
     T ls = m + log(s);
-    SM_FOR(j) y[base + j * inner] = SM_LD(j) - ls;
+    SM_FOR(j) SV(y, base + j * inner, SM_LD(j) - ls);
   }
 }
 

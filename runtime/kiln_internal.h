@@ -86,6 +86,7 @@ typedef struct kiln_value {
   bool is_input, is_output, is_initializer;
   bool optional, none;       /* an ONNX optional; none: it holds nothing (its dtype/shape then an empty stand-in) */
   int producer;              /* node index, -1 for inputs/initializers */
+  bool half;                 /* a float value stored as fp16 on the device (precision.c); host data stays float */
   int nconsumers;
   /* device side, owned by the session's plan */
   cl_mem buf;
@@ -120,6 +121,8 @@ typedef struct kiln_node {
   size_t scratch_bytes[4];
   void *state;               /* op-private, freed with free() */
   int tparams[KILN_MAX_KPARAMS_NODE]; /* chosen tunable parameters (see kiln_exec_tparams) */
+  bool half;                 /* its float tensors are stored as fp16 (precision.c) */
+  const char *prec_why;      /* why it runs in its precision (static text), NULL: no float tensors */
   const char *tparams_origin; /* NULL until chosen */
 } kiln_node;
 
@@ -139,6 +142,7 @@ struct kiln_graph {
   struct kiln_fusion_decision *pdec; /* plan-time pattern rewrites done (passes.c), listed by kiln plan */
   int npdec;
   const struct kiln_dev_opts *dev_opt; /* the options of the device a session runs it on (NULL: defaults) */
+  int precision;             /* KILN_PRECISION_* the graph's conversions were inserted for (precision.c) */
 };
 
 /* Attribute lookup; the *_or variants return `dflt` when absent. */
@@ -157,6 +161,10 @@ static inline kiln_value *kiln_in(kiln_graph *g, const kiln_node *n, int i) { re
 static inline kiln_value *kiln_out(kiln_graph *g, const kiln_node *n, int i) { return kiln_has_out(n, i) ? &g->vals[n->out[i]] : NULL; }
 int64_t kiln_value_numel(const kiln_value *v);
 size_t kiln_value_bytes(const kiln_value *v);
+/* The element type of v's device buffer (float16 for a half-stored float
+ * value) and the buffer's size; kernels are built for the former. */
+static inline int kiln_dev_dtype(const kiln_value *v) { return v->half ? KILN_DT_FLOAT16 : v->dtype; }
+size_t kiln_value_dev_bytes(const kiln_value *v);
 /* Sets an output's dtype and shape (used by infer functions). */
 void kiln_set_out(kiln_graph *g, const kiln_node *n, int i, int dtype, int rank, const int64_t *dims);
 /* Reads element k of a known integer/float value as int64 / double (any dtype). */
@@ -499,16 +507,24 @@ typedef struct kiln_op_def {
  * actual count, and the nodes after it are inferred again on the smaller
  * shape (kiln__reinfer_after), their buffers being large enough. */
 #define KILN_OP_DYNAMIC 4u
+/* `dev` (and `tunable`) handle fp16 storage of the node's float tensors
+ * (kiln_dev_dtype), computing in fp32: an fp16 plan stores them as half. */
+#define KILN_OP_HALF 8u
+/* With KILN_OP_HALF: the op moves enough data (norms, softmax, reductions,
+ * attention) that an fp16 plan converts fp32 inputs to run it in half;
+ * element-wise and movement ops run in half only when a float input already
+ * is (precision.c). */
+#define KILN_OP_HALF_GAIN 16u
 /* Output 0 is the inputs laid end to end along attribute "axis" (Concat): the
  * memory planner may give the inputs sub-buffers of the output so that the
  * node copies nothing (session.c, concat_slices). */
-#define KILN_OP_CONCAT 8u
+#define KILN_OP_CONCAT 32u
 /* The op's kernel can apply a fused element-wise epilogue (kiln_epi_kernel,
  * fusion.c): nodes after it on its output's shape run inside its kernel. The
  * epilogue's per-channel operands run along axis 1 with KILN_OP_EPI_NCHW
  * (Conv), else along the last axis (Gemm, MatMul; output rank >= 2). */
-#define KILN_OP_EPI_HEAD 16u
-#define KILN_OP_EPI_NCHW 32u
+#define KILN_OP_EPI_HEAD 64u
+#define KILN_OP_EPI_NCHW 128u
 /* Shape inference again for nodes after..nnodes-1 (after a KILN_OP_DYNAMIC
  * node settled its output); fails if a value would outgrow its plan. */
 int kiln__reinfer_after(kiln_graph *g, int after, kiln_error *err);
@@ -644,6 +660,21 @@ int kiln_tensor_from_proto(const void *proto, const char *base_dir, kiln_tensor 
  * in messages; external data of a .pb resolves against its directory. */
 int kiln__tensor_parse(const void *buf, size_t len, const char *name, kiln_tensor **out, kiln_error *err);
 
+/* precision.c: makes g's device storage follow `precision` (KILN_PRECISION_*)
+ * after kiln_graph_plan and the pattern passes: chooses each node's
+ * precision, marks half values and inserts KilnCast nodes where storages
+ * meet (an fp32 plan removes those of an earlier one). *changed is set when
+ * nodes were inserted or removed: the graph must be planned again. */
+int kiln__precision_apply(kiln_graph *g, int precision, bool *changed, kiln_error *err);
+/* Reads v's device buffer into dst in v's host layout (half converted to
+ * float); writes v's host data (float converted to half) into its buffer,
+ * blocking when converting. */
+int kiln__value_read(kiln_device *d, const kiln_value *v, void *dst, kiln_error *err);
+int kiln__value_upload(kiln_device *d, const kiln_value *v, kiln_error *err);
+/* float <-> IEEE half (round to nearest even) (util.c). */
+uint16_t kiln__f2h(float f);
+float kiln__h2f(uint16_t h);
+
 /* Load-time graph rewrites (Gradient expansion). */
 int kiln_graph_rewrite(kiln_graph *g, kiln_error *err);
 /* Plan-time rewrites of a planned graph (passes.c): the exported GroupNorm
@@ -686,6 +717,7 @@ struct kiln_session {
   const kiln_predictor *pred; /* asked for what nothing measured (NULL: descriptor defaults) */
   kiln_cm_state *cm;       /* owned, made by pred at plan time; NULL when no figures apply */
   bool no_fusion;          /* --no-fusion */
+  int precision;           /* KILN_PRECISION_* (--precision) */
   kiln_fusion_decision *fdec;
   int nfdec;
   const char *force_sig;   /* tuner: force this grouping fused (force_fused) or not in the next plan */

@@ -439,18 +439,18 @@ static bool concat_slices(kiln_graph *g, int i, const int *last, const bool *pin
     const kiln_value *val = &g->vals[v];
     int p = val->producer;
     if (pinned[v] || last[v] != i || p < 0 || g->nodes[p].folded || (g->nodes[p].fuse_root >= 0 && !g->nodes[p].fgroup) ||
-        (g->nodes[p].op->flags & KILN_OP_DYNAMIC) || (align && off % align))
+        (g->nodes[p].op->flags & KILN_OP_DYNAMIC) || val->half != y->half || (align && off % align))
       return false;
     for (int q = 0; q < k; q++)
       if (n->in[q] == v) return false;
-    off += kiln_value_bytes(val);
+    off += kiln_value_dev_bytes(val);
   }
-  if (off != kiln_value_bytes(y) || !off) return false;
+  if (off != kiln_value_dev_bytes(y) || !off) return false;
   off = 0;
   for (int k = 0; k < n->nin; k++) {
     slice_of[n->in[k]] = i;
     slice_off[n->in[k]] = off;
-    off += kiln_value_bytes(&g->vals[n->in[k]]);
+    off += kiln_value_dev_bytes(&g->vals[n->in[k]]);
   }
   return true;
 }
@@ -479,10 +479,10 @@ static int slice_buffer(slicer *c, int v, kiln_error *err) {
   int rc;
   if (!y->buf && c->slice_of[yv] >= 0 && (rc = slice_buffer(c, yv, err)) != 0) return rc;
   if (!y->buf && c->pinned[yv]) {
-    if (!(y->buf = kiln_cl_alloc(c->d, kiln_value_bytes(y), err))) return err ? err->status : KILN_ECL;
-    *c->own += kiln_value_bytes(y);
+    if (!(y->buf = kiln_cl_alloc(c->d, kiln_value_dev_bytes(y), err))) return err ? err->status : KILN_ECL;
+    *c->own += kiln_value_dev_bytes(y);
   } else if (!y->buf) {
-    if ((rc = pool_take(c->d, c->pool, c->npool, kiln_value_bytes(y), &c->slot[yv], c->pooled, err)) != 0) return rc;
+    if ((rc = pool_take(c->d, c->pool, c->npool, kiln_value_dev_bytes(y), &c->slot[yv], c->pooled, err)) != 0) return rc;
     y->buf = (*c->pool)[c->slot[yv]].m;
     clRetainMemObject(y->buf);
   }
@@ -492,7 +492,7 @@ static int slice_buffer(slicer *c, int v, kiln_error *err) {
   for (int w = yv; c->sliced[w]; w = g->nodes[c->slice_of[w]].out[0]) off += c->slice_off[w];
   cl_mem root = y->buf;
   if (c->sliced[yv]) clGetMemObjectInfo(y->buf, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof root, &root, NULL);
-  cl_buffer_region reg = {off, kiln_value_bytes(&g->vals[v])};
+  cl_buffer_region reg = {off, kiln_value_dev_bytes(&g->vals[v])};
   cl_int e = CL_SUCCESS;
   cl_mem b = clCreateSubBuffer(root, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &e);
   g->vals[v].buf = e == CL_SUCCESS ? b : NULL;
@@ -573,17 +573,17 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
        * it one here made every fused group hold private buffers outside the
        * pool: the VAE decoder's peak doubled with fusion) */
       if (val->producer >= 0 && !g->nodes[val->producer].folded && g->nodes[val->producer].fuse_root >= 0 && !g->nodes[val->producer].fgroup) continue;
-      size_t bytes = kiln_value_bytes(val);
+      size_t bytes = kiln_value_dev_bytes(val);
       if (!(val->buf = kiln_cl_alloc(d, bytes, err))) { rc = err ? err->status : KILN_ECL; break; }
       own += bytes;
-      if (val->is_const && bytes) rc = kiln_cl_write(d, val->buf, val->data, bytes, err);
+      if (val->is_const && bytes) rc = kiln__value_upload(d, val, err); /* half: converted once, here */
     }
     unsigned flags = n->fgroup ? 0 : n->op->flags;
     for (int k = 0; k < n->nout && !rc && !member; k++) {
       int v = n->out[k];
       if (v < 0 || g->vals[v].buf) continue;
       kiln_value *val = &g->vals[v];
-      size_t bytes = kiln_value_bytes(val);
+      size_t bytes = kiln_value_dev_bytes(val);
       if (slice_of[v] >= 0) { /* a slice of an in-place Concat's output */
         slicer sc = {d, g, slice_of, slice_off, pinned, sliced, slot, &pool, &npool, &pooled, &own};
         if ((rc = slice_buffer(&sc, v, err)) != 0) break;
@@ -594,11 +594,11 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
       int nouts = 0;
       for (int q = 0; q < n->nout; q++) nouts += n->out[q] >= 0;
       for (int q = 1; in0_dies && q < n->nin; q++) if (n->in[q] == in0) in0_dies = false;
-      if (in0_dies && (flags & KILN_OP_ALIAS) && nouts == 1 && kiln_value_bytes(&g->vals[in0]) == bytes) {
+      if (in0_dies && (flags & KILN_OP_ALIAS) && nouts == 1 && kiln_value_dev_bytes(&g->vals[in0]) == bytes) {
         slot[v] = slot[in0];
         slot[in0] = -1;
         n->skip_dev = true;
-      } else if (in0_dies && (flags & KILN_OP_INPLACE) && g->vals[in0].dtype == val->dtype && g->vals[in0].rank == val->rank &&
+      } else if (in0_dies && (flags & KILN_OP_INPLACE) && g->vals[in0].dtype == val->dtype && g->vals[in0].half == val->half && g->vals[in0].rank == val->rank &&
                  !memcmp(g->vals[in0].dims, val->dims, sizeof(int64_t) * (size_t)val->rank)) {
         slot[v] = slot[in0];
         slot[in0] = -1;
@@ -643,7 +643,7 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
     /* the model's intermediate tensors, also those a plan-time rewrite or a
      * fused kernel never materializes (their producer may be gone) */
     if (val->is_input || val->is_initializer || val->is_const || val->is_output || !val->dtype || val->dtype == KILN_DT_SEQUENCE || val->rank < 0) continue;
-    s->st.intermediate_bytes += kiln_value_bytes(val);
+    s->st.intermediate_bytes += kiln_value_dev_bytes(val);
   }
   if (rc && err && !strstr(err->msg, "tensor")) {
     char m[1024];
@@ -722,6 +722,11 @@ static int plan(kiln_session *s, kiln_error *err) {
     fc.force_attention = s->d->opt.attention_fuse;
     if ((rc = kiln_graph_fuse_attention(g, s->pred, s->cm, &fc, NULL, err)) != 0) return rc;
   }
+  /* fp16 storage (precision.c): conversions inserted or removed are
+   * planned like the model's nodes */
+  bool prec_changed = false;
+  if ((rc = kiln__precision_apply(g, s->precision, &prec_changed, err)) != 0) return rc;
+  if (prec_changed && ((rc = kiln_graph_plan(g, err)) != 0 || (rc = check_nodes(g, true, err)) != 0)) return rc;
   for (int i = 0; i < g->nnodes; i++) { g->nodes[i].fuse_root = -1; g->nodes[i].fgroup = NULL; g->nodes[i].epi = NULL; }
   g->fusion = !s->no_fusion;
   if (g->fusion) {
@@ -752,10 +757,10 @@ static int plan(kiln_session *s, kiln_error *err) {
       for (int j = 0; j < sq->n; j++) {
         kiln_value *v = &g->vals[sq->items[j].vid];
         if (v->buf) continue;
-        size_t bytes = kiln_value_bytes(v);
+        size_t bytes = kiln_value_dev_bytes(v);
         if (!(v->buf = kiln_cl_alloc(d, bytes, err))) return err ? err->status : KILN_ECL;
         s->st.device_bytes += bytes;
-        if (v->is_const && bytes && (rc = kiln_cl_write(d, v->buf, v->data, bytes, err)) != 0) return rc;
+        if (v->is_const && bytes && (rc = kiln__value_upload(d, v, err)) != 0) return rc;
       }
     }
   }
@@ -1035,6 +1040,17 @@ int kiln__session_ensure_plan(kiln_session *s, kiln_error *err) {
     if (!s->in[i]) return kiln__err(err, KILN_ENOTFOUND, "missing input '%s'", g->vals[g->inputs[i]].name);
   return kiln__plan_cache_ensure(s, plan_matches, plan, err);
 }
+
+int kiln_session_set_precision(kiln_session *s, int precision, kiln_error *err) {
+  if (!kiln_precision_name(precision)) return kiln__err(err, KILN_EINVAL, "precision %d: expected fp32 (0), fp16 (1) or auto (2)", precision);
+  if (s->precision == precision) return 0;
+  s->precision = precision;
+  kiln__plan_cache_clear(s);
+  s->planned = false;
+  return 0;
+}
+
+int kiln_session_precision(const kiln_session *s) { return s->precision; }
 
 void kiln_session_set_fusion(kiln_session *s, int enabled) {
   s->no_fusion = !enabled;

@@ -113,6 +113,11 @@ size_t kiln_value_bytes(const kiln_value *v) {
   if (v->dtype == KILN_DT_STRING) return n < 0 ? 0 : (size_t)n * (size_t)v->strw;
   return n < 0 ? 0 : (size_t)n * kiln_dtype_size(v->dtype);
 }
+size_t kiln_value_dev_bytes(const kiln_value *v) {
+  if (!v->half) return kiln_value_bytes(v);
+  int64_t n = kiln_value_numel(v);
+  return n < 0 ? 0 : (size_t)n * 2;
+}
 void kiln_set_out(kiln_graph *g, const kiln_node *n, int i, int dtype, int rank, const int64_t *dims) {
   kiln_value *v = kiln_out(g, n, i);
   if (!v) return;
@@ -173,6 +178,9 @@ static uint16_t float_to_half(float f) {
   if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
   return (uint16_t)(s | r);
 }
+
+uint16_t kiln__f2h(float f) { return float_to_half(f); }
+float kiln__h2f(uint16_t h) { return half_to_float(h); }
 
 double kiln_load_f(const void *p, int dt, int64_t k) {
   switch (dt) {

@@ -17,7 +17,15 @@
  * (tests/solver_cover.h), compared with the CPU reference: max |dev - ref|
  * <= 1e-4 * max |ref| + 1e-5 (exact for integer outputs). Fails too when a
  * registered tunable family has no case here (solvers valid for no case on
- * this device are noted). Exit 0 = pass, 1 = fail, 77 = skipped. */
+ * this device are noted). Exit 0 = pass, 1 = fail, 77 = skipped.
+ *
+ * --half (ctest family_params_half): the fp16-storage variants (an fp16
+ * plan, runtime/precision.c) of every case whose op has them
+ * (KILN_OP_HALF): every float input and output stored as half, the inputs
+ * rounded to half before the reference runs, so that the device differs
+ * from it only by fp32 accumulation order and the half rounding of the
+ * outputs: max |dev - ref| <= 1e-3 * max |ref| + 1e-5. Ops without tunable
+ * parameters (movement ops, KilnCast) run once. */
 #include "kiln_internal.h"
 #include "cl_defaults.h"
 
@@ -119,12 +127,33 @@ static void run_case(const case_t *cc) {
   void **host = calloc((size_t)g.nvals, sizeof(void *));
   int tested = 0, bad = 0;
   kiln_tunable t;
+  if (sc_half) { /* only ops with half kernels; their float tensors stored as half */
+    bool kc = n.op && !strcmp(cc->op, "KilnCast"), kc_in = kc && strstr(cc->label, "to fp32"); /* a conversion: one side half */
+    if (!n.op || (!(n.op->flags & KILN_OP_HALF) && !kc) || n.op->infer(&g, &n, &err)) goto done;
+    bool any = false;
+    for (int v = 0; v < g.nvals; v++) {
+      kiln_value *val = &g.vals[v];
+      if (val->dtype != KILN_DT_FLOAT || (kc && (v == in[0]) != (bool)kc_in)) continue;
+      val->half = any = true;
+      for (int64_t k = 0; val->data && k < kiln_value_numel(val); k++) ((float *)val->data)[k] = kiln__h2f(kiln__f2h(((float *)val->data)[k]));
+    }
+    if (!any) goto done;
+  }
   if (!n.op || n.op->infer(&g, &n, &err) || (n.op->dev_check && n.op->dev_check(&g, &n, &err)) || kiln_node_run_ref_host(&g, &n, host, &err)) {
     printf("FAIL %-44s setup: %s\n", cc->label, err.msg);
     fails++;
     goto done;
   }
   if (sc_upload(dev, &g, &err)) { printf("FAIL %s setup: %s\n", cc->label, err.msg); fails++; goto done; }
+  if (sc_half && (!n.op->tunable || n.op->tunable(&g, &n, &t))) { /* movement ops, Cast, KilnCast: one run */
+    kiln_tunable t0 = {.family = "fixed"};
+    int p0[1] = {0};
+    bad = sc_run(dev, &g, &n, host, &t0, p0, cc->label);
+    runs++;
+    if (bad) fails++;
+    printf("%s %-44s %-8s fp16 storage\n", bad ? "FAIL" : "ok  ", cc->label, "fixed");
+    goto done;
+  }
   if (!n.op->tunable || n.op->tunable(&g, &n, &t)) { printf("FAIL %-44s no tunable descriptor\n", cc->label); fails++; goto done; }
   if (cl_defaults_check(&t, cc->label)) fails++;
   int dflt[KILN_MAX_KPARAMS];
@@ -134,7 +163,8 @@ static void run_case(const case_t *cc) {
   bad = sc_run_all(dev, &g, &n, host, &t, &t, &dev->info, cc->label, &tested, &nsolv);
   runs += tested;
   if (bad) fails++;
-  printf("%s %-44s %-8s %d parameter vectors\n", bad ? "FAIL" : "ok  ", cc->label, t.family, tested);
+  printf("%s %-44s %-8s %d parameter vectors%s\n", bad ? "FAIL" : "ok  ", cc->label, t.family, tested, sc_half ? " (fp16 storage)" : "");
+  if (sc_half && t.dtype != KILN_DT_FLOAT16) { printf("FAIL %-44s fp16 instance keyed %s, not float16\n", cc->label, kiln_dtype_name(t.dtype)); fails++; }
 done:
   for (int a = 0; a < n.nattr; a++) { free(attrs[a].name); free(attrs[a].s); }
   sc_free_graph(&g, &n, host);
@@ -200,12 +230,22 @@ int main(int argc, char **argv) {
     {"MatMul 5x33 @ 33x17", "MatMul", 13, 2, 1, {0}, {2, 2}, {{5, 33}, {33, 17}}, NULL, -1},
     {"Conv 1x3x9x7 k3 (computed weights)", "Conv", 11, 2, 1, {0}, {4, 4}, {{1, 3, 9, 7}, {4, 3, 3, 3}}, "pads=is:1,1,1,1", -1},
     {"KilnAttention 2x5x8, Skv 7, Dv 4", "KilnAttention", 1, 3, 1, {0}, {3, 3, 3}, {{2, 5, 8}, {2, 8, 7}, {2, 7, 4}}, "kiln_scale=f:0.35", -1},
+    /* ops without tunable parameters: their fp16-storage variants (--half only) */
+    {"Transpose 3x5x7 perm 2,0,1", "Transpose", 13, 1, 1, {0}, {3}, {{3, 5, 7}}, "perm=is:2,0,1", -1},
+    {"Concat 2x3 ++ 2x5 axis 1", "Concat", 13, 2, 1, {0}, {2, 2}, {{2, 3}, {2, 5}}, "axis=i:1", -1},
+    {"Split 2x8 axis 1 in 2", "Split", 11, 1, 2, {0}, {2}, {{2, 8}}, "axis=i:1", -1},
+    {"DepthToSpace 1x8x3x5 b2", "DepthToSpace", 13, 1, 1, {0}, {4}, {{1, 8, 3, 5}}, "blocksize=i:2", -1},
+    {"Cast float to int32 37", "Cast", 13, 1, 1, {0}, {1}, {{37}}, "to=i:6", -1},
+    {"KilnCast 1001 to fp16", "KilnCast", 1, 1, 1, {0}, {1}, {{1001}}, NULL, -1},
+    {"KilnCast 3x77 to fp32", "KilnCast", 1, 1, 1, {0}, {2}, {{3, 77}}, NULL, -1},
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     if ((cases[i].dtype[0] == D && !dev->has_fp64) || !sc_selected(cases[i].label)) continue;
+    const kiln_op_def *od = kiln_op_lookup("", cases[i].op);
+    if (!sc_half && od && (!od->tunable || !strcmp(cases[i].op, "Cast"))) continue; /* the fixed cases: their fp16 variants only */
     run_case(&cases[i]);
   }
-  if (sc_nonly == 0 && sc_check(true, false)) fails++;
+  if (sc_nonly == 0 && !sc_half && sc_check(true, false)) fails++;
   printf("%d parameter vectors run, %d cases failed\n", runs, fails);
   kiln_device_close(dev);
   return fails ? 1 : 0;

@@ -52,7 +52,7 @@ static int reference_outputs(kiln_session *s, kiln_node *n, void **host, kiln_er
     free(host[n->in[k]]);
     host[n->in[k]] = malloc(b ? b : 1);
     if (!host[n->in[k]]) return kiln__err(err, KILN_ENOMEM, "out of memory");
-    int rc = kiln_cl_read(s->d, v->buf, host[n->in[k]], b, err);
+    int rc = kiln__value_read(s->d, v, host[n->in[k]], err);
     if (rc) return rc;
   }
   return kiln_node_run_ref_host(g, n, host, err);

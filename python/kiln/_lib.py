@@ -51,7 +51,8 @@ class NodeTime(ctypes.Structure):
 class PlanKernel(ctypes.Structure):
     _fields_ = [("node", ctypes.c_char * 128), ("ops", ctypes.c_char * 256), ("family", ctypes.c_char * 32),
                 ("params", ctypes.c_char * 256), ("origin", ctypes.c_char * 16), ("nodes_covered", ctypes.c_int),
-                ("predicted_ns", ctypes.c_double), ("measured_ns", ctypes.c_double)]
+                ("predicted_ns", ctypes.c_double), ("measured_ns", ctypes.c_double), ("precision", ctypes.c_char * 8),
+                ("precision_why", ctypes.c_char * 96)]
 
 
 class TuneProgress(ctypes.Structure):
@@ -111,6 +112,7 @@ _SIGS = {
     "kiln_session_run_reference": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.POINTER(ctypes.POINTER(Tensor))),
                                                   ctypes.POINTER(ctypes.c_int), _E]),
     "kiln_session_set_fusion": (None, [_P, ctypes.c_int]),
+    "kiln_session_set_precision": (ctypes.c_int, [_P, ctypes.c_int, _E]),
     "kiln_session_set_db": (ctypes.c_int, [_P, _P, _E]),
     "kiln_tensor_free": (None, [ctypes.POINTER(Tensor)]),
     "kiln_db_open_layered": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_P), _E]),

@@ -231,12 +231,13 @@ def get_device():
 
 class InferenceSession:
     """kiln's InferenceSession: InferenceSession(path_or_bytes, sess_options=None,
-    providers=None, provider_options=None, *, device=None, db=None).
+    providers=None, provider_options=None, *, device=None, db=None, precision="fp32").
 
     device: an OpenCL device selector as in `kiln run --device` (default
     $KILN_DEVICE, else the first GPU, else the first device). db: a tuning
     database path (default $KILN_DB, else ~/.cache/kiln/tuning.db when it
     exists, with $KILN_DB_PATH's shared layers); db=False runs without one.
+    precision: "fp32", "fp16" or "auto", as `kiln run --precision`.
     Inputs whose symbolic dimensions change between calls are planned once per
     distinct set of input shapes; up to 8 such plans are kept (least recently
     used dropped)."""
@@ -251,6 +252,9 @@ class InferenceSession:
         self._providers = [PROVIDER]
         device = kwargs.pop("device", None) or os.environ.get("KILN_DEVICE") or None
         dbpath = kwargs.pop("db", None)
+        precision = kwargs.pop("precision", "fp32")
+        if precision not in ("fp32", "fp16", "auto"):
+            raise ValueError("InferenceSession: precision must be 'fp32', 'fp16' or 'auto', not %r" % (precision,))
         if kwargs:
             raise TypeError("InferenceSession: unknown option(s) %s" % ", ".join(sorted(kwargs)))
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
@@ -296,6 +300,11 @@ class InferenceSession:
         self._s = s
         if getattr(opts, "graph_optimization_level", 99) == GraphOptimizationLevel.ORT_DISABLE_ALL:
             _L.kiln_session_set_fusion(s, 0)
+        if precision != "fp32":
+            rc = _L.kiln_session_set_precision(s, ("fp32", "fp16", "auto").index(precision), ctypes.byref(err))
+            if rc:
+                self._cleanup()
+                _raise(rc, err)
         if dbpath is not False:
             self._open_db(dbpath, err)
 

@@ -626,13 +626,13 @@ static int ew_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   if (!y || y->rank < 0) return 1;
   int64_t total = kiln_value_numel(y);
   if (total == 0) return 1;
-  kiln_family_begin(&kiln_family_eltwise, ew_ops[op].kind == K_WHERE ? kiln_in(g, n, 1)->dtype : kiln_in(g, n, 0)->dtype, t);
+  kiln_family_begin(&kiln_family_eltwise, kiln_dev_dtype(ew_ops[op].kind == K_WHERE ? kiln_in(g, n, 1) : kiln_in(g, n, 0)), t); /* fp16 storage: its own instances */
   int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "y", y);
-  double bytes = (double)total * (double)kiln_dtype_size(y->dtype);
+  double bytes = (double)kiln_value_dev_bytes(y);
   for (int k = 0; k < n->nin && o < (int)sizeof t->shape_key; k++) {
     kiln_value *v = kiln_in(g, n, k);
     if (!v) continue;
-    bytes += (double)kiln_value_numel(v) * (double)kiln_dtype_size(v->dtype);
+    bytes += (double)kiln_value_dev_bytes(v);
     char tag[8];
     snprintf(tag, sizeof tag, ",in%d", k);
     o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, o, tag, v);
@@ -691,7 +691,7 @@ static int dev_unary(kiln_exec *x, kiln_node *n, int op, kiln_error *err) {
   int wpi, wg;
   ew_launch_params(x, n, &wpi, &wg);
   const char *kname = op == OP_Pow ? ew_pow_const(x->g, n) : ew_ops[op].kernel;
-  cl_kernel k = ew_kernel_w(x, "elementwise.cl", v->dtype, wpi, kname, err);
+  cl_kernel k = ew_kernel_w(x, "elementwise.cl", kiln_dev_dtype(v), wpi, kname, err);
   if (!k) return err->status;
   float alpha, beta;
   ew_params(n, op, &alpha, &beta);
@@ -705,7 +705,7 @@ static int dev_clip(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_value *v = kiln_in(x->g, n, 0), *y = kiln_out(x->g, n, 0);
   int wpi, wg;
   ew_launch_params(x, n, &wpi, &wg);
-  cl_kernel k = ew_kernel_w(x, "elementwise.cl", v->dtype, wpi, "ew_clip", err);
+  cl_kernel k = ew_kernel_w(x, "elementwise.cl", kiln_dev_dtype(v), wpi, "ew_clip", err);
   if (!k) return err->status;
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0), blo = bx, bhi = bx;
   cl_int lo_mode = 0, hi_mode = 0;
@@ -725,8 +725,8 @@ static int dev_clip(kiln_exec *x, kiln_node *n, kiln_error *err) {
 static int dev_cast(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_value *v = kiln_in(x->g, n, 0), *y = kiln_out(x->g, n, 0);
   char name[32];
-  snprintf(name, sizeof name, "ew_cast_to_%d", y->dtype);
-  cl_kernel k = ew_kernel(x, "elementwise_cast.cl", v->dtype, name, err);
+  snprintf(name, sizeof name, "ew_cast_to_%d", kiln_dev_dtype(y));
+  cl_kernel k = ew_kernel(x, "elementwise_cast.cl", kiln_dev_dtype(v), name, err);
   if (!k) return err->status;
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
   cl_long total = kiln_value_numel(y);
@@ -744,7 +744,7 @@ static int dev_bcast(kiln_exec *x, kiln_node *n, int op, kiln_error *err) {
   kiln_value *y = kiln_out(g, n, 0);
   cl_long total = kiln_value_numel(y);
   int nb = ew_nbcast(n, o->kind);
-  int dt = o->kind == K_WHERE ? kiln_in(g, n, 1)->dtype : kiln_in(g, n, 0)->dtype;
+  int dt = kiln_dev_dtype(o->kind == K_WHERE ? kiln_in(g, n, 1) : kiln_in(g, n, 0));
   cl_mem by = kiln_out_buf(x, n, 0);
   int wpi, wg;
   ew_launch_params(x, n, &wpi, &wg);
@@ -776,7 +776,7 @@ static int dev_bcast(kiln_exec *x, kiln_node *n, int op, kiln_error *err) {
   free(st);
   if (!bm) { free(meta); free(ranks); return err->status; }
   char name[64];
-  if (o->kind == K_POW) snprintf(name, sizeof name, "%s%d", o->kernel, kiln_in(g, n, 1)->dtype);
+  if (o->kind == K_POW) snprintf(name, sizeof name, "%s%d", o->kernel, kiln_dev_dtype(kiln_in(g, n, 1)));
   else if (op == OP_Mod && kiln_attr_int(n, "fmod", 0)) snprintf(name, sizeof name, "ew_fmod");
   else if (op == OP_BitShift && strcmp(kiln_attr_str(n, "direction", ""), "LEFT")) snprintf(name, sizeof name, "ew_shr");
   else snprintf(name, sizeof name, "%s", o->kernel);
@@ -827,14 +827,14 @@ static int ew_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int op = ew_find(n);
   if (op < 0) return kiln__err(err, KILN_EINTERNAL, "op %s is not elementwise", n->op_type);
   const ew_op *o = &ew_ops[op];
-  int dt = o->kind == K_WHERE ? kiln_in(g, n, 1)->dtype : kiln_in(g, n, 0)->dtype;
+  int dt = kiln_dev_dtype(o->kind == K_WHERE ? kiln_in(g, n, 1) : kiln_in(g, n, 0));
   if (dt < 0 || dt >= 32 || !(o->types & (1u << dt))) return kiln__err(err, KILN_EUNSUPPORTED, "%s on %s", o->name, kiln_dtype_name(dt));
   if (o->kind == K_POW) {
-    int et = kiln_in(g, n, 1)->dtype;
+    int et = kiln_dev_dtype(kiln_in(g, n, 1));
     if (et < 0 || et >= 32 || !(M_NUM & (1u << et))) return kiln__err(err, KILN_EUNSUPPORTED, "Pow with a %s exponent", kiln_dtype_name(et));
   }
   if (o->kind == K_CAST) {
-    int ot = kiln_out(g, n, 0)->dtype;
+    int ot = kiln_dev_dtype(kiln_out(g, n, 0));
     if (ot < 0 || ot >= 32 || !(o->types & (1u << ot))) return kiln__err(err, KILN_EUNSUPPORTED, "%s to %s", o->name, kiln_dtype_name(ot));
   }
   return 0;
@@ -845,7 +845,7 @@ static int ew_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
  * own element of the partial result: all of them can run in place. */
 const kiln_op_def kiln_ops_elementwise[] = {
 #define XX(op, kind, kern, types) \
-  {.name = #op, .infer = ew_infer, .ref = ew_ref, .dev = ew_dev, .dev_check = ew_check, .tunable = ew_tunable, .flags = KILN_OP_INPLACE},
+  {.name = #op, .infer = ew_infer, .ref = ew_ref, .dev = ew_dev, .dev_check = ew_check, .tunable = ew_tunable, .flags = KILN_OP_INPLACE | KILN_OP_HALF},
   EW_OPS(XX)
 #undef XX
   {NULL},

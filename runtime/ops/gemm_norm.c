@@ -1422,7 +1422,7 @@ static int norm_act_flags(const kiln_node *n) {
 /* Descriptor of node n's row normalization with layout l and flags. */
 static void norm_tunable_fill(kiln_graph *g, const kiln_node *n, const norm_layout *l, int flags, kiln_tunable *t) {
   const kiln_value *xv = kiln_in(g, n, 0);
-  kiln_family_begin(&kiln_family_norm, xv->dtype, t);
+  kiln_family_begin(&kiln_family_norm, kiln_dev_dtype(xv), t); /* fp16 storage: instances of their own */
   int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "x", xv);
   if (o < (int)sizeof t->shape_key)
     snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",rows=%lld,L=%lld,flags=%d", (long long)l->rows, (long long)l->L, flags & (127 | 512));
@@ -1430,7 +1430,7 @@ static void norm_tunable_fill(kiln_graph *g, const kiln_node *n, const norm_layo
   t->dims[ND_ROWS] = l->rows;
   t->dims[ND_L] = l->L;
   t->dims[ND_CONTIG] = l->ni == 1 && l->is[0] == 1;
-  t->dims[ND_ESIZE] = (int64_t)kiln_dtype_size(xv->dtype);
+  t->dims[ND_ESIZE] = (int64_t)kiln_dtype_size(kiln_dev_dtype(xv));
   t->dims[ND_AFFINE] = (flags & 3) != 0;
   kiln_family_end(&kiln_family_norm, t);
 }
@@ -1525,9 +1525,13 @@ static int ln_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error
   return 0;
 }
 
+/* The normalizations' types: float, double, and float16 (norm.cl's half
+ * storage, fp32 arithmetic). */
+static int norm_float(kiln_graph *g, kiln_node *n, int dt, kiln_error *err) { return dt == KILN_DT_FLOAT16 ? 0 : check_float(g, n, dt, err); }
+
 static int ln_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   kiln_value *xv = kiln_in(g, n, 0);
-  if (check_float(g, n, xv->dtype, err)) return err->status;
+  if (norm_float(g, n, xv->dtype, err)) return err->status;
   for (int i = 1; i < 3; i++) {
     if (kiln_has_in(n, i) && kiln_in(g, n, i)->dtype != xv->dtype) return kiln__err(err, KILN_EUNSUPPORTED, "LayerNormalization with mixed types");
     if (kiln_has_out(n, i) && kiln_out(g, n, i)->dtype != xv->dtype) return kiln__err(err, KILN_EUNSUPPORTED, "LayerNormalization statistics in %s", kiln_dtype_name(kiln_out(g, n, i)->dtype));
@@ -1539,7 +1543,7 @@ static int ln_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   norm_layout l;
   if (ln_layout(x->g, n, &l, NULL, err)) return err->status;
   kiln_value *xv = kiln_in(x->g, n, 0), *w = kiln_in(x->g, n, 1), *b = kiln_in(x->g, n, 2);
-  return norm_rows_dev(x, n, &l, ln_flags(n, w, b), kiln_attr_float(n, "epsilon", 1e-5f), xv->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
+  return norm_rows_dev(x, n, &l, ln_flags(n, w, b), kiln_attr_float(n, "epsilon", 1e-5f), kiln_dev_dtype(xv), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
                        kiln_in_buf(x, n, 1), kiln_in_buf(x, n, 2), kiln_out_buf(x, n, 1), kiln_out_buf(x, n, 2), err);
 }
 
@@ -1582,7 +1586,7 @@ static int affine_norm_ref(kiln_graph *g, kiln_node *n, void **in, void **out, n
 static int affine_norm_dev(kiln_exec *x, kiln_node *n, norm_layout_fn layout, kiln_error *err) {
   norm_layout l;
   if (layout(x->g, n, &l, err)) return err->status;
-  return norm_rows_dev(x, n, &l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
+  return norm_rows_dev(x, n, &l, 3 | norm_act_flags(n), kiln_attr_float(n, "epsilon", 1e-5f), kiln_dev_dtype(kiln_in(x->g, n, 0)), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0),
                        kiln_in_buf(x, n, 1), kiln_in_buf(x, n, 2), NULL, NULL, err);
 }
 
@@ -1591,7 +1595,7 @@ static int in_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error
 
 static int same_float_inputs(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int dt = kiln_in(g, n, 0)->dtype;
-  if (check_float(g, n, dt, err)) return err->status;
+  if (norm_float(g, n, dt, err)) return err->status;
   for (int i = 1; i < n->nin; i++)
     if (kiln_has_in(n, i) && kiln_in(g, n, i)->dtype != dt) return kiln__err(err, KILN_EUNSUPPORTED, "%s with mixed input types", n->op_type);
   return 0;
@@ -1669,7 +1673,7 @@ static int mvn_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_erro
 static int mvn_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   norm_layout l;
   if (mvn_layout(x->g, n, &l, err)) return err->status;
-  return norm_rows_dev(x, n, &l, 4, MVN_EPS, kiln_in(x->g, n, 0)->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), NULL, NULL, NULL, NULL, err);
+  return norm_rows_dev(x, n, &l, 4, MVN_EPS, kiln_dev_dtype(kiln_in(x->g, n, 0)), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), NULL, NULL, NULL, NULL, err);
 }
 
 /* ===========================================================================
@@ -1730,7 +1734,7 @@ static int bn_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error
 static int bn_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   kiln_value *xv = kiln_in(g, n, 0);
-  int dt = xv->dtype;
+  int dt = kiln_dev_dtype(xv); /* fp16 storage: inference only (bn_check) */
   cl_long N = xv->dims[0], C = xv->dims[1], inner = prod(xv->dims, 2, xv->rank), total = kiln_value_numel(xv);
   char opts[260];
   norm_opts(dt, opts, sizeof opts);
@@ -1764,6 +1768,7 @@ static int bn_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 static int bn_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   if (same_float_inputs(g, n, err)) return err->status;
   if (bn_training(n) && (kiln_has_out(n, 1) != kiln_has_out(n, 2))) return kiln__err(err, KILN_EUNSUPPORTED, "BatchNormalization with only one running statistic");
+  if (bn_training(n) && kiln_in(g, n, 0)->half) return kiln__err(err, KILN_EUNSUPPORTED, "BatchNormalization training in fp16 storage");
   return 0;
 }
 
@@ -1851,11 +1856,11 @@ const kiln_op_def kiln_ops_gemm_norm[] = {
   {.name = "QuantizeLinear", .infer = quant_infer, .ref = quant_ref, .dev = quant_dev, .dev_check = NULL},
   {.name = "DequantizeLinear", .infer = dequant_infer, .ref = dequant_ref, .dev = dequant_dev, .dev_check = NULL},
   {.name = "DynamicQuantizeLinear", .infer = dynq_infer, .ref = dynq_ref, .dev = dynq_dev, .dev_check = NULL},
-  {.name = "BatchNormalization", .infer = bn_infer, .ref = bn_ref, .dev = bn_dev, .dev_check = bn_check},
-  {.name = "InstanceNormalization", .infer = in_infer, .ref = in_ref, .dev = in_dev, .dev_check = float_check, .tunable = norm_tunable},
-  {.name = "LayerNormalization", .infer = ln_infer, .ref = ln_ref, .dev = ln_dev, .dev_check = ln_check, .tunable = norm_tunable},
-  {.name = "GroupNormalization", .infer = gn_infer, .ref = gn_ref, .dev = gn_dev, .dev_check = float_check, .tunable = norm_tunable},
-  {.name = "MeanVarianceNormalization", .infer = mvn_infer, .ref = mvn_ref, .dev = mvn_dev, .dev_check = float_check, .tunable = norm_tunable},
+  {.name = "BatchNormalization", .infer = bn_infer, .ref = bn_ref, .dev = bn_dev, .dev_check = bn_check, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "InstanceNormalization", .infer = in_infer, .ref = in_ref, .dev = in_dev, .dev_check = float_check, .tunable = norm_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "LayerNormalization", .infer = ln_infer, .ref = ln_ref, .dev = ln_dev, .dev_check = ln_check, .tunable = norm_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "GroupNormalization", .infer = gn_infer, .ref = gn_ref, .dev = gn_dev, .dev_check = float_check, .tunable = norm_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "MeanVarianceNormalization", .infer = mvn_infer, .ref = mvn_ref, .dev = mvn_dev, .dev_check = float_check, .tunable = norm_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
   {.name = "LRN", .infer = lrn_infer, .ref = lrn_ref, .dev = lrn_dev, .dev_check = float_check},
   {NULL},
 };

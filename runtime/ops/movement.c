@@ -163,6 +163,9 @@ static int run_gather_view(kiln_exec *x, kiln_node *n, size_t es, cl_mem src, cl
 
 /* ---- copies: Identity, Reshape, Flatten, Squeeze, Unsqueeze ------------- */
 
+/* Bytes per element of v's device buffer (2 for fp16 storage, precision.c). */
+static size_t dev_es(const kiln_value *v) { return v->half ? 2 : kiln_dtype_size(v->dtype); }
+
 static int copy_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_error *err) {
   (void)err;
   size_t b = kiln_value_bytes(kiln_out(g, n, 0));
@@ -171,7 +174,7 @@ static int copy_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
 }
 
 static int copy_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
-  return dev_copy(x, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), kiln_value_bytes(kiln_out(x->g, n, 0)), err);
+  return dev_copy(x, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), kiln_value_dev_bytes(kiln_out(x->g, n, 0)), err);
 }
 
 static int identity_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -400,7 +403,7 @@ static int transpose_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   int64_t as[MAXR], ss[MAXR];
   kiln_strides(a->rank, a->dims, as);
   for (int i = 0; i < a->rank; i++) ss[i] = as[perm[i]];
-  return run_gather_view(x, n, kiln_dtype_size(a->dtype), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), y->rank, y->dims, ss, 0, err);
+  return run_gather_view(x, n, dev_es(a), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), y->rank, y->dims, ss, 0, err);
 }
 
 /* ---- Concat ------------------------------------------------------------- */
@@ -472,7 +475,7 @@ static int concat_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     sjob_set(&jobs[nj++], kiln_in_buf(x, n, i), kiln_out_buf(x, n, 0), v->rank, v->dims, vs, 0, ys, pos * ys[ax]);
     pos += v->dims[ax];
   }
-  int rc = sjobs_run(x, n, kiln_dtype_size(y->dtype), jobs, nj, err);
+  int rc = sjobs_run(x, n, dev_es(y), jobs, nj, err);
   free(jobs);
   return rc;
 }
@@ -566,7 +569,7 @@ static int split_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
       }
       pos += sz[i];
     }
-    rc = sjobs_run(x, n, kiln_dtype_size(a->dtype), jobs, nj, err);
+    rc = sjobs_run(x, n, dev_es(a), jobs, nj, err);
   }
   free(sz);
   free(jobs);
@@ -662,7 +665,7 @@ static int slice_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (slice_params(x->g, n, st, sp, c, err)) return err->status;
   kiln_strides(a->rank, a->dims, as);
   for (int k = 0; k < a->rank; k++) { ss[k] = as[k] * sp[k]; off += st[k] * as[k]; }
-  return run_gather_view(x, n, kiln_dtype_size(a->dtype), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), y->rank, y->dims, ss, off, err);
+  return run_gather_view(x, n, dev_es(a), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), y->rank, y->dims, ss, off, err);
 }
 
 /* ---- Expand, Tile -------------------------------------------------------- */
@@ -702,7 +705,7 @@ static int expand_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_value *a = kiln_in(x->g, n, 0), *y = kiln_out(x->g, n, 0);
   int64_t ss[MAXR];
   kiln_bcast_strides(a, y->rank, ss);
-  return run_gather_view(x, n, kiln_dtype_size(a->dtype), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), y->rank, y->dims, ss, 0, err);
+  return run_gather_view(x, n, dev_es(a), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), y->rank, y->dims, ss, 0, err);
 }
 
 static int tile_repeats(kiln_graph *g, kiln_node *n, int64_t *rep, kiln_error *err) {
@@ -738,7 +741,7 @@ static int tile_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   }
   sjob j;
   sjob_set(&j, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), 2 * a->rank, d, ss, 0, ds, 0);
-  return sjobs_run(x, n, kiln_dtype_size(a->dtype), &j, 1, err);
+  return sjobs_run(x, n, dev_es(a), &j, 1, err);
 }
 
 /* ---- DepthToSpace, SpaceToDepth ------------------------------------------ */
@@ -817,7 +820,7 @@ static int d2s_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   int64_t d[6] = {N, Co, H, b, W, b};
   int64_t dcr[6] = {C * HW, HW, W, b * Co * HW, 1, Co * HW};
   int64_t crds[6] = {C * HW, b * b * HW, W, b * HW, 1, HW};
-  return run_gather_view(x, n, kiln_dtype_size(a->dtype), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), 6, d, crd ? crds : dcr, 0, err);
+  return run_gather_view(x, n, dev_es(a), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), 6, d, crd ? crds : dcr, 0, err);
 }
 
 static int s2d_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
@@ -828,7 +831,7 @@ static int s2d_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   /* output viewed as [N, b, b, C, H/b, W/b] */
   int64_t d[6] = {N, b, b, C, H / b, W / b};
   int64_t ss[6] = {C * HW, W, 1, HW, b * W, b};
-  return run_gather_view(x, n, kiln_dtype_size(a->dtype), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), 6, d, ss, 0, err);
+  return run_gather_view(x, n, dev_es(a), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), 6, d, ss, 0, err);
 }
 
 /* ---- Gather, GatherElements, GatherND ------------------------------------ */
@@ -886,7 +889,7 @@ static int dev_gather(kiln_exec *x, size_t es, cl_mem xb, cl_mem ib, cl_mem yb, 
 static int gather_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_value *a = kiln_in(x->g, n, 0), *ix = kiln_in(x->g, n, 1);
   int ax = kiln_axis(kiln_attr_int(n, "axis", 0), a->rank);
-  return dev_gather(x, kiln_dtype_size(a->dtype), kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), kiln_out_buf(x, n, 0),
+  return dev_gather(x, dev_es(a), kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), kiln_out_buf(x, n, 0),
                     prod(a->dims, 0, ax), a->dims[ax], prod(a->dims, ax + 1, a->rank), kiln_value_numel(ix), ix->dtype, err);
 }
 
@@ -1887,32 +1890,32 @@ static int unique_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_e
 /* ---- table ---------------------------------------------------------------- */
 
 const kiln_op_def kiln_ops_movement[] = {
-  {"Identity", identity_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS},
+  {"Identity", identity_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS | KILN_OP_HALF},
   {"Dropout", dropout_infer, dropout_ref, dropout_dev, NULL, NULL, KILN_OP_ALIAS},
-  {"Reshape", reshape_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS},
-  {"Flatten", flatten_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS},
-  {"Squeeze", squeeze_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS},
-  {"Unsqueeze", unsqueeze_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS},
-  {"Transpose", transpose_infer, transpose_ref, transpose_dev, NULL, NULL},
-  {"Concat", concat_infer, concat_ref, concat_dev, NULL, NULL, KILN_OP_CONCAT},
-  {"Split", split_infer, split_ref, split_dev, NULL, NULL},
-  {"Slice", slice_infer, slice_ref, slice_dev, NULL, NULL},
-  {"Gather", gather_infer, gather_ref, gather_dev, NULL, NULL},
+  {"Reshape", reshape_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS | KILN_OP_HALF},
+  {"Flatten", flatten_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS | KILN_OP_HALF},
+  {"Squeeze", squeeze_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS | KILN_OP_HALF},
+  {"Unsqueeze", unsqueeze_infer, copy_ref, copy_dev, NULL, NULL, KILN_OP_ALIAS | KILN_OP_HALF},
+  {"Transpose", transpose_infer, transpose_ref, transpose_dev, NULL, NULL, KILN_OP_HALF},
+  {"Concat", concat_infer, concat_ref, concat_dev, NULL, NULL, KILN_OP_HALF | KILN_OP_CONCAT},
+  {"Split", split_infer, split_ref, split_dev, NULL, NULL, KILN_OP_HALF},
+  {"Slice", slice_infer, slice_ref, slice_dev, NULL, NULL, KILN_OP_HALF},
+  {"Gather", gather_infer, gather_ref, gather_dev, NULL, NULL, KILN_OP_HALF},
   {"GatherElements", gather_el_infer, gather_el_ref, gather_el_dev, NULL, NULL},
   {"GatherND", gather_nd_infer, gather_nd_ref, gather_nd_dev, NULL, NULL},
   {"Scatter", scatter_el_infer, scatter_el_ref, scatter_el_dev, scatter_check, NULL},
   {"ScatterElements", scatter_el_infer, scatter_el_ref, scatter_el_dev, scatter_check, NULL},
   {"ScatterND", scatter_nd_infer, scatter_nd_ref, scatter_nd_dev, scatter_check, NULL},
-  {"Expand", expand_infer, repeat_ref, expand_dev, NULL, NULL},
-  {"Tile", tile_infer, repeat_ref, tile_dev, NULL, NULL},
+  {"Expand", expand_infer, repeat_ref, expand_dev, NULL, NULL, KILN_OP_HALF},
+  {"Tile", tile_infer, repeat_ref, tile_dev, NULL, NULL, KILN_OP_HALF},
   {"Pad", pad_infer, pad_ref, pad_dev, NULL, NULL},
   {"Shape", shape_infer, shape_ref, NULL, NULL, NULL},
   {"Size", size_infer, size_ref, NULL, NULL, NULL},
   {"ConstantOfShape", cos_infer, cos_ref, cos_dev, NULL, NULL},
   {"Constant", constant_infer, constant_ref, NULL, NULL, NULL},
   {"Range", range_infer, range_ref, NULL, NULL, NULL},
-  {"DepthToSpace", d2s_infer, d2s_ref, d2s_dev, NULL, NULL},
-  {"SpaceToDepth", s2d_infer, s2d_ref, s2d_dev, NULL, NULL},
+  {"DepthToSpace", d2s_infer, d2s_ref, d2s_dev, NULL, NULL, KILN_OP_HALF},
+  {"SpaceToDepth", s2d_infer, s2d_ref, s2d_dev, NULL, NULL, KILN_OP_HALF},
   {"OneHot", onehot_infer, onehot_ref, onehot_dev, onehot_check, NULL},
   {"Trilu", trilu_infer, trilu_ref, trilu_dev, NULL, NULL},
   {"ReverseSequence", revseq_infer, revseq_ref, revseq_dev, NULL, NULL},

@@ -48,14 +48,14 @@ static cl_kernel rd_kernel(kiln_exec *x, int dtype, int tidx, const char *name, 
 static void lines_tunable(kiln_graph *g, const kiln_node *n, const kiln_family *fam, int64_t lines, int64_t len, bool contig, int passes,
                           const char *extra, kiln_tunable *t) {
   const kiln_value *xv = kiln_in(g, n, 0);
-  kiln_family_begin(fam, xv->dtype, t);
+  kiln_family_begin(fam, kiln_dev_dtype(xv), t); /* fp16 storage: instances of their own */
   int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "x", xv);
   if (o < (int)sizeof t->shape_key)
     snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",lines=%lld,len=%lld,contig=%d%s", (long long)lines, (long long)len, contig, extra);
   t->dims[LD_LINES] = lines;
   t->dims[LD_LEN] = len;
   t->dims[LD_CONTIG] = contig;
-  t->dims[LD_ESIZE] = (int64_t)kiln_dtype_size(xv->dtype);
+  t->dims[LD_ESIZE] = (int64_t)kiln_dtype_size(kiln_dev_dtype(xv));
   t->dims[LD_PASSES] = passes;
   kiln_family_end(fam, t);
 }
@@ -78,6 +78,13 @@ static int float_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int dt = kiln_in(g, n, 0)->dtype;
   if (dt != KILN_DT_FLOAT && dt != KILN_DT_DOUBLE) return kiln__err(err, KILN_EUNSUPPORTED, "dtype %s", kiln_dtype_name(dt));
   return 0;
+}
+
+/* Softmax, LogSoftmax, Hardmax: float, double, and float16 (the kernels'
+ * half storage, fp32 arithmetic). */
+static int sm_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
+  if (kiln_in(g, n, 0)->dtype == KILN_DT_FLOAT16 && (!kiln_has_in(n, 1) || kiln_in(g, n, 1)->dtype == KILN_DT_FLOAT16)) return 0;
+  return float_check(g, n, err);
 }
 
 static int numeric_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
@@ -262,7 +269,7 @@ static int reduce_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
   cl_long nout = kiln_value_numel(y);
   if (noop) {
-    cl_kernel k = rd_kernel(x, y->dtype, 0, "rd_copy", err);
+    cl_kernel k = rd_kernel(x, kiln_dev_dtype(y), 0, "rd_copy", err);
     if (!k || kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(nout), KEND)) return err->status;
     size_t gws = (size_t)nout;
     return kiln_exec_launch(x, k, 1, &gws, NULL, err);
@@ -285,7 +292,7 @@ static int reduce_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     wg = p[LP_WG];
     vw = t.dims[LD_CONTIG] ? p[LP_VW] : 1;
   }
-  cl_kernel k = rd_kernel_p(x, y->dtype, 0, wg, vw, wg > 1 ? "reduce_wg" : "reduce_item", err);
+  cl_kernel k = rd_kernel_p(x, kiln_dev_dtype(y), 0, wg, vw, wg > 1 ? "reduce_wg" : "reduce_item", err);
   cl_int op = reduce_op(n->op_type);
   if (!k || kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(mb), KARG(nout), KARG(op), KEND)) return err->status;
   size_t gws = (size_t)nout * (size_t)wg, lws = (size_t)wg;
@@ -294,7 +301,7 @@ static int reduce_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 
 static int reduce_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   int dt = kiln_in(g, n, 0)->dtype, op = reduce_op(n->op_type);
-  if (dt == KILN_DT_FLOAT || dt == KILN_DT_DOUBLE) return 0;
+  if (dt == KILN_DT_FLOAT || dt == KILN_DT_DOUBLE || dt == KILN_DT_FLOAT16) return 0; /* float16: half storage, fp32 accumulation */
   if (!dev_int_type(dt)) return kiln__err(err, KILN_EUNSUPPORTED, "dtype %s", kiln_dtype_name(dt));
   if (op == RD_L2 || op == RD_LOGSUM || op == RD_LOGSUMEXP) return kiln__err(err, KILN_EUNSUPPORTED, "%s of integer dtype %s", n->op_type, kiln_dtype_name(dt));
   return 0;
@@ -516,7 +523,7 @@ static int sm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     if (!(mm = kiln_exec_param(x, n, 0, meta, sizeof meta, err))) return err->status;
     mask = kiln_in_buf(x, n, 1);
   }
-  return sm_launch_p(x, xv->dtype, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), o, l, i, sm_mode(n->op_type), wg, vw, sm_scale(n), mask, mm, err);
+  return sm_launch_p(x, kiln_dev_dtype(xv), kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), o, l, i, sm_mode(n->op_type), wg, vw, sm_scale(n), mask, mm, err);
 }
 
 /* ---- CumSum --------------------------------------------------------------------- */
@@ -811,21 +818,21 @@ static int sce_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 }
 
 const kiln_op_def kiln_ops_reduce[] = {
-  {.name = "ReduceSum", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
-  {.name = "ReduceMean", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
-  {.name = "ReduceMax", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
-  {.name = "ReduceMin", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
-  {.name = "ReduceProd", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
-  {.name = "ReduceL1", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
-  {.name = "ReduceL2", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
-  {.name = "ReduceLogSum", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
-  {.name = "ReduceLogSumExp", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
-  {.name = "ReduceSumSquare", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable},
+  {.name = "ReduceSum", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "ReduceMean", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "ReduceMax", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "ReduceMin", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "ReduceProd", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "ReduceL1", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "ReduceL2", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "ReduceLogSum", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "ReduceLogSumExp", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "ReduceSumSquare", .infer = reduce_infer, .ref = reduce_ref, .dev = reduce_dev, .dev_check = reduce_check, .tunable = reduce_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
   {.name = "ArgMax", .infer = arg_infer, .ref = arg_ref, .dev = arg_dev, .dev_check = numeric_check},
   {.name = "ArgMin", .infer = arg_infer, .ref = arg_ref, .dev = arg_dev, .dev_check = numeric_check},
-  {.name = "Softmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check, .tunable = sm_tunable},
-  {.name = "LogSoftmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check, .tunable = sm_tunable},
-  {.name = "Hardmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = float_check},
+  {.name = "Softmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = sm_check, .tunable = sm_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "LogSoftmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = sm_check, .tunable = sm_tunable, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "Hardmax", .infer = sm_infer, .ref = sm_ref, .dev = sm_dev, .dev_check = sm_check, .flags = KILN_OP_HALF | KILN_OP_HALF_GAIN},
   {.name = "CumSum", .infer = cumsum_infer, .ref = cumsum_ref, .dev = cumsum_dev, .dev_check = cumsum_check},
   {.name = "TopK", .infer = topk_infer, .ref = topk_ref, .dev = topk_dev, .dev_check = numeric_check},
   {.name = "NegativeLogLikelihoodLoss", .infer = loss_infer, .ref = nll_ref, .dev = nll_dev, .dev_check = float_check},

@@ -1,0 +1,26 @@
+#!/bin/sh
+# oclgrind_half.sh FAMILY_PARAMS: the fp16-storage kernel variants (an fp16
+# plan, runtime/precision.c) under Oclgrind at small shapes: one case of
+# each family and storage path of `family_params --half` (every parameter
+# vector of the tunable ones), with Oclgrind's memory, uninitialized-value,
+# data-race and API checks. Fails on any Oclgrind report or a case that
+# fails; 77 (skipped) without oclgrind. Labelled `oclgrind` (not in the
+# default suite).
+FP=$1
+command -v oclgrind >/dev/null 2>&1 || { echo "skipped: oclgrind not installed"; exit 77; }
+T=$(mktemp -d) || exit 1
+trap 'rm -rf "$T"' EXIT
+ERRPAT='Invalid (read|write)|[Uu]ninitiali[sz]ed|data race|[Dd]ivergence|OpenCL runtime error|OCLGRIND FATAL|Unsupported instruction'
+fails=0
+for c in "LayerNorm 3x37 (L % 8 != 0)" "GroupNorm 2x6x5x3 G=3 (per group)" "MVN 2x3x4x5 (strided rows)" "ReduceMean 6x301 axis -1" \
+         "Softmax scale+mask[1,1,37] 2x3x37" "Add 3x37 + 37" "Where 5x1 ? 5x7 : 7" "Transpose 3x5x7 perm 2,0,1" "Concat 2x3 ++ 2x5 axis 1" \
+         "Cast float to int32 37" "KilnCast 1001 to fp16" "KilnCast 3x77 to fp32"; do
+  KILN_CACHE_DIR="$T/cache" nice -n 10 oclgrind --build-options -cl-opt-disable --check-api --data-races --uninitialized \
+    "$FP" --half --device oclgrind --case "$c" >"$T/log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ] || grep -Eq "$ERRPAT" "$T/log" || ! grep -q '^ok ' "$T/log"; then
+    echo "FAIL $c (exit $rc):"; grep -E "$ERRPAT|FAIL" "$T/log" | head -20; fails=$((fails + 1))
+  else grep '^ok ' "$T/log"; fi
+done
+[ $fails -eq 0 ] && echo "all fp16 cases clean under oclgrind" && exit 0
+exit 1
