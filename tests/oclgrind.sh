@@ -48,7 +48,7 @@ CONF=${2:?usage: oclgrind.sh PATH/TO/kiln PATH/TO/kiln_conformance [FAMILY...]}
 shift 2
 case $KILN in /*) ;; *) KILN=$(pwd)/$KILN ;; esac
 case $CONF in /*) ;; *) CONF=$(pwd)/$CONF ;; esac
-ALL=$("$(dirname "$CONF")/families" 2>/dev/null) || ALL=
+ALL=$("$(dirname "$CONF")/families" 2>/dev/null | tr "\n" " ") || ALL=
 if [ $# -eq 0 ]; then
   [ -n "$ALL" ] || { echo "oclgrind.sh: no family given and no families program beside $CONF"; exit 2; }
   set -- $ALL
