@@ -38,6 +38,9 @@
  *                 grid: (ceil(P/TS)*TS/WPT, ceil(M/TS)*TS, N*G), local (TS/WPT, TS)
  *   conv_dwv      [algo 8] depthwise 2-D as vectors of CONVDW_VW outputs of a
  *                 row per step. grid: (OH, C, N)
+ *   wino4_in_p, wino4_out  [algo 9] Winograd F(4x4,3x3): the input transform
+ *                 into panels for gemm.cl's gemm_panel (36 products) and the
+ *                 output transform with bias and epilogue.
  *   convt_gather  ConvTranspose, one output element per work-item.
  *                 grid: (OD*OH*OW, OC, N)
  * The optional bias is read when has_bias != 0 (else `bias` is any buffer).
@@ -491,6 +494,94 @@ __kernel void wino_out(__global const T *Mw, __global const T *bias, __global T 
     const long yo = yc + (long)(oh0 + i) * OW + ow0;
     y[yo] = EPI(y0 + bs, yo, oc);
     if (ow0 + 1 < OW) y[yo + 1] = EPI(y1 + bs, yo + 1, oc);
+  }
+}
+#endif
+
+/* [algo 9] Winograd F(4x4,3x3): tiles of 4x4 outputs from 6x6 input
+ * patches, 36 products by gemm.cl's gemm_panel between two transforms
+ * (Lavin and Gray's matrices; the host transforms the weights, G g G^T).
+ * wino4_in_p: V[n][xi][t / TN][c][t % TN] = (B^T d B)[xi] for the patch d
+ * of tile t (TW tiles per row; zeros for t >= T_ up to the last panel).
+ * Consecutive work-items take consecutive tiles of a panel, so each of the
+ * 36 stores is contiguous across them. grid: (np*TN, C, N) */
+#if CONV_USES(9)
+inline void wino4_rows(const T d0, const T d1, const T d2, const T d3, const T d4, const T d5, T u[6]) {
+  u[0] = mad((T)4, d0, mad((T)-5, d2, d4));
+  u[1] = mad((T)-4, d1 + d2, d3 + d4);
+  u[2] = mad((T)4, d1 - d2, d4 - d3);
+  u[3] = mad((T)2, d3 - d1, d4 - d2);
+  u[4] = mad((T)2, d1 - d3, d4 - d2);
+  u[5] = mad((T)4, d1, mad((T)-5, d3, d5));
+}
+
+__kernel void wino4_in_p(__global const T *x, __global T *V, __global const int *m, int TW, int T_) {
+  const int C = m[M_C], IH = m[M_IN + 1], IW = m[M_IN + 2], NP = (T_ + GEMM_TN - 1) / GEMM_TN;
+  const int t = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
+  if (t >= NP * GEMM_TN || c >= C || n >= m[M_N]) return;
+  T d[6][6];
+  if (t < T_) {
+    const int ih0 = (t / TW) * 4 - m[M_P + 1], iw0 = (t % TW) * 4 - m[M_P + 2];
+    __global const T *xc = x + ((long)n * C + c) * ((long)IH * IW);
+    if (ih0 >= 0 && ih0 + 6 <= IH && iw0 >= 0 && iw0 + 6 <= IW) {
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) d[i][j] = xc[(long)(ih0 + i) * IW + iw0 + j];
+    } else {
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+          const int ih = ih0 + i, iw = iw0 + j;
+          d[i][j] = (ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? xc[(long)ih * IW + iw] : (T)0;
+        }
+    }
+  } else {
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) d[i][j] = 0;
+  }
+  T u[6][6], r[6];
+  for (int j = 0; j < 6; j++) { /* columns: B^T d */
+    wino4_rows(d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j], r);
+    for (int i = 0; i < 6; i++) u[i][j] = r[i];
+  }
+  __global T *v = V + (((long)n * 36 * NP + t / GEMM_TN) * C + c) * GEMM_TN + t % GEMM_TN;
+  const long xs = (long)NP * C * GEMM_TN;
+  for (int i = 0; i < 6; i++) { /* rows: (B^T d) B */
+    wino4_rows(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], r);
+    for (int j = 0; j < 6; j++) v[(6 * i + j) * xs] = r[j];
+  }
+}
+
+/* the 4 outputs A^T s of 6 values s */
+inline void wino4_out_rows(const T s0, const T s1, const T s2, const T s3, const T s4, const T s5, T o[4]) {
+  const T a = s1 + s2, b = s1 - s2, c = s3 + s4, e = s3 - s4;
+  o[0] = s0 + a + c;
+  o[1] = mad((T)2, e, b);
+  o[2] = mad((T)4, c, a);
+  o[3] = mad((T)8, e, b + s5);
+}
+
+/* y tile = A^T Mt A (+ bias, epilogue) with Mt[xi] = Mw[n][xi][oc][t]:
+ * the 4x4 outputs of tile t that fall inside the image. grid: (T, OC, N) */
+__kernel void wino4_out(__global const T *Mw, __global const T *bias, __global T *y, __global const int *m, int TW, int T_,
+                        int ldb, int has_bias, __global const T *e0, __global const T *e1) {
+  const int OC = m[M_OC], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
+  const int t = get_global_id(0), oc = get_global_id(1), n = get_global_id(2);
+  if (t >= T_ || oc >= OC || n >= m[M_N]) return;
+  __global const T *mp = Mw + ((long)n * 36 * OC + oc) * ldb + t;
+  const long xs = (long)OC * ldb;
+  T u[4][6], o[4];
+  for (int j = 0; j < 6; j++) { /* columns: A^T Mt */
+    wino4_out_rows(mp[j * xs], mp[(6 + j) * xs], mp[(12 + j) * xs], mp[(18 + j) * xs], mp[(24 + j) * xs], mp[(30 + j) * xs], o);
+    for (int i = 0; i < 4; i++) u[i][j] = o[i];
+  }
+  const T bs = has_bias ? bias[oc] : (T)0;
+  const int oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
+  const long yc = ((long)n * OC + oc) * ((long)OH * OW);
+  for (int i = 0; i < 4; i++) {
+    if (oh0 + i >= OH) break;
+    wino4_out_rows(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], o);
+    const long yo = yc + (long)(oh0 + i) * OW + ow0;
+    for (int j = 0; j < 4; j++)
+      if (ow0 + j < OW) y[yo + j] = EPI(o[j] + bs, yo + j, oc);
   }
 }
 #endif
