@@ -278,7 +278,7 @@ static int conv_wino_out(const conv_ctx *c, int r, cl_mem Mw, cl_int TW, cl_int 
   if (kiln_cl_args(ko, err, KARG(Mw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(TW), KARG(T_), KARG(ldo), KARG(c->has_bias), KARG(c->ep[0]),
                    KARG(c->ep[1]), KEND))
     return err->status;
-  size_t go[3] = {(size_t)T_, (size_t)c->w->oc, (size_t)c->w->n};
+  size_t go[3] = {(size_t)(r == 4 ? ceil_div(T_, 8) : T_), (size_t)c->w->oc, (size_t)c->w->n}; /* wino4_out: 8 tiles per work-item */
   return kiln_exec_launch(c->x, ko, 3, go, NULL, err);
 }
 
@@ -606,7 +606,7 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
   if (!ki) return err->status;
   if (kiln_cl_args(ki, err, KARG(c->bx), KARG(V), KARG(c->mb), KARG(TW), KARG(T_), KEND)) return err->status;
   size_t gi[3] = {(size_t)w->c, (size_t)(np * tn), (size_t)w->n};
-  if (r == 4) { gi[0] = (size_t)(np * tn); gi[1] = (size_t)w->c; } /* wino4_in_p: tiles first */
+  if (r == 4) { gi[0] = (size_t)(np * tn / 8); gi[1] = (size_t)w->c; } /* wino4_in_p: 8 tiles per work-item, tiles first */
   int rc = kiln_exec_launch(c->x, ki, 3, gi, NULL, err);
   if (rc) return rc;
   /* batches (n, xi): U_xi OC*C apart, V panels np*C*TN apart; no epilogue
@@ -626,8 +626,13 @@ static int winop4_launch(const conv_ctx *c, kiln_error *err) { return winop_laun
 /* -- depthwise ---------------------------------------------------------------- */
 
 static int dw_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) { return t->dims[CD_FLAGS] & CF_DW ? 0 : -1; }
+/* conv_dwv holds a whole output row (and one input row) in private memory */
+#define DWV_MAX_OW 1024
+
 static int dwv_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
-  return (t->dims[CD_FLAGS] & CF_DW) && !(t->dims[CD_FLAGS] & CF_3D) ? 0 : -1; /* 2-D only */
+  if (!(t->dims[CD_FLAGS] & CF_DW) || (t->dims[CD_FLAGS] & CF_3D)) return -1; /* 2-D only */
+  int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1;
+  return t->dims[CD_P] / oh <= DWV_MAX_OW ? 0 : -1;
 }
 
 static int dw_prefer(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_DW ? 5 : 0; }
@@ -656,6 +661,11 @@ static int dw_launch_of(const conv_ctx *c, bool vec, kiln_error *err) {
   char opts[sizeof c->opts + 256];
   size_t o = (size_t)snprintf(opts, sizeof opts, "%s -DCONV_GEOM=", c->opts);
   for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", c->m[i]);
+  if (vec && o < sizeof opts) { /* conv_dwv's row: its vectors and its input buffer */
+    int64_t vw = c->p[CP_DWVW], nv = ceil_div(w->out[2], vw);
+    snprintf(opts + o, sizeof opts - o, " -DDWV_NV=%lld -DDWV_L=%lld", (long long)nv,
+             (long long)(nv * vw * w->s[2] + (w->k[2] - 1) * w->d[2] + vw));
+  }
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, vec ? "conv_dwv" : "conv_dw", err);
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(c->bw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),

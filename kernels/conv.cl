@@ -501,87 +501,107 @@ __kernel void wino_out(__global const T *Mw, __global const T *bias, __global T 
 /* [algo 9] Winograd F(4x4,3x3): tiles of 4x4 outputs from 6x6 input
  * patches, 36 products by gemm.cl's gemm_panel between two transforms
  * (Lavin and Gray's matrices; the host transforms the weights, G g G^T).
- * wino4_in_p: V[n][xi][t / TN][c][t % TN] = (B^T d B)[xi] for the patch d
- * of tile t (TW tiles per row; zeros for t >= T_ up to the last panel).
- * Consecutive work-items take consecutive tiles of a panel, so each of the
- * 36 stores is contiguous across them. grid: (np*TN, C, N) */
+ * Both transforms take 8 consecutive tiles per work-item as the lanes of
+ * T8 vectors: the arithmetic is vector arithmetic and each of the 36
+ * transformed values of the 8 tiles is one vector store (load). */
 #if CONV_USES(9)
-inline void wino4_rows(const T d0, const T d1, const T d2, const T d3, const T d4, const T d5, T u[6]) {
-  u[0] = mad((T)4, d0, mad((T)-5, d2, d4));
-  u[1] = mad((T)-4, d1 + d2, d3 + d4);
-  u[2] = mad((T)4, d1 - d2, d4 - d3);
-  u[3] = mad((T)2, d3 - d1, d4 - d2);
-  u[4] = mad((T)2, d1 - d3, d4 - d2);
-  u[5] = mad((T)4, d1, mad((T)-5, d3, d5));
-}
+/* the 6 values B^T s of 6 values s (vectors of 8 tiles) */
+#define WINO4_IN(s0, s1, s2, s3, s4, s5, u)            \
+  do {                                                 \
+    const T8 s42_ = (s4) - (s2);                        \
+    u[0] = (T)4 * (s0) - (T)5 * (s2) + (s4);            \
+    u[1] = (s3) + (s4) - (T)4 * ((s1) + (s2));          \
+    u[2] = (s4) - (s3) + (T)4 * ((s1) - (s2));          \
+    u[3] = s42_ + (T)2 * ((s3) - (s1));                 \
+    u[4] = s42_ + (T)2 * ((s1) - (s3));                 \
+    u[5] = (T)4 * (s1) - (T)5 * (s3) + (s5);            \
+  } while (0)
+/* the 4 values A^T s of 6 values s */
+#define WINO4_OUT(s0, s1, s2, s3, s4, s5, o)           \
+  do {                                                 \
+    const T8 a_ = (s1) + (s2), b_ = (s1) - (s2), c_ = (s3) + (s4), e_ = (s3) - (s4); \
+    o[0] = (s0) + a_ + c_;                             \
+    o[1] = b_ + (T)2 * e_;                             \
+    o[2] = a_ + (T)4 * c_;                             \
+    o[3] = b_ + (T)8 * e_ + (s5);                      \
+  } while (0)
 
+/* wino4_in_p: V[n][xi][t / TN][c][t % TN] = (B^T d B)[xi] for the patch d
+ * of tile t (TW tiles per row; zeros for t >= T_ up to the last panel),
+ * tiles t0..t0+7 per work-item (GEMM_TN is a multiple of 8, so they share
+ * a panel). grid: (np*TN/8, C, N) */
 __kernel void wino4_in_p(__global const T *x, __global T *V, __global const int *m, int TW, int T_) {
   const int C = m[M_C], IH = m[M_IN + 1], IW = m[M_IN + 2], NP = (T_ + GEMM_TN - 1) / GEMM_TN;
-  const int t = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
-  if (t >= NP * GEMM_TN || c >= C || n >= m[M_N]) return;
-  T d[6][6];
-  if (t < T_) {
+  const int t0 = get_global_id(0) * 8, c = get_global_id(1), n = get_global_id(2);
+  if (t0 >= NP * GEMM_TN || c >= C || n >= m[M_N]) return;
+  __global const T *xc = x + ((long)n * C + c) * ((long)IH * IW);
+  T dd[6][6][8];
+  for (int l = 0; l < 8; l++) {
+    const int t = t0 + l;
     const int ih0 = (t / TW) * 4 - m[M_P + 1], iw0 = (t % TW) * 4 - m[M_P + 2];
-    __global const T *xc = x + ((long)n * C + c) * ((long)IH * IW);
-    if (ih0 >= 0 && ih0 + 6 <= IH && iw0 >= 0 && iw0 + 6 <= IW) {
+    if (t < T_ && ih0 >= 0 && ih0 + 6 <= IH && iw0 >= 0 && iw0 + 6 <= IW) {
+      __global const T *xp = xc + (long)ih0 * IW + iw0;
       for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) d[i][j] = xc[(long)(ih0 + i) * IW + iw0 + j];
+        for (int j = 0; j < 6; j++) dd[i][j][l] = xp[i * IW + j];
     } else {
       for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++) {
           const int ih = ih0 + i, iw = iw0 + j;
-          d[i][j] = (ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? xc[(long)ih * IW + iw] : (T)0;
+          dd[i][j][l] = (t < T_ && ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? xc[(long)ih * IW + iw] : (T)0;
         }
     }
-  } else {
-    for (int i = 0; i < 6; i++)
-      for (int j = 0; j < 6; j++) d[i][j] = 0;
   }
-  T u[6][6], r[6];
+  T8 u[6][6], r[6];
   for (int j = 0; j < 6; j++) { /* columns: B^T d */
-    wino4_rows(d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j], r);
+    WINO4_IN(vload8(0, dd[0][j]), vload8(0, dd[1][j]), vload8(0, dd[2][j]), vload8(0, dd[3][j]), vload8(0, dd[4][j]), vload8(0, dd[5][j]), r);
     for (int i = 0; i < 6; i++) u[i][j] = r[i];
   }
-  __global T *v = V + (((long)n * 36 * NP + t / GEMM_TN) * C + c) * GEMM_TN + t % GEMM_TN;
+  __global T *v = V + (((long)n * 36 * NP + t0 / GEMM_TN) * C + c) * GEMM_TN + t0 % GEMM_TN;
   const long xs = (long)NP * C * GEMM_TN;
   for (int i = 0; i < 6; i++) { /* rows: (B^T d) B */
-    wino4_rows(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], r);
-    for (int j = 0; j < 6; j++) v[(6 * i + j) * xs] = r[j];
+    WINO4_IN(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], r);
+    for (int j = 0; j < 6; j++) vstore8(r[j], 0, v + (6 * i + j) * xs);
   }
 }
 
-/* the 4 outputs A^T s of 6 values s */
-inline void wino4_out_rows(const T s0, const T s1, const T s2, const T s3, const T s4, const T s5, T o[4]) {
-  const T a = s1 + s2, b = s1 - s2, c = s3 + s4, e = s3 - s4;
-  o[0] = s0 + a + c;
-  o[1] = mad((T)2, e, b);
-  o[2] = mad((T)4, c, a);
-  o[3] = mad((T)8, e, b + s5);
-}
-
-/* y tile = A^T Mt A (+ bias, epilogue) with Mt[xi] = Mw[n][xi][oc][t]:
- * the 4x4 outputs of tile t that fall inside the image. grid: (T, OC, N) */
+/* y tile = A^T Mt A (+ bias, epilogue) with Mt[xi] = Mw[n][xi][oc][t] for
+ * tiles t0..t0+7: the 4x4 outputs of each that fall inside the image.
+ * grid: (ceil(T/8), OC, N) */
 __kernel void wino4_out(__global const T *Mw, __global const T *bias, __global T *y, __global const int *m, int TW, int T_,
                         int ldb, int has_bias, __global const T *e0, __global const T *e1) {
   const int OC = m[M_OC], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
-  const int t = get_global_id(0), oc = get_global_id(1), n = get_global_id(2);
-  if (t >= T_ || oc >= OC || n >= m[M_N]) return;
-  __global const T *mp = Mw + ((long)n * 36 * OC + oc) * ldb + t;
+  const int t0 = get_global_id(0) * 8, oc = get_global_id(1), n = get_global_id(2);
+  if (t0 >= T_ || oc >= OC || n >= m[M_N]) return;
+  __global const T *mp = Mw + ((long)n * 36 * OC + oc) * ldb + t0;
   const long xs = (long)OC * ldb;
-  T u[4][6], o[4];
+  T8 mv[36];
+  if (t0 + 8 <= T_) {
+    for (int k = 0; k < 36; k++) mv[k] = vload8(0, mp + k * xs);
+  } else { /* the last tiles: lanes past T_ repeat the last tile (not stored) */
+    for (int k = 0; k < 36; k++) {
+      T tmp[8];
+      for (int l = 0; l < 8; l++) tmp[l] = mp[k * xs + min(l, T_ - 1 - t0)];
+      mv[k] = vload8(0, tmp);
+    }
+  }
+  T8 u[4][6], o[4];
   for (int j = 0; j < 6; j++) { /* columns: A^T Mt */
-    wino4_out_rows(mp[j * xs], mp[(6 + j) * xs], mp[(12 + j) * xs], mp[(18 + j) * xs], mp[(24 + j) * xs], mp[(30 + j) * xs], o);
+    WINO4_OUT(mv[j], mv[6 + j], mv[12 + j], mv[18 + j], mv[24 + j], mv[30 + j], o);
     for (int i = 0; i < 4; i++) u[i][j] = o[i];
   }
   const T bs = has_bias ? bias[oc] : (T)0;
-  const int oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
   const long yc = ((long)n * OC + oc) * ((long)OH * OW);
+  T ov[4][4][8];
   for (int i = 0; i < 4; i++) {
-    if (oh0 + i >= OH) break;
-    wino4_out_rows(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], o);
-    const long yo = yc + (long)(oh0 + i) * OW + ow0;
-    for (int j = 0; j < 4; j++)
-      if (ow0 + j < OW) y[yo + j] = EPI(o[j] + bs, yo + j, oc);
+    WINO4_OUT(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], o);
+    for (int j = 0; j < 4; j++) vstore8(o[j] + (T8)(bs), 0, ov[i][j]);
+  }
+  for (int l = 0; l < 8 && t0 + l < T_; l++) {
+    const int t = t0 + l, oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
+    for (int i = 0; i < 4 && oh0 + i < OH; i++) {
+      const long yo = yc + (long)(oh0 + i) * OW + ow0;
+      for (int j = 0; j < 4 && ow0 + j < OW; j++) y[yo + j] = EPI(ov[i][j][l], yo + j, oc);
+    }
   }
 }
 #endif
@@ -643,10 +663,15 @@ __kernel void conv_dw(__global const T *x, __global const T *w, __global const T
 #endif
 
 /* [algo 8] depthwise 2-D convolution as vectors: one work-item per (output
- * row, channel, image) walks its row CONVDW_VW outputs at a time, each tap
- * one vector load (stride 1) or two loads and their even lanes (stride 2),
- * with a guarded gather at the row's edges. Built with CONV_GEOM (the
- * geometry as constants) like conv_dw. grid: (OH, C, N) */
+ * row, channel, image) holds its whole row in DWV_NV vectors of CONVDW_VW
+ * outputs. Per kernel row it copies the input row into a private buffer
+ * of DWV_L elements, zero where the row is padded (so the taps need no
+ * guards), with vector loads in the interior; then every tap of every
+ * vector is one vector load (stride 1) or two loads and their even lanes
+ * (stride 2; other strides gather). Bias and epilogue are applied at the
+ * store. Built with CONV_GEOM (the geometry as constants) like conv_dw, and
+ * DWV_NV = ceil(OW / CONVDW_VW), DWV_L = DWV_NV*VW*SW + (KW-1)*DW + VW.
+ * grid: (OH, C, N) */
 #ifndef CONVDW_VW
 #define CONVDW_VW 8 // conv_dwv: outputs per vector (4, 8, 16)
 #endif
@@ -663,40 +688,50 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
   if (oh >= OH || c >= C || n >= CM(M_N)) return;
   __global const T *xc = x + ((long)n * C + c) * ((long)IH * IW);
   __global const T *wc = w + (long)c * KH * KW;
-  const T b = has_bias ? bias[c] : (T)0;
-  const long yo = ((long)n * C + c) * (long)OH * OW + (long)oh * OW;
-  for (int ow0 = 0; ow0 < OW; ow0 += CONVDW_VW) {
-    TDV acc = (TDV)0;
-    const bool full = ow0 + CONVDW_VW <= OW;
-    for (int kh = 0; kh < KH; kh++) {
-      const int ih = oh * SH - PH + kh * DH;
-      if (ih < 0 || ih >= IH) continue;
-      __global const T *xr = xc + (long)ih * IW;
-      for (int kw = 0; kw < KW; kw++) {
-        const T wv = wc[kh * KW + kw];
-        const int iw0 = ow0 * SW - PW + kw * DW;
+  TDV acc[DWV_NV];
+  for (int v = 0; v < DWV_NV; v++) acc[v] = (TDV)0;
+  T row[DWV_L];
+  /* row[b] = x[ih][b - PW]: the interior [lo, hi) copied, zeros around it */
+  const int lo = PW < DWV_L ? PW : DWV_L, hi = min(PW + IW, DWV_L);
+  for (int kh = 0; kh < KH; kh++) {
+    const int ih = oh * SH - PH + kh * DH;
+    if (ih < 0 || ih >= IH) continue;
+    __global const T *xr = xc + (long)ih * IW - PW;
+    int b = 0;
+    for (; b < lo; b++) row[b] = 0;
+    for (; b + CONVDW_VW <= hi; b += CONVDW_VW) TDV_STORE(TDV_LOAD(0, xr + b), 0, row + b);
+    for (; b < hi; b++) row[b] = xr[b];
+    for (; b < DWV_L; b++) row[b] = 0;
+    for (int kw = 0; kw < KW; kw++) {
+      const TDV wv = (TDV)(wc[kh * KW + kw]);
+      for (int v = 0; v < DWV_NV; v++) {
+        const int b0 = v * CONVDW_VW * SW + kw * DW;
         TDV xv;
-        if (full && iw0 >= 0 && iw0 + (CONVDW_VW - 1) * SW < IW && (SW == 1 || (SW == 2 && iw0 + 2 * CONVDW_VW <= IW))) {
-          if (SW == 1) xv = TDV_LOAD(0, xr + iw0);
-          else {
-            const TDV a0 = TDV_LOAD(0, xr + iw0), a1 = TDV_LOAD(0, xr + iw0 + CONVDW_VW);
-            xv = (TDV)(a0.even, a1.even);
-          }
+        if (SW == 1) xv = TDV_LOAD(0, row + b0);
+        else if (SW == 2) {
+          const TDV a0 = TDV_LOAD(0, row + b0), a1 = TDV_LOAD(0, row + b0 + CONVDW_VW);
+          xv = (TDV)(a0.even, a1.even);
         } else {
           T t[CONVDW_VW];
-          for (int j = 0; j < CONVDW_VW; j++) {
-            const int iw = iw0 + j * SW;
-            t[j] = (ow0 + j < OW && iw >= 0 && iw < IW) ? xr[iw] : (T)0;
-          }
+          for (int j = 0; j < CONVDW_VW; j++) t[j] = row[min(b0 + j * SW, DWV_L - 1)];
           xv = TDV_LOAD(0, t);
         }
-        acc = mad((TDV)(wv), xv, acc);
+        acc[v] = mad(wv, xv, acc[v]);
       }
     }
+  }
+  const T bs = has_bias ? bias[c] : (T)0;
+  const long yo = ((long)n * C + c) * (long)OH * OW + (long)oh * OW;
+  for (int v = 0; v < DWV_NV; v++) {
+    const int ow0 = v * CONVDW_VW;
     T o[CONVDW_VW];
-    TDV_STORE(acc + (TDV)(b), 0, o);
-    for (int j = 0; j < CONVDW_VW; j++)
-      if (ow0 + j < OW) y[yo + ow0 + j] = EPI(o[j], yo + ow0 + j, c);
+    TDV_STORE(acc[v] + (TDV)(bs), 0, o);
+#ifdef KILN_EPI
+    for (int j = 0; j < CONVDW_VW; j++) o[j] = EPI(o[j], yo + ow0 + j, c);
+#endif
+    if (ow0 + CONVDW_VW <= OW) TDV_STORE(TDV_LOAD(0, o), 0, y + yo + ow0);
+    else
+      for (int j = 0; ow0 + j < OW; j++) y[yo + ow0 + j] = o[j];
   }
 }
 #endif
