@@ -626,13 +626,8 @@ static int winop4_launch(const conv_ctx *c, kiln_error *err) { return winop_laun
 /* -- depthwise ---------------------------------------------------------------- */
 
 static int dw_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) { return t->dims[CD_FLAGS] & CF_DW ? 0 : -1; }
-/* conv_dwv holds a whole output row (and one input row) in private memory */
-#define DWV_MAX_OW 1024
-
 static int dwv_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
-  if (!(t->dims[CD_FLAGS] & CF_DW) || (t->dims[CD_FLAGS] & CF_3D)) return -1; /* 2-D only */
-  int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1;
-  return t->dims[CD_P] / oh <= DWV_MAX_OW ? 0 : -1;
+  return (t->dims[CD_FLAGS] & CF_DW) && !(t->dims[CD_FLAGS] & CF_3D) ? 0 : -1; /* 2-D only */
 }
 
 static int dw_prefer(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_DW ? 5 : 0; }
@@ -661,11 +656,6 @@ static int dw_launch_of(const conv_ctx *c, bool vec, kiln_error *err) {
   char opts[sizeof c->opts + 256];
   size_t o = (size_t)snprintf(opts, sizeof opts, "%s -DCONV_GEOM=", c->opts);
   for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", c->m[i]);
-  if (vec && o < sizeof opts) { /* conv_dwv's row: its vectors and its input buffer */
-    int64_t vw = c->p[CP_DWVW], nv = ceil_div(w->out[2], vw);
-    snprintf(opts + o, sizeof opts - o, " -DDWV_NV=%lld -DDWV_L=%lld", (long long)nv,
-             (long long)(nv * vw * w->s[2] + (w->k[2] - 1) * w->d[2] + vw));
-  }
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, vec ? "conv_dwv" : "conv_dw", err);
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(c->bw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),

@@ -663,15 +663,10 @@ __kernel void conv_dw(__global const T *x, __global const T *w, __global const T
 #endif
 
 /* [algo 8] depthwise 2-D convolution as vectors: one work-item per (output
- * row, channel, image) holds its whole row in DWV_NV vectors of CONVDW_VW
- * outputs. Per kernel row it copies the input row into a private buffer
- * of DWV_L elements, zero where the row is padded (so the taps need no
- * guards), with vector loads in the interior; then every tap of every
- * vector is one vector load (stride 1) or two loads and their even lanes
- * (stride 2; other strides gather). Bias and epilogue are applied at the
- * store. Built with CONV_GEOM (the geometry as constants) like conv_dw, and
- * DWV_NV = ceil(OW / CONVDW_VW), DWV_L = DWV_NV*VW*SW + (KW-1)*DW + VW.
- * grid: (OH, C, N) */
+ * row, channel, image) walks its row CONVDW_VW outputs at a time, each tap
+ * one vector load (stride 1) or two loads and their even lanes (stride 2),
+ * with a guarded gather at the row's edges. Built with CONV_GEOM (the
+ * geometry as constants) like conv_dw. grid: (OH, C, N) */
 #ifndef CONVDW_VW
 #define CONVDW_VW 8 // conv_dwv: outputs per vector (4, 8, 16)
 #endif
@@ -688,50 +683,40 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
   if (oh >= OH || c >= C || n >= CM(M_N)) return;
   __global const T *xc = x + ((long)n * C + c) * ((long)IH * IW);
   __global const T *wc = w + (long)c * KH * KW;
-  TDV acc[DWV_NV];
-  for (int v = 0; v < DWV_NV; v++) acc[v] = (TDV)0;
-  T row[DWV_L];
-  /* row[b] = x[ih][b - PW]: the interior [lo, hi) copied, zeros around it */
-  const int lo = PW < DWV_L ? PW : DWV_L, hi = min(PW + IW, DWV_L);
-  for (int kh = 0; kh < KH; kh++) {
-    const int ih = oh * SH - PH + kh * DH;
-    if (ih < 0 || ih >= IH) continue;
-    __global const T *xr = xc + (long)ih * IW - PW;
-    int b = 0;
-    for (; b < lo; b++) row[b] = 0;
-    for (; b + CONVDW_VW <= hi; b += CONVDW_VW) TDV_STORE(TDV_LOAD(0, xr + b), 0, row + b);
-    for (; b < hi; b++) row[b] = xr[b];
-    for (; b < DWV_L; b++) row[b] = 0;
-    for (int kw = 0; kw < KW; kw++) {
-      const TDV wv = (TDV)(wc[kh * KW + kw]);
-      for (int v = 0; v < DWV_NV; v++) {
-        const int b0 = v * CONVDW_VW * SW + kw * DW;
+  const T b = has_bias ? bias[c] : (T)0;
+  const long yo = ((long)n * C + c) * (long)OH * OW + (long)oh * OW;
+  for (int ow0 = 0; ow0 < OW; ow0 += CONVDW_VW) {
+    TDV acc = (TDV)0;
+    const bool full = ow0 + CONVDW_VW <= OW;
+    for (int kh = 0; kh < KH; kh++) {
+      const int ih = oh * SH - PH + kh * DH;
+      if (ih < 0 || ih >= IH) continue;
+      __global const T *xr = xc + (long)ih * IW;
+      for (int kw = 0; kw < KW; kw++) {
+        const T wv = wc[kh * KW + kw];
+        const int iw0 = ow0 * SW - PW + kw * DW;
         TDV xv;
-        if (SW == 1) xv = TDV_LOAD(0, row + b0);
-        else if (SW == 2) {
-          const TDV a0 = TDV_LOAD(0, row + b0), a1 = TDV_LOAD(0, row + b0 + CONVDW_VW);
-          xv = (TDV)(a0.even, a1.even);
+        if (full && iw0 >= 0 && iw0 + (CONVDW_VW - 1) * SW < IW && (SW == 1 || (SW == 2 && iw0 + 2 * CONVDW_VW <= IW))) {
+          if (SW == 1) xv = TDV_LOAD(0, xr + iw0);
+          else {
+            const TDV a0 = TDV_LOAD(0, xr + iw0), a1 = TDV_LOAD(0, xr + iw0 + CONVDW_VW);
+            xv = (TDV)(a0.even, a1.even);
+          }
         } else {
           T t[CONVDW_VW];
-          for (int j = 0; j < CONVDW_VW; j++) t[j] = row[min(b0 + j * SW, DWV_L - 1)];
+          for (int j = 0; j < CONVDW_VW; j++) {
+            const int iw = iw0 + j * SW;
+            t[j] = (ow0 + j < OW && iw >= 0 && iw < IW) ? xr[iw] : (T)0;
+          }
           xv = TDV_LOAD(0, t);
         }
-        acc[v] = mad(wv, xv, acc[v]);
+        acc = mad((TDV)(wv), xv, acc);
       }
     }
-  }
-  const T bs = has_bias ? bias[c] : (T)0;
-  const long yo = ((long)n * C + c) * (long)OH * OW + (long)oh * OW;
-  for (int v = 0; v < DWV_NV; v++) {
-    const int ow0 = v * CONVDW_VW;
     T o[CONVDW_VW];
-    TDV_STORE(acc[v] + (TDV)(bs), 0, o);
-#ifdef KILN_EPI
-    for (int j = 0; j < CONVDW_VW; j++) o[j] = EPI(o[j], yo + ow0 + j, c);
-#endif
-    if (ow0 + CONVDW_VW <= OW) TDV_STORE(TDV_LOAD(0, o), 0, y + yo + ow0);
-    else
-      for (int j = 0; ow0 + j < OW; j++) y[yo + ow0 + j] = o[j];
+    TDV_STORE(acc + (TDV)(b), 0, o);
+    for (int j = 0; j < CONVDW_VW; j++)
+      if (ow0 + j < OW) y[yo + ow0 + j] = EPI(o[j], yo + ow0 + j, c);
   }
 }
 #endif
