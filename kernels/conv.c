@@ -533,7 +533,13 @@ static int wino_applies_of(const kiln_tunable *t, const int *p, const kiln_devic
 }
 
 static int wino_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) { return wino_applies_of(t, p, d, 2); }
-static int wino4_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) { return wino_applies_of(t, p, d, 4); }
+/* winop4's 36 products are K = C deep and T/4 of F(2x2)'s width: with
+ * register tiles of 2 rows (GEMM_TM=2) they ran 2.5-4x slower than with 4
+ * or 6 on every resnet18 3x3 shape on POCL (64..512 channels, 56x56..7x7),
+ * and the cost model's prior, fitted before winop4 existed, favours 2 */
+static int wino4_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  return p[CP_GTM] < 4 ? -1 : wino_applies_of(t, p, d, 4);
+}
 
 static int wino_prefer(const kiln_tunable *t) { return wconst(t) && (t->dims[CD_FLAGS] & CF_WINO) ? 3 : 0; }
 
