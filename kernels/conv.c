@@ -558,7 +558,11 @@ static void wino_features_of(const kiln_tunable *t, const int *p, kiln_features 
   f->bytes = (double)s.nb * nx * s.M * s.c * s.esz * (double)ceil_div(T, tn) + (double)s.nb * nx * s.c * ldb * s.esz * (2 + (double)ceil_div(s.M, tm)) +
              (double)s.nb * nx * s.M * ldb * s.esz * 2 + s.ybytes + (double)s.nb * s.c * s.P * s.esz;
   f->footprint += (double)s.nb * nx * (s.c + s.M) * ldb * s.esz * 2 + nx * s.M * s.c * s.esz - s.wbytes; /* transformed tiles; weights as the products */
-  f->gathered = (double)s.nb * nx * (s.c + s.M) * (double)T; /* input tiles in, output tiles out */
+  if (r == 4) /* wino4_in_p reads each patch by index (36 per tile and channel) and stores vectors of 8 tiles;
+                wino4_out loads vectors and stores each tile's 16 outputs by index */
+    f->gathered = (double)s.nb * (36.0 * s.c + 16.0 * s.M) * (double)T;
+  else
+    f->gathered = (double)s.nb * nx * (s.c + s.M) * (double)T; /* input tiles in, output tiles out */
   f->vec = 8;
   f->launches = 3;
 }
