@@ -279,7 +279,9 @@ static int conv_wino_out(const conv_ctx *c, int r, cl_mem Mw, cl_int TW, cl_int 
                    KARG(c->ep[1]), KEND))
     return err->status;
   size_t go[3] = {(size_t)(r == 4 ? ceil_div(T_, 8) : T_), (size_t)c->w->oc, (size_t)c->w->n}; /* wino4_out: 8 tiles per work-item */
-  return kiln_exec_launch(c->x, ko, 3, go, NULL, err);
+  int64_t oc = c->w->oc; /* wino4_out: 2.3 kB of private arrays per work-item, groups of at most 8 (see winop_launch_of) */
+  size_t lo[3] = {1, (size_t)(oc % 8 == 0 ? 8 : oc % 4 == 0 ? 4 : oc % 2 == 0 ? 2 : 1), 1};
+  return kiln_exec_launch(c->x, ko, 3, go, r == 4 ? lo : NULL, err);
 }
 
 /* ---- the solvers ------------------------------------------------------------------ */
@@ -617,7 +619,11 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
   if (kiln_cl_args(ki, err, KARG(c->bx), KARG(V), KARG(c->mb), KARG(TW), KARG(T_), KEND)) return err->status;
   size_t gi[3] = {(size_t)w->c, (size_t)(np * tn), (size_t)w->n};
   if (r == 4) { gi[0] = (size_t)(np * tn / 8); gi[1] = (size_t)w->c; } /* wino4_in_p: 8 tiles per work-item, tiles first */
-  int rc = kiln_exec_launch(c->x, ki, 3, gi, NULL, err);
+  /* wino4_in_p holds 2.3 kB of private arrays per work-item: left to POCL a
+   * work-group of 32x128 overflowed its stack (SIGSEGV, vae_decoder_16), so
+   * groups of at most 4x8 */
+  size_t li[3] = {(size_t)(tn / 8), (size_t)(w->c % 8 == 0 ? 8 : w->c % 4 == 0 ? 4 : w->c % 2 == 0 ? 2 : 1), 1};
+  int rc = kiln_exec_launch(c->x, ki, 3, gi, r == 4 ? li : NULL, err);
   if (rc) return rc;
   /* batches (n, xi): U_xi OC*C apart, V panels np*C*TN apart; no epilogue
    * here: the output transform applies it */
