@@ -37,7 +37,14 @@
  *   winop    Winograd as wino, the 16 products by gemm_panel on panels of
  *            GEMM_TN tiles written by wino_in_p;
  *   dwv      depthwise 2-D with vector loads along the output row (conv_dwv,
- *            CONVDW_VW outputs per step).
+ *            CONVDW_VW outputs per step);
+ *   winop4   Winograd F(4x4,3x3) for the same convolutions as wino: 6x6
+ *            input patches per 4x4 output tile (wino4_in_p, in panels), 36
+ *            products by gemm_panel on the weights transformed once per plan
+ *            (pack_wino4_oc), wino4_out with bias and epilogue: 1.78x fewer
+ *            multiplications than F(2x2,3x3), 4x fewer than direct, with a
+ *            larger rounding error (tests/conv_params.c holds it to the same
+ *            1e-4 of max |ref|).
  * The GEMM-based solvers (1x1, im2col, wino) share the register tile
  * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
  * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
@@ -46,7 +53,7 @@
 #include "ops/window.h"
 #include "conv.h"
 
-enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV };
+enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4 };
 static const kiln_kparam conv_kparams[CP_COUNT] = {
   [CP_ALGO] = {"CONV_ALGO", 0, {0}, CONV_A_DIRECT}, /* values: the registry's indices (conv_tunable_of) */
   [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
@@ -76,6 +83,9 @@ static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 static int64_t conv_ldb(int64_t cols) { return round_up(cols, 32); }
 
 static int64_t conv_wino_tiles(const win_geom *w) { return ceil_div(w->out[1], 2) * ceil_div(w->out[2], 2); }
+
+/* F(4x4,3x3) tiles of an instance: OH = dims[CD_OH] (2-D: OD = 1), OW = P / OH */
+#define CONV_WINO4_TILES(t) (ceil_div((t)->dims[CD_OH], 4) * ceil_div((t)->dims[CD_P] / ((t)->dims[CD_OH] > 0 ? (t)->dims[CD_OH] : 1), 4))
 
 /* ---- what a launch needs: the node's buffers and geometry ------------------ */
 
@@ -117,31 +127,37 @@ static void *pack_panels(const conv_ctx *c, int tm, size_t *bytes) {
   return a;
 }
 
-/* Winograd F(2x2,3x3) weights U = G g G^T per (oc, c), packed as panels
- * [16][ceil(OC/tm)][C][tm]. */
-static void *pack_wino(const conv_ctx *cx, int tm, size_t *bytes) {
-  int64_t OC = cx->w->oc, C = cx->w->c, nmb = ceil_div(OC, tm);
+/* Winograd F(r x r, 3x3) weights U = G g G^T (G: a x 3, a = r + 2) per
+ * (oc, c), packed as panels [a*a][ceil(OC/tm)][C][tm]. */
+static void *pack_wino_g(const conv_ctx *cx, int tm, int a_, const double (*Gm)[3], size_t *bytes) {
+  int64_t OC = cx->w->oc, C = cx->w->c, nmb = ceil_div(OC, tm), aa = a_ * a_;
   const kiln_value *wv = kiln_in(cx->x->g, cx->n, 1);
   int dt = wv->dtype;
-  *bytes = (size_t)(16 * nmb * C * tm) * cx->esz;
+  *bytes = (size_t)(aa * nmb * C * tm) * cx->esz;
   void *a = calloc(*bytes ? *bytes : 1, 1);
   if (!a) return NULL;
-  static const double Gm[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
   for (int64_t oc = 0; oc < OC; oc++)
     for (int64_t c = 0; c < C; c++) {
-      double gk[3][3], tmp[4][3];
+      double gk[3][3], tmp[6][3];
       for (int i = 0; i < 9; i++) gk[i / 3][i % 3] = kiln_load_f(wv->data, dt, (oc * C + c) * 9 + i);
-      for (int i = 0; i < 4; i++)
+      for (int i = 0; i < a_; i++)
         for (int j = 0; j < 3; j++) tmp[i][j] = Gm[i][0] * gk[0][j] + Gm[i][1] * gk[1][j] + Gm[i][2] * gk[2][j];
-      for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
+      for (int i = 0; i < a_; i++)
+        for (int j = 0; j < a_; j++) {
           double u = tmp[i][0] * Gm[j][0] + tmp[i][1] * Gm[j][1] + tmp[i][2] * Gm[j][2];
-          int64_t xi = 4 * i + j;
+          int64_t xi = a_ * i + j;
           kiln_store_f(a, dt, ((xi * nmb + oc / tm) * C + c) * tm + oc % tm, u);
         }
     }
   return a;
 }
+
+static const double wino2_G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+/* F(4x4,3x3) (Lavin and Gray): points 0, +-1, +-2 and infinity */
+static const double wino4_G[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+
+static void *pack_wino(const conv_ctx *cx, int tm, size_t *bytes) { return pack_wino_g(cx, tm, 4, wino2_G, bytes); }
 
 typedef void *(*conv_pack_fn)(const conv_ctx *c, int tm, size_t *bytes);
 /* What a node's packed weights (param slot 1) were packed by and for. */
@@ -265,15 +281,18 @@ static cl_mem conv_im2col(const conv_ctx *c, cl_int ldb, kiln_error *err) {
   return kiln_exec_launch(c->x, k, 3, gws, NULL, err) ? NULL : col;
 }
 
-/* wino_out: the output transform of the 16 products Mw (ldo columns). */
-static int conv_wino_out(const conv_ctx *c, cl_mem Mw, cl_int TW, cl_int T_, cl_int ldo, kiln_error *err) {
-  cl_kernel ko = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, "wino_out", err);
+/* wino_out (wino4_out when r = 4): the output transform of the products Mw
+ * (ldo columns). */
+static int conv_wino_out(const conv_ctx *c, int r, cl_mem Mw, cl_int TW, cl_int T_, cl_int ldo, kiln_error *err) {
+  cl_kernel ko = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, r == 4 ? "wino4_out" : "wino_out", err);
   if (!ko) return err->status;
   if (kiln_cl_args(ko, err, KARG(Mw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(TW), KARG(T_), KARG(ldo), KARG(c->has_bias), KARG(c->ep[0]),
                    KARG(c->ep[1]), KEND))
     return err->status;
-  size_t go[3] = {(size_t)T_, (size_t)c->w->oc, (size_t)c->w->n};
-  return kiln_exec_launch(c->x, ko, 3, go, NULL, err);
+  size_t go[3] = {(size_t)(r == 4 ? ceil_div(T_, 8) : T_), (size_t)c->w->oc, (size_t)c->w->n}; /* wino4_out: 8 tiles per work-item */
+  int64_t oc = c->w->oc; /* wino4_out: 2.3 kB of private arrays per work-item, groups of at most 8 (see winop_launch_of) */
+  size_t lo[3] = {1, (size_t)(oc % 8 == 0 ? 8 : oc % 4 == 0 ? 4 : oc % 2 == 0 ? 2 : 1), 1};
+  return kiln_exec_launch(c->x, ko, 3, go, r == 4 ? lo : NULL, err);
 }
 
 /* ---- the solvers ------------------------------------------------------------------ */
@@ -517,35 +536,56 @@ static int local_launch(const conv_ctx *c, kiln_error *err) {
   return kiln_exec_launch(c->x, kl, 3, gl, ll, err);
 }
 
-/* -- Winograd F(2x2,3x3): 16 products between two transforms ------------------ */
+/* -- Winograd F(2x2,3x3) and F(4x4,3x3): products between two transforms ---- */
 
-static int wino_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+/* The tiles of F(r x r, 3x3) (r = 2 or 4) for an instance. */
+static int64_t wino_tiles_of(const kiln_tunable *t, int r) { return r == 4 ? CONV_WINO4_TILES(t) : t->dims[CD_WT]; }
+
+static int wino_applies_of(const kiln_tunable *t, const int *p, const kiln_device_info *d, int r) {
   if (!wconst(t) || !(t->dims[CD_FLAGS] & CF_WINO)) return -1;
-  int64_t c = t->dims[CD_C], M = t->dims[CD_M];
-  if (!fits_alloc((double)t->dims[CD_NB] * 16 * (c > M ? c : M) * conv_ldb(t->dims[CD_WT]), t, d)) return -1;
-  return gemm_tile_fits(t, p, t->dims[CD_WT]);
+  int64_t c = t->dims[CD_C], M = t->dims[CD_M], T = wino_tiles_of(t, r);
+  if (!fits_alloc((double)t->dims[CD_NB] * (r + 2) * (r + 2) * (c > M ? c : M) * conv_ldb(T), t, d)) return -1;
+  return gemm_tile_fits(t, p, T);
+}
+
+static int wino_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) { return wino_applies_of(t, p, d, 2); }
+/* winop4's 36 products are K = C deep and T/4 of F(2x2)'s width: with
+ * register tiles of 2 rows (GEMM_TM=2) they ran 2.5-4x slower than with 4
+ * or 6 on every resnet18 3x3 shape on POCL (64..512 channels, 56x56..7x7),
+ * and the cost model's prior, fitted before winop4 existed, favours 2 */
+static int wino4_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  return p[CP_GTM] < 4 ? -1 : wino_applies_of(t, p, d, 4);
 }
 
 static int wino_prefer(const kiln_tunable *t) { return wconst(t) && (t->dims[CD_FLAGS] & CF_WINO) ? 3 : 0; }
 
-static void wino_features_of(const kiln_tunable *t, const int *p, kiln_features *f, bool panel) {
+/* r = 2: the (r+2)^2 = 16 products and 32 / 24 operations per tile and
+ * channel in the input / output transforms; r = 4: 36 products, 288 / 130
+ * operations (wino4_in_p, wino4_out) */
+static void wino_features_of(const kiln_tunable *t, const int *p, kiln_features *f, bool panel, int r) {
   conv_sizes s = sizes_of(t, f);
   int tm = p[CP_GTM], tn = p[CP_GTN];
-  int64_t T = t->dims[CD_WT], ldb = panel ? round_up(T, tn) : conv_ldb(T);
+  double nx = (r + 2) * (r + 2), tin = r == 4 ? 288 : 32, tout = r == 4 ? 130 : 24;
+  int64_t T = wino_tiles_of(t, r), ldb = panel ? round_up(T, tn) : conv_ldb(T);
   if (panel) f->wg_size = p[CP_PWG];
-  double gm = (double)s.nb * 16 * round_up(s.M, tm) * s.c * round_up(T, tn); /* multiply-adds of the 16 products, whole tiles */
-  f->flops = 2 * gm + (double)s.nb * (s.c * ldb * 32 + s.M * T * 24);
-  f->work_groups = (double)s.nb * 16 * ceil_div(T, tn) * ceil_div(s.M, tm);
-  f->bytes = (double)s.nb * 16 * s.M * s.c * s.esz * (double)ceil_div(T, tn) + (double)s.nb * 16 * s.c * ldb * s.esz * (2 + (double)ceil_div(s.M, tm)) +
-             (double)s.nb * 16 * s.M * ldb * s.esz * 2 + s.ybytes + (double)s.nb * s.c * s.P * s.esz;
-  f->footprint += (double)s.nb * 16 * (s.c + s.M) * ldb * s.esz * 2 + 16.0 * s.M * s.c * s.esz - s.wbytes; /* transformed tiles; weights as 16 products */
-  f->gathered = (double)s.nb * 16 * (s.c + s.M) * (double)T; /* input tiles in, output tiles out */
+  double gm = (double)s.nb * nx * round_up(s.M, tm) * s.c * round_up(T, tn); /* multiply-adds of the products, whole tiles */
+  f->flops = 2 * gm + (double)s.nb * (s.c * ldb * tin + s.M * T * tout);
+  f->work_groups = (double)s.nb * nx * ceil_div(T, tn) * ceil_div(s.M, tm);
+  f->bytes = (double)s.nb * nx * s.M * s.c * s.esz * (double)ceil_div(T, tn) + (double)s.nb * nx * s.c * ldb * s.esz * (2 + (double)ceil_div(s.M, tm)) +
+             (double)s.nb * nx * s.M * ldb * s.esz * 2 + s.ybytes + (double)s.nb * s.c * s.P * s.esz;
+  f->footprint += (double)s.nb * nx * (s.c + s.M) * ldb * s.esz * 2 + nx * s.M * s.c * s.esz - s.wbytes; /* transformed tiles; weights as the products */
+  if (r == 4) /* wino4_in_p reads each patch by index (36 per tile and channel) and stores vectors of 8 tiles;
+                wino4_out loads vectors and stores each tile's 16 outputs by index */
+    f->gathered = (double)s.nb * (36.0 * s.c + 16.0 * s.M) * (double)T;
+  else
+    f->gathered = (double)s.nb * nx * (s.c + s.M) * (double)T; /* input tiles in, output tiles out */
   f->vec = 8;
   f->launches = 3;
 }
 
-static void wino_features(const kiln_tunable *t, const int *p, kiln_features *f) { wino_features_of(t, p, f, false); }
-static void winop_features(const kiln_tunable *t, const int *p, kiln_features *f) { wino_features_of(t, p, f, true); }
+static void wino_features(const kiln_tunable *t, const int *p, kiln_features *f) { wino_features_of(t, p, f, false, 2); }
+static void winop_features(const kiln_tunable *t, const int *p, kiln_features *f) { wino_features_of(t, p, f, true, 2); }
+static void winop4_features(const kiln_tunable *t, const int *p, kiln_features *f) { wino_features_of(t, p, f, true, 4); }
 
 static int wino_launch(const conv_ctx *c, kiln_error *err) {
   const win_geom *w = c->w;
@@ -567,37 +607,52 @@ static int wino_launch(const conv_ctx *c, kiln_error *err) {
                       .sa = ceil_div(w->oc, tm) * w->c * tm, .sbo = 16 * w->c * ldb, .sbi = w->c * ldb, .syo = 16 * w->oc * ldb,
                       .syi = w->oc * ldb, .has_bias = 0, .epi = 0, .batches = w->n * 16};
   if ((rc = conv_gemm_launch(c, &a, err))) return rc;
-  return conv_wino_out(c, Mw, TW, T_, ldb, err);
+  return conv_wino_out(c, 2, Mw, TW, T_, ldb, err);
 }
 
-static int winop_launch(const conv_ctx *c, kiln_error *err) {
+/* Winograd F(4x4,3x3) weights, in panels of GEMM_TM rows like pack_wino's */
+static void *pack_wino4(const conv_ctx *c, int tm, size_t *bytes) { return pack_wino_g(c, tm, 6, wino4_G, bytes); }
+
+/* Winograd F(r x r, 3x3), r = 2 (winop) or 4 (winop4): the input transform
+ * into panels, the (r+2)^2 products by gemm_panel, the output transform. */
+static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
   const win_geom *w = c->w;
   int tn = c->p[CP_GTN];
-  cl_int T_ = (cl_int)conv_wino_tiles(w), TW = (cl_int)ceil_div(w->out[2], 2);
+  int64_t nx = (r + 2) * (r + 2); /* products */
+  cl_int TW = (cl_int)ceil_div(w->out[2], r), T_ = (cl_int)(ceil_div(w->out[1], r) * TW);
   int64_t np = ceil_div(T_, tn);
   int tm = c->p[CP_GTM];
-  cl_mem A = conv_packed(c, pack_wino, tm, err);
+  cl_mem A = conv_packed(c, r == 4 ? pack_wino4 : pack_wino, tm, err);
   if (!A) return err->status;
-  cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * 16 * np * w->c * tn) * c->esz, err);
+  cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * nx * np * w->c * tn) * c->esz, err);
   if (!V) return err->status;
-  cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * 16 * w->oc * T_) * c->esz, err);
+  cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * nx * w->oc * T_) * c->esz, err);
   if (!Mw) return err->status;
-  cl_kernel ki = kiln_cl_kernel(c->x->d, "conv.cl", c->opts, "wino_in_p", err);
+  cl_kernel ki = kiln_cl_kernel(c->x->d, "conv.cl", c->opts, r == 4 ? "wino4_in_p" : "wino_in_p", err);
   if (!ki) return err->status;
   if (kiln_cl_args(ki, err, KARG(c->bx), KARG(V), KARG(c->mb), KARG(TW), KARG(T_), KEND)) return err->status;
   size_t gi[3] = {(size_t)w->c, (size_t)(np * tn), (size_t)w->n};
-  int rc = kiln_exec_launch(c->x, ki, 3, gi, NULL, err);
+  if (r == 4) { gi[0] = (size_t)(np * tn / 8); gi[1] = (size_t)w->c; } /* wino4_in_p: 8 tiles per work-item, tiles first */
+  /* wino4_in_p holds 2.3 kB of private arrays per work-item: left to POCL a
+   * work-group of 32x128 overflowed its stack (SIGSEGV, vae_decoder_16), so
+   * groups of at most 4x8 */
+  size_t li[3] = {(size_t)(tn / 8), (size_t)(w->c % 8 == 0 ? 8 : w->c % 4 == 0 ? 4 : w->c % 2 == 0 ? 2 : 1), 1};
+  int rc = kiln_exec_launch(c->x, ki, 3, gi, r == 4 ? li : NULL, err);
   if (rc) return rc;
   /* batches (n, xi): U_xi (packed in panels of GEMM_TM rows) ceil(OC/TM)*C*TM
-   * apart, V panels np*C*TN apart; no epilogue here: wino_out applies it */
+   * apart, V panels np*C*TN apart; no epilogue here: the output transform
+   * applies it */
   conv_panel_args a = {.A = A, .Bp = V, .C = c->bw, .Y = Mw, .M = (cl_int)w->oc, .N = T_, .K = (cl_int)w->c, .has_c = 0, .sam = 1,
-                       .sak = w->oc, .scm = 0, .scn = 1, .inner = 16, .meta = {2, w->n, 16}, .rowch = false};
+                       .sak = w->oc, .scm = 0, .scn = 1, .inner = nx, .meta = {2, w->n, nx}, .rowch = false};
   a.meta[1 + 8 + 1] = ceil_div(w->oc, tm) * w->c * tm;
-  a.meta[1 + 16] = 16 * np * w->c * tn;
+  a.meta[1 + 16] = nx * np * w->c * tn;
   a.meta[1 + 16 + 1] = np * w->c * tn;
   if ((rc = conv_panel_gemm(c, &a, err))) return rc;
-  return conv_wino_out(c, Mw, TW, T_, T_, err);
+  return conv_wino_out(c, r, Mw, TW, T_, T_, err);
 }
+
+static int winop_launch(const conv_ctx *c, kiln_error *err) { return winop_launch_of(c, 2, err); }
+static int winop4_launch(const conv_ctx *c, kiln_error *err) { return winop_launch_of(c, 4, err); }
 
 /* -- depthwise ---------------------------------------------------------------- */
 
@@ -659,6 +714,7 @@ const kiln_conv_solver kiln_conv_solvers[] = {
   [CONV_A_PANEL] = {{"panel", PANEL_USES, CONV_A_PANEL}, panel_applies, never, panel_features, panel_launch},
   [CONV_A_WINOP] = {{"winop", PANEL_USES, CONV_A_WINOP}, wino_applies, never, winop_features, winop_launch},
   [CONV_A_DWV] = {{"dwv", USES(CP_DWVW), CONV_A_DWV}, dwv_applies, never, dwv_features, dwv_launch},
+  [CONV_A_WINOP4] = {{"winop4", PANEL_USES, CONV_A_WINOP4}, wino4_applies, never, winop4_features, winop4_launch},
 };
 const int kiln_conv_nsolvers = (int)(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0]);
 _Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CONV_ALGO holds at most 16 values (kiln_kparam.vals)");

@@ -38,6 +38,9 @@
  *                 grid: (ceil(P/TS)*TS/WPT, ceil(M/TS)*TS, N*G), local (TS/WPT, TS)
  *   conv_dwv      [algo 8] depthwise 2-D as vectors of CONVDW_VW outputs of a
  *                 row per step. grid: (OH, C, N)
+ *   wino4_in_p, wino4_out  [algo 9] Winograd F(4x4,3x3): the input transform
+ *                 into panels for gemm.cl's gemm_panel (36 products) and the
+ *                 output transform with bias and epilogue.
  *   convt_gather  ConvTranspose, one output element per work-item.
  *                 grid: (OD*OH*OW, OC, N)
  * The optional bias is read when has_bias != 0 (else `bias` is any buffer).
@@ -491,6 +494,114 @@ __kernel void wino_out(__global const T *Mw, __global const T *bias, __global T 
     const long yo = yc + (long)(oh0 + i) * OW + ow0;
     y[yo] = EPI(y0 + bs, yo, oc);
     if (ow0 + 1 < OW) y[yo + 1] = EPI(y1 + bs, yo + 1, oc);
+  }
+}
+#endif
+
+/* [algo 9] Winograd F(4x4,3x3): tiles of 4x4 outputs from 6x6 input
+ * patches, 36 products by gemm.cl's gemm_panel between two transforms
+ * (Lavin and Gray's matrices; the host transforms the weights, G g G^T).
+ * Both transforms take 8 consecutive tiles per work-item as the lanes of
+ * T8 vectors: the arithmetic is vector arithmetic and each of the 36
+ * transformed values of the 8 tiles is one vector store (load). */
+#if CONV_USES(9)
+/* the 6 values B^T s of 6 values s (vectors of 8 tiles) */
+#define WINO4_IN(s0, s1, s2, s3, s4, s5, u)            \
+  do {                                                 \
+    const T8 s42_ = (s4) - (s2);                        \
+    u[0] = (T)4 * (s0) - (T)5 * (s2) + (s4);            \
+    u[1] = (s3) + (s4) - (T)4 * ((s1) + (s2));          \
+    u[2] = (s4) - (s3) + (T)4 * ((s1) - (s2));          \
+    u[3] = s42_ + (T)2 * ((s3) - (s1));                 \
+    u[4] = s42_ + (T)2 * ((s1) - (s3));                 \
+    u[5] = (T)4 * (s1) - (T)5 * (s3) + (s5);            \
+  } while (0)
+/* the 4 values A^T s of 6 values s */
+#define WINO4_OUT(s0, s1, s2, s3, s4, s5, o)           \
+  do {                                                 \
+    const T8 a_ = (s1) + (s2), b_ = (s1) - (s2), c_ = (s3) + (s4), e_ = (s3) - (s4); \
+    o[0] = (s0) + a_ + c_;                             \
+    o[1] = b_ + (T)2 * e_;                             \
+    o[2] = a_ + (T)4 * c_;                             \
+    o[3] = b_ + (T)8 * e_ + (s5);                      \
+  } while (0)
+
+/* wino4_in_p: V[n][xi][t / TN][c][t % TN] = (B^T d B)[xi] for the patch d
+ * of tile t (TW tiles per row; zeros for t >= T_ up to the last panel),
+ * tiles t0..t0+7 per work-item (GEMM_TN is a multiple of 8, so they share
+ * a panel). grid: (np*TN/8, C, N) */
+__kernel void wino4_in_p(__global const T *x, __global T *V, __global const int *m, int TW, int T_) {
+  const int C = m[M_C], IH = m[M_IN + 1], IW = m[M_IN + 2], NP = (T_ + GEMM_TN - 1) / GEMM_TN;
+  const int t0 = get_global_id(0) * 8, c = get_global_id(1), n = get_global_id(2);
+  if (t0 >= NP * GEMM_TN || c >= C || n >= m[M_N]) return;
+  __global const T *xc = x + ((long)n * C + c) * ((long)IH * IW);
+  T dd[6][6][8];
+  for (int l = 0; l < 8; l++) {
+    const int t = t0 + l;
+    const int ih0 = (t / TW) * 4 - m[M_P + 1], iw0 = (t % TW) * 4 - m[M_P + 2];
+    if (t < T_ && ih0 >= 0 && ih0 + 6 <= IH && iw0 >= 0 && iw0 + 6 <= IW) {
+      __global const T *xp = xc + (long)ih0 * IW + iw0;
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) dd[i][j][l] = xp[i * IW + j];
+    } else {
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+          const int ih = ih0 + i, iw = iw0 + j;
+          dd[i][j][l] = (t < T_ && ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? xc[(long)ih * IW + iw] : (T)0;
+        }
+    }
+  }
+  T8 u[6][6], r[6];
+  for (int j = 0; j < 6; j++) { /* columns: B^T d */
+    WINO4_IN(vload8(0, dd[0][j]), vload8(0, dd[1][j]), vload8(0, dd[2][j]), vload8(0, dd[3][j]), vload8(0, dd[4][j]), vload8(0, dd[5][j]), r);
+    for (int i = 0; i < 6; i++) u[i][j] = r[i];
+  }
+  __global T *v = V + (((long)n * 36 * NP + t0 / GEMM_TN) * C + c) * GEMM_TN + t0 % GEMM_TN;
+  const long xs = (long)NP * C * GEMM_TN;
+  for (int i = 0; i < 6; i++) { /* rows: (B^T d) B */
+    WINO4_IN(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], r);
+    for (int j = 0; j < 6; j++) vstore8(r[j], 0, v + (6 * i + j) * xs);
+  }
+}
+
+/* y tile = A^T Mt A (+ bias, epilogue) with Mt[xi] = Mw[n][xi][oc][t] for
+ * tiles t0..t0+7: the 4x4 outputs of each that fall inside the image.
+ * grid: (ceil(T/8), OC, N) */
+__kernel void wino4_out(__global const T *Mw, __global const T *bias, __global T *y, __global const int *m, int TW, int T_,
+                        int ldb, int has_bias, __global const T *e0, __global const T *e1) {
+  const int OC = m[M_OC], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
+  const int t0 = get_global_id(0) * 8, oc = get_global_id(1), n = get_global_id(2);
+  if (t0 >= T_ || oc >= OC || n >= m[M_N]) return;
+  __global const T *mp = Mw + ((long)n * 36 * OC + oc) * ldb + t0;
+  const long xs = (long)OC * ldb;
+  T8 mv[36];
+  if (t0 + 8 <= T_) {
+    for (int k = 0; k < 36; k++) mv[k] = vload8(0, mp + k * xs);
+  } else { /* the last tiles: lanes past T_ repeat the last tile (not stored) */
+    for (int k = 0; k < 36; k++) {
+      T tmp[8];
+      for (int l = 0; l < 8; l++) tmp[l] = mp[k * xs + min(l, T_ - 1 - t0)];
+      mv[k] = vload8(0, tmp);
+    }
+  }
+  T8 u[4][6], o[4];
+  for (int j = 0; j < 6; j++) { /* columns: A^T Mt */
+    WINO4_OUT(mv[j], mv[6 + j], mv[12 + j], mv[18 + j], mv[24 + j], mv[30 + j], o);
+    for (int i = 0; i < 4; i++) u[i][j] = o[i];
+  }
+  const T bs = has_bias ? bias[oc] : (T)0;
+  const long yc = ((long)n * OC + oc) * ((long)OH * OW);
+  T ov[4][4][8];
+  for (int i = 0; i < 4; i++) {
+    WINO4_OUT(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], o);
+    for (int j = 0; j < 4; j++) vstore8(o[j] + (T8)(bs), 0, ov[i][j]);
+  }
+  for (int l = 0; l < 8 && t0 + l < T_; l++) {
+    const int t = t0 + l, oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
+    for (int i = 0; i < 4 && oh0 + i < OH; i++) {
+      const long yo = yc + (long)(oh0 + i) * OW + ow0;
+      for (int j = 0; j < 4 && ow0 + j < OW; j++) y[yo + j] = EPI(ov[i][j][l], yo + j, oc);
+    }
   }
 }
 #endif
