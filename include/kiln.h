@@ -349,6 +349,8 @@ typedef struct kiln_run_stats {
   int plans_built;         /* plans made by this session so far: one per new set of input shapes
                               (or bound input values); a set seen before reuses its cached plan
                               (up to 8 kept, least recently used dropped) */
+  double codegen_ms;       /* of compile_ms: machine code generated at kernels' first launches (drivers
+                              such as POCL generate it per work-group size then, not at build time) */
 } kiln_run_stats;
 /* Fills *st with the figures of the last run (zeros before the first). */
 void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st);

@@ -206,6 +206,7 @@ void kiln_device_close(kiln_device *d) {
     free(d->progs[i].key);
   }
   free(d->progs);
+  free(d->seen);
   /* CLBlast keeps the programs it built in a process-wide cache that its
    * destructor releases at exit, after this context is gone: with Oclgrind
    * that freed the runtime's memory twice (kiln tune on a GEMM aborted at
@@ -548,6 +549,55 @@ static int cpu_local_size(kiln_device *d, cl_kernel k, int dims, const size_t *g
   }
 }
 
+/* Some drivers generate a kernel's machine code at its first launch with a
+ * work-group shape, not when the program is built (POCL does, per local
+ * size). That is compiling too, and on a cold cache it is seconds of a first
+ * run: a launch of a (kernel, shape) pair not seen before runs on an empty
+ * queue, and its wait between being queued and starting is counted in
+ * compile_ms (and codegen_ms). Returns 1 if the pair is new (recorded). */
+static int first_launch(kiln_device *d, cl_kernel k, int dims, const size_t *g, const size_t *lws) {
+  uint64_t h = 1469598103934665603ull;
+  uintptr_t kp = (uintptr_t)k;
+  h = fnv1a(h, &kp, sizeof kp);
+  for (int i = 0; i < dims; i++) {
+    size_t v = lws ? lws[i] : g[i]; /* no local size given: the driver picks one from the global size */
+    h = fnv1a(h, &v, sizeof v);
+  }
+  if (!h) h = 1;
+  if (2 * (d->nseen + 1) > d->capseen) { /* grow and rehash */
+    int nc = d->capseen ? 2 * d->capseen : 256;
+    uint64_t *ns = calloc((size_t)nc, sizeof *ns);
+    if (!ns) return 0; /* not counted: the launch itself goes on */
+    for (int i = 0; i < d->capseen; i++)
+      if (d->seen[i]) {
+        int j = (int)(d->seen[i] & (uint64_t)(nc - 1));
+        while (ns[j]) j = (j + 1) & (nc - 1);
+        ns[j] = d->seen[i];
+      }
+    free(d->seen);
+    d->seen = ns;
+    d->capseen = nc;
+  }
+  int j = (int)(h & (uint64_t)(d->capseen - 1));
+  while (d->seen[j]) {
+    if (d->seen[j] == h) return 0;
+    j = (j + 1) & (d->capseen - 1);
+  }
+  d->seen[j] = h;
+  d->nseen++;
+  return 1;
+}
+
+static void count_codegen(kiln_device *d, cl_event e) {
+  cl_ulong q = 0, s = 0;
+  clWaitForEvents(1, &e);
+  if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL) == CL_SUCCESS &&
+      clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL) == CL_SUCCESS && s > q) {
+    d->codegen_ms += (double)(s - q) / 1e6;
+    d->compile_ms += (double)(s - q) / 1e6;
+  }
+}
+
 int kiln_cl_launch_ev(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, cl_event *ev, kiln_error *err) {
   if (ev) *ev = NULL;
   size_t g[3], l[3];
@@ -557,7 +607,12 @@ int kiln_cl_launch_ev(kiln_device *d, cl_kernel k, int dims, const size_t *gws, 
     if (lws && lws[i]) g[i] = (gws[i] + lws[i] - 1) / lws[i] * lws[i];
   }
   if (!lws && !d->info.is_gpu && cpu_local_size(d, k, dims, g, l)) lws = l;
-  cl_int e = clEnqueueNDRangeKernel(d->q, k, (cl_uint)dims, NULL, g, lws, 0, NULL, ev);
+  cl_event fe = NULL;
+  int first = first_launch(d, k, dims, g, lws);
+  if (first) clFinish(d->q);
+  cl_int e = clEnqueueNDRangeKernel(d->q, k, (cl_uint)dims, NULL, g, lws, 0, NULL, ev ? ev : first ? &fe : NULL);
+  if (e == CL_SUCCESS && first) count_codegen(d, ev ? *ev : fe);
+  if (fe) clReleaseEvent(fe);
   if (e != CL_SUCCESS) {
     char name[128] = "?";
     clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name - 1, name, NULL);

@@ -232,7 +232,10 @@ struct kiln_device {
   size_t evict_bytes;
   cl_uint evict_salt;        /* changes the fill on every eviction */
   int programs_from_cache;
-  double compile_ms;
+  double compile_ms;          /* building programs, fetching binaries and first-launch code generation */
+  double codegen_ms;         /* of compile_ms: code generated at kernels' first launches (below) */
+  uint64_t *seen;            /* (kernel, work-group shape) pairs launched before: open addressing, 0 = empty */
+  int nseen, capseen;
   int launches;              /* kernels enqueued since open */
   bool profile;
   double build_deadline_ms;  /* > 0: a build from source that would start later is refused (kiln_tune's budget) */

@@ -865,6 +865,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
   s->st.kernels_launched = x.launches;
   s->st.programs_compiled = d->programs_compiled;
   s->st.compile_ms = d->compile_ms;
+  s->st.codegen_ms = d->codegen_ms;
   return 0;
 }
 
@@ -877,6 +878,7 @@ void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st) {
   *st = s->st;
   st->programs_compiled = s->d->programs_compiled; /* as of now, also after a run that stopped */
   st->compile_ms = s->d->compile_ms;
+  st->codegen_ms = s->d->codegen_ms;
   st->plans_built = s->plans_built;
 }
 

@@ -33,7 +33,8 @@ class LoadOptions(ctypes.Structure):
 class RunStats(ctypes.Structure):
     _fields_ = [("last_ms", ctypes.c_double), ("kernels_launched", ctypes.c_int), ("programs_compiled", ctypes.c_int),
                 ("compile_ms", ctypes.c_double), ("nodes_folded", ctypes.c_int), ("device_bytes", ctypes.c_uint64),
-                ("intermediate_bytes", ctypes.c_uint64), ("pool_bytes", ctypes.c_uint64), ("plans_built", ctypes.c_int)]
+                ("intermediate_bytes", ctypes.c_uint64), ("pool_bytes", ctypes.c_uint64), ("plans_built", ctypes.c_int),
+                ("codegen_ms", ctypes.c_double)]
 
 
 class DeviceInfo(ctypes.Structure):
