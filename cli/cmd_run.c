@@ -57,7 +57,10 @@ static const kiln_cli_opt OPTS[] = {
    .help = "re-time imported or shared records for this exact device once before\n"
            "running; a record that misses its recorded time is demoted"},
   {.name = "--max-memory", .kind = KILN_OPT_INT, .off = offsetof(A, max_memory), .value = "BYTES", .err = "--max-memory needs a number of bytes",
-   .help = "refuse a plan that needs more device memory than this"},
+   .help = "device memory budget: a plan that needs more streams the weights of\n"
+           "as few kernels as it can from host memory before each of their runs\n"
+           "(same outputs; bytes streamed and peak memory reported); a plan that\n"
+           "does not fit even then is refused"},
   {.name = "--max-model-bytes", .kind = KILN_OPT_INT, .off = offsetof(A, max_model), .value = "BYTES", .min = 1,
    .err = "--max-model-bytes needs a positive number of bytes",
    .help = "refuse a model whose file and external data together are larger\n"
@@ -163,12 +166,12 @@ static int run_model(const run_args *a, run_state *r) {
   if ((rc = kiln_cli__ctx_session(&r->x, a->devsel, KILN_CLI_NOTE_CPU | (a->nofusion ? KILN_CLI_NO_FUSION : 0))) != 0) return rc;
   if (a->verify_imported && (rc = verify_imported(a, r)) != 0) return rc;
   if (a->max_memory) {
-    /* plan first: refuse before anything runs when the plan does not fit */
+    /* plan first: refuse before anything runs when the plan does not fit even streaming its weights */
     uint64_t need = 0;
-    if ((rc = kiln_session_plan_memory(r->x.s, &need, &err)) != 0) return kiln_cli__fail(&err, rc);
-    if (need > a->max_memory) {
-      kiln_cli__error("the plan needs %llu bytes of device memory (%.1f MiB), more than --max-memory %llu", (unsigned long long)need,
-                      need / 1048576.0, (unsigned long long)a->max_memory);
+    kiln_session_set_max_memory(r->x.s, a->max_memory);
+    if ((rc = kiln_session_plan_memory(r->x.s, &need, &err)) != 0) {
+      if (rc != KILN_ELIMIT) return kiln_cli__fail(&err, rc);
+      kiln_cli__error("--max-memory %llu: %s", (unsigned long long)a->max_memory, err.msg);
       return 2;
     }
   }
@@ -218,6 +221,7 @@ static void print_report(const run_args *a, const run_state *r) {
     kiln_cli__json_basis(stdout, s);
     printf("}");
     printf(",\"precision\":\"%s\"", kiln_precision_name(kiln_session_precision(s)));
+    printf(",\"streamed_bytes\":%llu,\"peak_device_bytes\":%llu", (unsigned long long)rs.streamed_bytes, (unsigned long long)rs.peak_device_bytes);
     printf(",\"kernels_launched\":%d,\"nodes_folded\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"inputs\":[",
            rs.kernels_launched, rs.nodes_folded, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
            (unsigned long long)rs.pool_bytes);
@@ -296,6 +300,9 @@ static void print_report(const run_args *a, const run_state *r) {
            (double)rs.device_bytes / (1 << 20));
     printf("memory:  intermediates total %.2f MiB, peak %.2f MiB (%.1f%%) in the planner's shared buffers\n", rs.intermediate_bytes / 1048576.0,
            rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0);
+    printf("         peak device memory %.2f MiB (with the kernels' packed weights and scratch)", rs.peak_device_bytes / 1048576.0);
+    if (a->max_memory) printf("; --max-memory %.2f MiB: %.2f MiB of weights streamed per run", a->max_memory / 1048576.0, rs.streamed_bytes / 1048576.0);
+    printf("\n");
     char dbdesc[4096];
     kiln_db_describe(db, dbdesc, sizeof dbdesc);
     kiln_cli__print_tuning(stdout, "tuning:  ", db ? dbdesc : NULL, s, &ps);

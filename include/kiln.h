@@ -351,6 +351,9 @@ typedef struct kiln_run_stats {
                               (up to 8 kept, least recently used dropped) */
   double codegen_ms;       /* of compile_ms: machine code generated at kernels' first launches (drivers
                               such as POCL generate it per work-group size then, not at build time) */
+  uint64_t streamed_bytes; /* weights uploaded by the last run (kiln_session_set_max_memory), 0 when all resident */
+  uint64_t peak_device_bytes; /* the most device memory the plan held during its runs: device_bytes, the
+                              kernels' own blocks (packed weights, scratch) and the largest streamed kernel */
 } kiln_run_stats;
 /* Fills *st with the figures of the last run (zeros before the first). */
 void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st);
@@ -415,6 +418,14 @@ int kiln_session_fusion(const kiln_session *s, kiln_fusion_info **out, int *n);
 /* Plans the session for its bound inputs and reports the device memory the
  * plan holds (buffers, weights, parameters), before anything runs. */
 int kiln_session_plan_memory(kiln_session *s, uint64_t *bytes, kiln_error *err);
+/* A device memory budget for the session's plans (0: none). A plan whose
+ * buffers, weights and kernels' own blocks would exceed it keeps its
+ * activations resident and streams the weights of as few kernels as it can
+ * (largest first) from host memory, uploading them before each run of their
+ * kernel: same outputs, bytes streamed in kiln_run_stats.streamed_bytes.
+ * Planning fails with KILN_ELIMIT when even streaming every weight does not
+ * fit; kiln_session_plan_memory then reports the planned peak. */
+int kiln_session_set_max_memory(kiln_session *s, uint64_t bytes);
 
 /* One kernel of the last plan: the nodes it covers, its parameters and where
  * they came from ("tuned", "predicted", "default", "generated" for fused

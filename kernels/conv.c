@@ -180,6 +180,7 @@ static cl_mem conv_packed(const conv_ctx *c, conv_pack_fn pack, int tm, kiln_err
   if (!b) return NULL;
   st->pack = pack;
   st->tm = tm;
+  n->packed_w1 = true; /* the kernels of this plan read these, not the raw weights */
   return b;
 }
 

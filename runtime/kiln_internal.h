@@ -87,6 +87,8 @@ typedef struct kiln_value {
   bool optional, none;       /* an ONNX optional; none: it holds nothing (its dtype/shape then an empty stand-in) */
   int producer;              /* node index, -1 for inputs/initializers */
   bool half;                 /* a float value stored as fp16 on the device (precision.c); host data stays float */
+  bool streamed;             /* a weight uploaded before each run of its kernel, not resident (stream.c) */
+  bool stream_ok;            /* a weight that may stream (stream.c) */
   int nconsumers;
   /* device side, owned by the session's plan */
   cl_mem buf;
@@ -119,6 +121,9 @@ typedef struct kiln_node {
   uint64_t param_hash[4];     /* content hash of small param blocks */
   cl_mem scratch[4];
   size_t scratch_bytes[4];
+  bool streamed;             /* its kernel's weights stream (stream.c) */
+  bool packed_w1;            /* its kernel reads input 1 (weights) only as packed into param slot 1: a
+                                streamed node uploads the packed copy alone (stream.c) */
   void *state;               /* op-private, freed with free() */
   int tparams[KILN_MAX_KPARAMS_NODE]; /* chosen tunable parameters (see kiln_exec_tparams) */
   bool half;                 /* its float tensors are stored as fp16 (precision.c) */
@@ -733,7 +738,18 @@ struct kiln_session {
   int npc;
   uint64_t pc_tick;        /* LRU clock */
   int plans_built;         /* plans made in this session (kiln_run_stats.plans_built) */
+  uint64_t max_memory;     /* kiln_session_set_max_memory: 0 = no limit */
+  uint64_t stream_window;  /* stream.c: the most one streamed kernel held (measured) */
+  uint64_t stream_run_bytes; /* uploaded by streaming in the current run */
+  uint64_t stream_peak_plan; /* the plan's predicted peak (resident + largest streamed kernel) */
 };
+/* Weight streaming under a memory budget (stream.c). */
+void kiln__stream_mark(kiln_graph *g, uint64_t max_memory);
+int kiln__stream_plan(kiln_session *s, kiln_error *err);
+int kiln__stream_before(kiln_session *s, int e, kiln_error *err);
+void kiln__stream_after(kiln_session *s, int e);
+void kiln__stream_tighten(kiln_session *s);
+uint64_t kiln__stream_node_bytes(const kiln_graph *g);
 /* Sequence-typed graph inputs and outputs (seq_io.c): at plan time, each
  * sequence input's items become values of their own ("name[i]", inputs
  * with host data) listed by the input's kiln_seq; before a run they are

@@ -268,6 +268,7 @@ void kiln__session_release_plan(kiln_session *s) {
     if (n->state && n->op && n->op->release) n->op->release(n);
     free(n->state);
     n->state = NULL;
+    n->packed_w1 = n->streamed = false;
     n->tparams_origin = NULL;
   }
   kiln_fusion_free(g);
@@ -567,7 +568,7 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
     /* inputs without a buffer yet: constants, graph inputs (own buffers) */
     for (int k = 0; k < n->nin && !rc; k++) {
       int v = n->in[k];
-      if (v < 0 || g->vals[v].buf) continue;
+      if (v < 0 || g->vals[v].buf || g->vals[v].streamed) continue; /* streamed: uploaded per run (stream.c) */
       kiln_value *val = &g->vals[v];
       /* a value computed inside a fused kernel has no buffer at all (giving
        * it one here made every fused group hold private buffers outside the
@@ -744,7 +745,8 @@ static int plan(kiln_session *s, kiln_error *err) {
       s->nfdec += g->npdec;
     }
   }
-  if ((rc = allocate_buffers(s, err)) != 0) return rc;
+  kiln__stream_mark(g, s->max_memory);
+  if ((rc = allocate_buffers(s, err)) != 0 || (rc = kiln__stream_plan(s, err)) != 0) return rc;
   kiln_device *d = s->d;
   /* elements of sequences read by device nodes need buffers too */
   for (int i = 0; i < g->nnodes; i++) {
@@ -787,6 +789,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
   }
   if ((rc = kiln__seq_upload(s, err)) != 0) return rc;
   kiln_exec x = {.d = d, .g = g, .db = s->db, .recs = s->recs, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1, .profile = s->profile};
+  s->stream_run_bytes = 0;
   int *ev_first = NULL;
   if (s->profile) {
     free(s->ev_lo);
@@ -801,9 +804,11 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     if (ev_first) ev_first[i] = x.nevents;
     if (n->folded || n->skip_dev) continue; /* skip_dev: output aliases the input's buffer */
     if (n->fuse_root >= 0 && !n->fgroup) continue; /* computed by its group's fused kernel */
-    if ((rc = kiln_node_dev(&x, n, err)) == 0 && (n->op->flags & KILN_OP_DYNAMIC) && !n->fgroup) { /* the row count read back */
+    if ((rc = kiln__stream_before(s, i, err)) == 0 && (rc = kiln_node_dev(&x, n, err)) == 0 && (n->op->flags & KILN_OP_DYNAMIC) && !n->fgroup) {
+      /* the row count read back */
       if (!n->op->resolve || (rc = n->op->resolve(&x, n, err)) == 0) rc = kiln__reinfer_after(g, i, err);
     }
+    kiln__stream_after(s, i);
     if (rc != 0) {
       free(ev_first);
       if (err && !strstr(err->msg, n->name)) {
@@ -866,6 +871,9 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
   s->st.programs_compiled = d->programs_compiled;
   s->st.compile_ms = d->compile_ms;
   s->st.codegen_ms = d->codegen_ms;
+  s->st.streamed_bytes = s->stream_run_bytes;
+  s->st.peak_device_bytes = s->st.device_bytes + kiln__stream_node_bytes(g) + s->stream_window;
+  kiln__stream_tighten(s); /* measured above the budget: more weights stream from the next run */
   return 0;
 }
 
@@ -1087,7 +1095,15 @@ int kiln_session_fusion(const kiln_session *s, kiln_fusion_info **out, int *n) {
 int kiln_session_plan_memory(kiln_session *s, uint64_t *bytes, kiln_error *err) {
   int rc = kiln__session_ensure_plan(s, err);
   if (rc) return rc;
-  *bytes = s->st.device_bytes;
+  *bytes = s->max_memory ? s->stream_peak_plan : s->st.device_bytes;
+  return 0;
+}
+
+int kiln_session_set_max_memory(kiln_session *s, uint64_t bytes) {
+  if (s->max_memory == bytes) return 0;
+  s->max_memory = bytes;
+  kiln__plan_cache_clear(s);
+  s->planned = false;
   return 0;
 }
 

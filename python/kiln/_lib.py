@@ -34,7 +34,7 @@ class RunStats(ctypes.Structure):
     _fields_ = [("last_ms", ctypes.c_double), ("kernels_launched", ctypes.c_int), ("programs_compiled", ctypes.c_int),
                 ("compile_ms", ctypes.c_double), ("nodes_folded", ctypes.c_int), ("device_bytes", ctypes.c_uint64),
                 ("intermediate_bytes", ctypes.c_uint64), ("pool_bytes", ctypes.c_uint64), ("plans_built", ctypes.c_int),
-                ("codegen_ms", ctypes.c_double)]
+                ("codegen_ms", ctypes.c_double), ("streamed_bytes", ctypes.c_uint64), ("peak_device_bytes", ctypes.c_uint64)]
 
 
 class DeviceInfo(ctypes.Structure):
