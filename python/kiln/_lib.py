@@ -114,6 +114,7 @@ _SIGS = {
                                                   ctypes.POINTER(ctypes.c_int), _E]),
     "kiln_session_set_fusion": (None, [_P, ctypes.c_int]),
     "kiln_session_set_precision": (ctypes.c_int, [_P, ctypes.c_int, _E]),
+    "kiln_session_set_max_memory": (ctypes.c_int, [_P, ctypes.c_uint64]),
     "kiln_session_set_db": (ctypes.c_int, [_P, _P, _E]),
     "kiln_tensor_free": (None, [ctypes.POINTER(Tensor)]),
     "kiln_db_open_layered": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_P), _E]),

@@ -231,13 +231,17 @@ def get_device():
 
 class InferenceSession:
     """kiln's InferenceSession: InferenceSession(path_or_bytes, sess_options=None,
-    providers=None, provider_options=None, *, device=None, db=None, precision="fp32").
+    providers=None, provider_options=None, *, device=None, db=None, precision="fp32",
+    max_memory=None).
 
     device: an OpenCL device selector as in `kiln run --device` (default
     $KILN_DEVICE, else the first GPU, else the first device). db: a tuning
     database path (default $KILN_DB, else ~/.cache/kiln/tuning.db when it
     exists, with $KILN_DB_PATH's shared layers); db=False runs without one.
     precision: "fp32", "fp16" or "auto", as `kiln run --precision`.
+    max_memory: a device memory budget in bytes, as `kiln run --max-memory`:
+    weights stream from host memory when the plan needs more (get_stats()
+    reports streamed_bytes and peak_device_bytes).
     Inputs whose symbolic dimensions change between calls are planned once per
     distinct set of input shapes; up to 8 such plans are kept (least recently
     used dropped)."""
@@ -255,6 +259,9 @@ class InferenceSession:
         precision = kwargs.pop("precision", "fp32")
         if precision not in ("fp32", "fp16", "auto"):
             raise ValueError("InferenceSession: precision must be 'fp32', 'fp16' or 'auto', not %r" % (precision,))
+        max_memory = kwargs.pop("max_memory", None)
+        if max_memory is not None and (not isinstance(max_memory, int) or max_memory <= 0):
+            raise ValueError("InferenceSession: max_memory must be a positive number of bytes, not %r" % (max_memory,))
         if kwargs:
             raise TypeError("InferenceSession: unknown option(s) %s" % ", ".join(sorted(kwargs)))
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
@@ -305,6 +312,8 @@ class InferenceSession:
             if rc:
                 self._cleanup()
                 _raise(rc, err)
+        if max_memory:
+            _L.kiln_session_set_max_memory(s, max_memory)
         if dbpath is not False:
             self._open_db(dbpath, err)
 

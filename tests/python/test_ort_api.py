@@ -353,3 +353,32 @@ def test_struct_layouts_checked():
     finally:
         _lib._C_NAMES.clear()
         _lib._C_NAMES.update(saved)
+
+
+def test_max_memory_streams(tmp_path):
+    """max_memory below what the plan needs streams weights: same outputs as
+    the unconstrained session, streamed bytes reported; a bad value is refused."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper as h, TensorProto as T, numpy_helper as nh
+    r = np.random.default_rng(5)
+    inits = [nh.from_array((r.standard_normal(s) * 0.1).astype(np.float32), n)
+             for n, s in (("w1", (128, 16, 3, 3)), ("w2", (128, 128, 3, 3)), ("w3", (128, 500)))]
+    nodes = [h.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]), h.make_node("GlobalAveragePool", ["c2"], ["p"]),
+             h.make_node("Flatten", ["p"], ["f"]), h.make_node("MatMul", ["f", "w3"], ["y"])]
+    g = h.make_graph(nodes, "s", [h.make_tensor_value_info("x", T.FLOAT, [1, 16, 16, 16])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 500])], inits)
+    path = str(tmp_path / "s.onnx")
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), path)
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 16, 16, 16)).astype(np.float32)
+    full = ort.InferenceSession(path, db=False)
+    y0 = full.run(None, {"x": x})[0]
+    peak = full.get_stats()["peak_device_bytes"]
+    assert full.get_stats()["streamed_bytes"] == 0 and peak > 0
+    small = ort.InferenceSession(path, db=False, max_memory=peak * 4 // 5)
+    for _ in range(2):
+        y1 = small.run(None, {"x": x})[0]
+        assert np.array_equal(y0, y1)
+        assert small.get_stats()["streamed_bytes"] > 0
+    with pytest.raises(ValueError, match="max_memory"):
+        ort.InferenceSession(path, db=False, max_memory=-1)
