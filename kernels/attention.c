@@ -130,6 +130,5 @@ static void at_defaults(kiln_tunable *t) {
   t->params[AP_ALGO].dflt = blocked_private(t, bq) <= AT_MAX_PRIVATE ? AA_BLOCKED : AA_ROWS;
 }
 
-/* .oclgrind NULL: not yet among tests/oclgrind.sh's families */
-const kiln_family kiln_family_attention = {.name = "attention", .file = "attention.cl", .nparams = AP_COUNT, .params = at_params, .selector = AP_ALGO,
+const kiln_family kiln_family_attention = {.name = "attention", .file = "attention.cl", .oclgrind = "attention", .nparams = AP_COUNT, .params = at_params, .selector = AP_ALGO,
                                             KILN_SOLVERS(at_solvers), .valid = at_valid, .features = at_features, .defaults = at_defaults};
