@@ -105,8 +105,9 @@ enum { EP_WPI, EP_WG, EP_COUNT };
 enum { ED_TOTAL, ED_INNER, ED_BYTES, ED_LAUNCHES };
 extern const kiln_family kiln_family_eltwise;
 
-/* attention (kernels/attention.c): attention.cl */
-enum { AP_QR, AP_KB, AP_VW, AP_DVS, AP_WG, AP_COUNT };
+/* attention (kernels/attention.c): attention.cl; solvers ATT_ALGO = 0 rows, 1 blocked */
+enum { AP_ALGO, AP_QR, AP_KB, AP_VW, AP_DVS, AP_WG, AP_BQ, AP_BK, AP_COUNT };
+enum { AA_ROWS = 0, AA_BLOCKED = 1 };
 enum { AD_BATCH, AD_S, AD_SKV, AD_D, AD_DV, AD_UNIT, AD_MASK, AD_ESIZE };
 extern const kiln_family kiln_family_attention;
 

@@ -30,6 +30,7 @@
  *    scalar constant c) [+ mask]: the scale and the additive mask go into the
  *    softmax kernel (kiln_scale, input 1). */
 #include "kiln_internal.h"
+#include "family.h"
 #include <math.h>
 
 static int add_node(kiln_graph *g, const char *op, const char *name, int nin, const int *in, int out, kiln_error *err) {
@@ -862,6 +863,29 @@ static int note_attention(kiln_graph *g, const char *root, const char *ops, int 
 
 #define ATT_MAX_HEAD 1024 /* head dimensions the attention kernel keeps in private memory */
 
+/* The attention kernel's time at the rate predicted for the two matrix
+ * products it replaces (mm_ns, fitted or measured): their time scaled by
+ * the kernel's arithmetic (its default candidate's features: padding to
+ * whole blocks, the exponentials) over theirs, 2 (D + Dv) per score. Used
+ * when the cost model has only a base estimate of the kernel (no records,
+ * no fitted correction of the family): measured on a POCL CPU, the blocked
+ * kernel runs at or above the rate of the separate products (SD 1024-token
+ * heads 114 GFLOP/s against their 37; BERT's 0.55 ms against their 3.4 ms),
+ * while the base estimate and the products' fitted predictions disagreed
+ * by up to 3x on the same device (VAE's 256x512 head: 1.8 ms against 0.6 ms),
+ * so that comparing the two chose by the models' bias. */
+static double at_gemm_rate(const kiln_tunable *t, double mm_ns, int *how) {
+  int p[KILN_MAX_KPARAMS];
+  for (int i = 0; i < t->nparams; i++) p[i] = t->params[i].dflt;
+  kiln_features f;
+  memset(&f, 0, sizeof f);
+  t->features(t, p, &f);
+  const double scores = (double)t->dims[AD_BATCH] * (double)t->dims[AD_S] * (double)t->dims[AD_SKV];
+  const double mm_flops = scores * 2.0 * (double)(t->dims[AD_D] + t->dims[AD_DV]);
+  *how = 4;
+  return mm_flops > 0 && f.flops > 0 ? mm_ns * f.flops / mm_flops : mm_ns;
+}
+
 /* Rewrites the attention pattern around Softmax node si. 1 when rewritten,
  * 0 if not (a rejected candidate is still recorded), <0 on error. */
 static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kiln_cm_state *cm, const kiln_fusion_costs *costs, kiln_error *err) {
@@ -905,8 +929,10 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
   }
   /* predictions: the separate kernels against one attention kernel */
   double launch_ns = costs && costs->launch_us > 0 ? costs->launch_us * 1e3 : 30e3, bw = costs && costs->bw_gbps > 0 ? costs->bw_gbps : 10.0;
-  int how_u[4] = {0, 0, 0, 0}, how_f = 3;
-  double unfused = node_pred(g, A, pred, cm, launch_ns, bw, how_u) + node_pred(g, sm, pred, cm, launch_ns, bw, how_u) + node_pred(g, B, pred, cm, launch_ns, bw, how_u);
+  int how_u[4] = {0, 0, 0, 0}, how_f = 3, how_mm[4] = {0, 0, 0, 0};
+  const double mm_ns = node_pred(g, A, pred, cm, launch_ns, bw, how_mm) + node_pred(g, B, pred, cm, launch_ns, bw, how_mm);
+  for (int k = 0; k < 4; k++) how_u[k] += how_mm[k];
+  double unfused = mm_ns + node_pred(g, sm, pred, cm, launch_ns, bw, how_u);
   int rm[8], nrm = 0;
   rm[nrm++] = m1;
   rm[nrm++] = m2;
@@ -944,6 +970,7 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
   kiln_tunable t;
   double fused = 0;
   if (cm && pred && cand.op->tunable(g, &cand, &t) == 0 && pred->predict_run(cm, &t, &fused, &how_f) == 0) {
+    if (how_f == 0 && !how_mm[0] && !how_mm[3]) fused = at_gemm_rate(&t, mm_ns, &how_f);
   } else { /* counted traffic: the operands once, no scores or probabilities */
     fused = launch_ns;
     for (int k = 0; k < cand.nin; k++) fused += (double)kiln_value_bytes(&g->vals[cin[k]]) / bw;
@@ -966,7 +993,7 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
   char ops[256], why[192];
   rm[nrm] = si;
   ops_list(g, si, rm, nrm, ops, sizeof ops);
-  static const char *const hows[4] = {"base estimate", "predicted", "measured", "counted traffic"};
+  static const char *const hows[5] = {"base estimate", "predicted", "measured", "counted traffic", "matrix products' rate"};
   char uw[96] = "";
   static const int order[4] = {2, 1, 0, 3};
   for (int k = 0, o = 0; k < 4; k++)

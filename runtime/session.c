@@ -144,6 +144,17 @@ int kiln_model_output_info(const kiln_model *m, int i, kiln_value_info *info) {
   return 0;
 }
 
+/* Dimension `back` from the end of input k of n read through its
+ * transpose attribute (KilnAttention's q_perm, v_perm), 0 if unknown. */
+static double perm_dim(kiln_graph *g, kiln_node *n, int k, const char *attr, int back) {
+  kiln_value *x = kiln_in(g, n, k);
+  if (!x || x->rank < back) return 0;
+  const int64_t *p = NULL;
+  int np = kiln_attr_ints(n, attr, &p), a = x->rank - back;
+  if (np == x->rank) a = (int)p[a];
+  return a >= 0 && a < x->rank ? (double)x->dims[a] : 0;
+}
+
 /* FLOPs of the nodes whose shapes are known (2 per multiply-add). */
 static double node_flops(kiln_graph *g, kiln_node *n) {
   kiln_value *o = kiln_out(g, n, 0);
@@ -163,6 +174,10 @@ static double node_flops(kiln_graph *g, kiln_node *n) {
     int64_t K = a->dims[a->rank - 1];
     if (!strcmp(n->op_type, "Gemm") && kiln_attr_int(n, "transA", 0) && a->rank == 2) K = a->dims[0];
     return 2.0 * out * (double)K;
+  }
+  if (!strcmp(n->op_type, "KilnAttention")) { /* the two products: O [.., S, Dv] over Skv keys, scores over D */
+    double D = perm_dim(g, n, 0, "q_perm", 1), Skv = perm_dim(g, n, 2, "v_perm", 2), Dv = perm_dim(g, n, 2, "v_perm", 1);
+    return Dv > 0 ? 2.0 * out * Skv * (1.0 + D / Dv) : out;
   }
   return out;
 }

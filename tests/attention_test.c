@@ -49,16 +49,35 @@ static void mask_fill(kiln_graph *g, int v) {
   for (int64_t k = 0; k < ne; k++) ((float *)x->data)[k] = (k % last) != 0 && (next_u64() & 3) == 0 ? -10000.0f : 0.0f;
 }
 
+/* A mask of -inf on the first `lead` keys of every row (whole key blocks of
+ * -inf before the first finite score) and on about a quarter of the rest,
+ * never on the last key. */
+static void mask_fill_inf(kiln_graph *g, int v, int64_t lead) {
+  kiln_value *x = &g->vals[v];
+  int64_t ne = kiln_value_numel(x), last = x->dims[x->rank - 1];
+  for (int64_t k = 0; k < ne; k++) {
+    int64_t j = k % last;
+    ((float *)x->data)[k] = j < lead || (j != last - 1 && (next_u64() & 3) == 0) ? -INFINITY : 0.0f;
+  }
+}
+
 /* ---- parameter vectors of the family ---- */
 
 static const char *const vecs[] = {
   "",                                                     /* the defaults (per instance) */
-  "ATT_QR=1,ATT_KB=16,ATT_VW=1,ATT_DVS=1,ATT_WG=0",      /* the generic vector: every shape */
-  "ATT_QR=2,ATT_KB=8,ATT_VW=4",
-  "ATT_QR=4,ATT_KB=32,ATT_VW=2,ATT_DVS=2,ATT_WG=16",
-  "ATT_QR=8,ATT_KB=64,ATT_VW=8,ATT_WG=32",
-  "ATT_QR=1,ATT_KB=16,ATT_VW=1,ATT_DVS=4,ATT_WG=64",
-  "ATT_QR=2,ATT_KB=32,ATT_VW=1,ATT_DVS=8,ATT_WG=128",
+  "ATT_ALGO=0,ATT_QR=1,ATT_KB=16,ATT_VW=1,ATT_DVS=1,ATT_WG=0", /* rows: the generic vector, every shape */
+  "ATT_ALGO=0,ATT_QR=2,ATT_KB=8,ATT_VW=4",
+  "ATT_ALGO=0,ATT_QR=4,ATT_KB=32,ATT_VW=2,ATT_DVS=2,ATT_WG=16",
+  "ATT_ALGO=0,ATT_QR=8,ATT_KB=64,ATT_VW=8,ATT_WG=32",
+  "ATT_ALGO=0,ATT_QR=1,ATT_KB=16,ATT_VW=1,ATT_DVS=4,ATT_WG=64",
+  "ATT_ALGO=0,ATT_QR=2,ATT_KB=32,ATT_VW=1,ATT_DVS=8,ATT_WG=128",
+  /* blocked: query lanes x key blocks, partial blocks at every length here */
+  "ATT_ALGO=1,ATT_BQ=4,ATT_BK=4,ATT_WG=0",
+  "ATT_ALGO=1,ATT_BQ=8,ATT_BK=12,ATT_WG=1",
+  "ATT_ALGO=1,ATT_BQ=16,ATT_BK=24,ATT_WG=2",
+  "ATT_ALGO=1,ATT_BQ=16,ATT_BK=32,ATT_WG=16",
+  "ATT_ALGO=1,ATT_BQ=8,ATT_BK=16,ATT_WG=4",
+  "ATT_ALGO=1,ATT_BQ=4,ATT_BK=8,ATT_WG=128",
   NULL,
 };
 
@@ -194,12 +213,14 @@ static kiln_graph *vae(int64_t S, int64_t D, int *y) {
   return g;
 }
 
-/* K given already transposed ([B, H, D, S] input), 2-D mask [S, S]. */
-static kiln_graph *pre_transposed(int64_t H, int64_t S, int64_t D, int *y) {
+/* K given already transposed ([B, H, D, S] input), 2-D mask [S, S] (inf_lead
+ * > 0: -inf on the first inf_lead keys, mask_fill_inf). */
+static kiln_graph *pre_transposed(int64_t H, int64_t S, int64_t D, int64_t inf_lead, int *y) {
   kiln_graph *g = gnew();
   int64_t qd[4] = {1, H, S, D}, kd[4] = {1, H, D, S}, md[2] = {S, S};
   int q = gval(g, "q", 4, qd, false, 1), kt = gval(g, "kt", 4, kd, false, 1), v = gval(g, "v", 4, qd, false, 1), mv = gval(g, "mask", 2, md, false, 1);
-  mask_fill(g, mv);
+  if (inf_lead > 0) mask_fill_inf(g, mv, inf_lead);
+  else mask_fill(g, mv);
   int sc = g2(g, "MatMul", q, kt);
   sc = g2(g, "Mul", sc, gscalar(g, "scale", 0.125f));
   sc = g2(g, "Add", mv, sc);
@@ -274,17 +295,23 @@ int main(int argc, char **argv) {
   }
   kiln_device_set_options(dev, &(kiln_options){.attention_fuse = KILN_FUSE_ALWAYS}, &err); /* the kernel runs whatever the prediction */
   g = mha(2, 37, 64, true, &y);
-  run_case("BERT-like H=2 S=37 D=64, scale + mask", g, y, true, 1, 7);
+  run_case("BERT-like H=2 S=37 D=64, scale + mask", g, y, true, 1, 13);
   g = mha(4, 128, 64, true, &y);
-  run_case("BERT-like H=4 S=128 D=64, scale + mask", g, y, true, 1, 7);
+  run_case("BERT-like H=4 S=128 D=64, scale + mask", g, y, true, 1, 13);
   g = mha(2, 37, 64, true, &y);
   run_case("BERT-like, fusion off", g, y, false, 0, 0);
   g = vae(64, 40, &y);
-  run_case("VAE-like S=64 D=40, Mul scale, K via Transpose", g, y, true, 1, 7);
-  g = pre_transposed(2, 45, 16, &y);
-  run_case("K pre-transposed H=2 S=45 D=16, 2-D mask", g, y, true, 1, 7);
+  run_case("VAE-like S=64 D=40, Mul scale, K via Transpose", g, y, true, 1, 13);
+  g = vae(77, 40, &y);
+  run_case("VAE-like S=77 D=40 (partial blocks)", g, y, true, 1, 13);
+  g = pre_transposed(2, 45, 16, 0, &y);
+  run_case("K pre-transposed H=2 S=45 D=16, 2-D mask", g, y, true, 1, 13);
+  g = pre_transposed(2, 53, 8, 37, &y);
+  run_case("K pre-transposed H=2 S=53 D=8, -inf mask lead 37", g, y, true, 1, 13);
   g = broadcast(19, 64, 24, &y);
-  run_case("broadcast batches, no scale/mask, Dv=24", g, y, true, 1, 7);
+  run_case("broadcast batches, no scale/mask, Dv=24", g, y, true, 1, 13);
+  g = broadcast(3, 5, 7, &y);
+  run_case("broadcast batches S=3 D=5 Dv=7 (tiny)", g, y, true, 1, 13);
   g = scores_escape(21, 64, &y);
   run_case("scores read by another node: not rewritten", g, y, true, 0, 0);
   printf("%d runs compared, %d cases failed\n", runs, fails);

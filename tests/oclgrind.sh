@@ -68,6 +68,7 @@ if [ -z "$PY" ]; then echo "SKIP: needs python3 with the onnx module (apt-get in
 T=$(mktemp -d "${TMPDIR:-/tmp}/kiln-oclgrind.XXXXXX") || exit 1
 if [ "${OG_KEEP:-0}" = 1 ]; then echo "work directory: $T"; else trap 'rm -rf "$T"' EXIT; trap 'exit 130' INT TERM; fi
 export KILN_CACHE_DIR=off
+export KILN_ATTENTION_FUSE=1 # the attention models run as one KilnAttention kernel whatever the prediction
 unset KILN_DEVICE KILN_DB
 if [ "${OG_OPT:-0}" = 1 ]; then
   OG="nice -n 10 $OCLGRIND --check-api --data-races --inst-counts"
@@ -187,6 +188,17 @@ save("sm_logsoftmax_257", N("LogSoftmax", ["a"], ["y"], axis=1), [vi("a", F32, [
 save("sm_hardmax_odd", N("Hardmax", ["a"], ["y"], axis=1), [vi("a", F32, [3, 13, 5])], Y)
 save("sm_softmax_lines", N("Softmax", ["a"], ["y"], axis=-1), [vi("a", F32, [70, 37])], Y)
 
+# attention (KilnAttention, fused with KILN_ATTENTION_FUSE=1 below): query
+# and key counts that leave partial blocks of both solvers, a full additive
+# mask [1,1,S,Skv] (per-query gathers), K read through its Transpose, Dv != D
+save("at_mha_mask", [N("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]), N("MatMul", ["q", "kt"], ["s"]), N("Div", ["s", "sc"], ["ss"]),
+     N("Add", ["ss", "m"], ["sm"]), N("Softmax", ["sm"], ["p"], axis=-1), N("MatMul", ["p", "v"], ["y"])],
+     [vi("q", F32, [1, 2, 19, 8]), vi("k", F32, [1, 2, 21, 8]), vi("v", F32, [1, 2, 21, 6]), vi("m", F32, [1, 1, 19, 21])], Y,
+     [const("sc", np.float32(2.8))])
+save("at_single_odd", [N("Transpose", ["k"], ["kt"], perm=[0, 2, 1]), N("MatMul", ["q", "kt"], ["s"]), N("Mul", ["s", "sc"], ["ss"]),
+     N("Softmax", ["ss"], ["p"], axis=-1), N("MatMul", ["p", "v"], ["y"])],
+     [vi("q", F32, [1, 37, 5]), vi("k", F32, [1, 37, 5]), vi("v", F32, [1, 37, 3])], Y, [const("sc", np.float32(0.45))])
+
 # norm: 64-wide work-groups over rows that are not multiples of 64
 save("nm_layernorm_130", N("LayerNormalization", ["a", "s", "b"], ["y"], axis=-1), [vi("a", F32, [3, 130])], Y, [const("s", w(130)), const("b", w(130))])
 save("nm_groupnorm", N("GroupNormalization", ["a", "s", "b"], ["y"], num_groups=3), [vi("a", F32, [2, 6, 5, 7])], Y, [const("s", w(3)), const("b", w(3))])
@@ -279,6 +291,8 @@ need_reduce="reduce_item reduce_wg arg_reduce cumsum_line topk_rank nll_elem nll
 conf_softmax="softmax_axis_0 softmax_axis_2 softmax_large_number logsoftmax_axis_1 logsoftmax_negative_axis hardmax_one_hot hardmax_axis_1"
 run_softmax="sm_softmax_300 sm_logsoftmax_257 sm_hardmax_odd sm_softmax_lines"
 need_softmax="softmax_item softmax_wg"
+run_attention="at_mha_mask at_single_odd"
+need_attention="attention"
 conf_norm="batchnorm_epsilon batchnorm_example_training_mode instancenorm_example instancenorm_epsilon layer_normalization_3d_axis1_epsilon
   layer_normalization_4d_axis_negative_2 layer_normalization_2d_axis0 lrn lrn_default mvn quantizelinear_axis dequantizelinear_axis
   dynamicquantizelinear_max_adjusted"

@@ -13,7 +13,8 @@
  * Attribute kiln_scale (default 1) multiplies the scores.
  *
  * CPU reference: per row, the full softmax in double precision. Device:
- * kernels/attention.cl, tunable family "attention". */
+ * kernels/attention.cl, tunable family "attention" (solvers rows and
+ * blocked, kernels/attention.c). */
 #include "kiln_internal.h"
 #include "family.h"
 #include <math.h>
@@ -286,6 +287,10 @@ static int at_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (!mm) return err->status;
   char ty[256], opts[512];
   snprintf(opts, sizeof opts, "%s -DATT_D=%lld -DATT_DV=%lld", kiln_cl_type_opts(t.dtype, ty, sizeof ty), (long long)G.D, (long long)G.Dv);
+  const bool blocked = p[AP_ALGO] == AA_BLOCKED;
+  if (blocked) /* K's and V's strides as constants: a key block's loads at fixed offsets */
+    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DATT_KRS=%lld -DATT_KCS=%lld -DATT_VRS=%lld -DATT_VCS=%lld",
+             (long long)G.st[OP_K][AT_MAXB], (long long)G.st[OP_K][AT_MAXB + 1], (long long)G.st[OP_V][AT_MAXB], (long long)G.st[OP_V][AT_MAXB + 1]);
   kiln_tunable_opts(&t, p, opts, sizeof opts);
   cl_kernel k = kiln_cl_kernel(x->d, AT_CL, opts, "attention", err);
   if (!k) return err->status;
@@ -296,7 +301,7 @@ static int at_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   size_t ss = t.dtype == KILN_DT_DOUBLE ? sizeof sd : sizeof sf;
   const void *sp = t.dtype == KILN_DT_DOUBLE ? (const void *)&sd : (const void *)&sf;
   cl_int has_mask = G.mask;
-  const int qr = p[AP_QR], dvs = p[AP_DVS], wg = p[AP_WG];
+  const int qr = blocked ? p[AP_BQ] : p[AP_QR], dvs = blocked ? 1 : p[AP_DVS], wg = p[AP_WG];
   cl_long items = (cl_long)(G.batch * ((G.S + qr - 1) / qr) * dvs);
   if ((rc = kiln_cl_args(k, err, KARG(bq), KARG(bk), KARG(bv), KARG(bm), KARG(bo), KARG(mm), ss, sp, KARG(has_mask), KARG(items), KEND)) != 0) return rc;
   size_t lws = (size_t)wg, gws = wg > 0 ? (size_t)((items + wg - 1) / wg) * (size_t)wg : (size_t)items;
