@@ -44,7 +44,12 @@
  *            (pack_wino4_oc), wino4_out with bias and epilogue: 1.78x fewer
  *            multiplications than F(2x2,3x3), 4x fewer than direct, with a
  *            larger rounding error (tests/conv_params.c holds it to the same
- *            1e-4 of max |ref|).
+ *            1e-4 of max |ref|);
+ *   pw       1x1 stride 1 (no pads) as one GEMM of the weights packed in
+ *            panels of GEMM_TM rows with the input itself (conv_pw): no
+ *            im2col copy, the register block of gemm_panel (several row
+ *            blocks per K step over GEMM_TN columns), PANEL_WG column blocks
+ *            per work-group.
  * The GEMM-based solvers (1x1, im2col, wino) share the register tile
  * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
  * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
@@ -53,7 +58,7 @@
 #include "ops/window.h"
 #include "conv.h"
 
-enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4 };
+enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4, CONV_A_PW };
 static const kiln_kparam conv_kparams[CP_COUNT] = {
   [CP_ALGO] = {"CONV_ALGO", 0, {0}, CONV_A_DIRECT}, /* values: the registry's indices (conv_tunable_of) */
   [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
@@ -700,6 +705,53 @@ static int dw_launch_of(const conv_ctx *c, bool vec, kiln_error *err) {
 static int dw_launch(const conv_ctx *c, kiln_error *err) { return dw_launch_of(c, false, err); }
 static int dwv_launch(const conv_ctx *c, kiln_error *err) { return dw_launch_of(c, true, err); }
 
+/* -- pw: 1x1 stride 1 on the input itself, gemm_panel's register block ---- */
+
+/* Row blocks of GEMM_TM per conv_pw work-item: conv_panel_mb's rule (up to
+ * 64 rows while at least 8 work-items remain). */
+static int pw_mb(const kiln_tunable *t, int tm, int tn) {
+  return conv_panel_mb(t->dims[CD_M], tm, ceil_div(t->dims[CD_P], tn), t->dims[CD_NB]);
+}
+
+static int pw_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  if (!wconst(t) || !(t->dims[CD_FLAGS] & CF_1X1) || (t->dims[CD_FLAGS] & CF_DW)) return -1;
+  if ((size_t)p[CP_PWG] > d->max_work_group) return -1;
+  return gemm_tile_fits(t, p, t->dims[CD_P]);
+}
+
+static void pw_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  conv_sizes s = sizes_of(t, f);
+  int tm = p[CP_GTM], tn = p[CP_GTN], mb = pw_mb(t, tm, tn);
+  int64_t np = ceil_div(s.P, tn), nr = ceil_div(ceil_div(s.M, tm), mb);
+  f->flops = 2.0 * s.nb * round_up(s.M, tm) * s.K * round_up(s.P, tn); /* whole register tiles */
+  f->wg_size = p[CP_PWG];
+  f->work_groups = (double)s.nb * ceil_div(np, p[CP_PWG]) * nr;
+  /* the input once per group of row blocks (a work-item's K x TN block stays
+   * in cache across its blocks), the weights once per column block */
+  f->bytes = s.in_bytes * (double)nr + s.wbytes * (double)np + s.ybytes;
+  f->vec = 8;
+}
+
+static int pw_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  int tm = c->p[CP_GTM], tn = c->p[CP_GTN];
+  cl_mem A = conv_packed(c, pack_panels, tm, err);
+  if (!A) return err->status;
+  int64_t np = ceil_div(c->osz, tn), nmb = ceil_div(c->ocg, tm), NB = w->n * w->group;
+  int mb = conv_panel_mb(c->ocg, tm, np, NB);
+  char opts[sizeof c->opts + 32];
+  snprintf(opts, sizeof opts, "%s -DPW_MB=%d", c->opts, mb);
+  cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_pw", err);
+  if (!k) return err->status;
+  if (kiln_cl_args(k, err, KARG(c->bx), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),
+                   KEND))
+    return err->status;
+  size_t wg = (size_t)c->p[CP_PWG];
+  size_t gws[3] = {(size_t)ceil_div(np, (int64_t)wg) * wg, (size_t)ceil_div(nmb, mb), (size_t)NB};
+  size_t lws[3] = {wg, 1, 1};
+  return kiln_exec_launch(c->x, k, 3, gws, lws, err);
+}
+
 static int never(const kiln_tunable *t) { return 0; }
 
 /* The registry; an entry's index is its CONV_ALGO value, so entries are
@@ -715,6 +767,7 @@ const kiln_conv_solver kiln_conv_solvers[] = {
   [CONV_A_WINOP] = {{"winop", PANEL_USES, CONV_A_WINOP}, wino_applies, never, winop_features, winop_launch},
   [CONV_A_DWV] = {{"dwv", USES(CP_DWVW), CONV_A_DWV}, dwv_applies, never, dwv_features, dwv_launch},
   [CONV_A_WINOP4] = {{"winop4", PANEL_USES, CONV_A_WINOP4}, wino4_applies, never, winop4_features, winop4_launch},
+  [CONV_A_PW] = {{"pw", PANEL_USES, CONV_A_PW}, pw_applies, never, pw_features, pw_launch},
 };
 const int kiln_conv_nsolvers = (int)(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0]);
 _Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CONV_ALGO holds at most 16 values (kiln_kparam.vals)");
