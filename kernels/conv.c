@@ -707,11 +707,16 @@ static int dwv_launch(const conv_ctx *c, kiln_error *err) { return dw_launch_of(
 
 /* -- pw: 1x1 stride 1 on the input itself, gemm_panel's register block ---- */
 
-/* Row blocks of GEMM_TM per conv_pw work-item: conv_panel_mb's rule (up to
- * 64 rows while at least 8 work-items remain). */
-static int pw_mb(const kiln_tunable *t, int tm, int tn) {
-  return conv_panel_mb(t->dims[CD_M], tm, ceil_div(t->dims[CD_P], tn), t->dims[CD_NB]);
+/* Row blocks of GEMM_TM per conv_pw work-item: all of them up to 96 rows
+ * (the input is then read once), else an even split into parts of at most
+ * 64 rows; fewer while under 8 work-items would remain. */
+static int pw_mb_of(int64_t M, int tm, int64_t np, int64_t nb) {
+  int64_t nmb = ceil_div(M, tm), parts = nmb * tm <= 96 ? 1 : ceil_div(nmb * tm, 64);
+  while (parts < nmb && np * parts * nb < 8) parts++;
+  return (int)ceil_div(nmb, parts);
 }
+
+static int pw_mb(const kiln_tunable *t, int tm, int tn) { return pw_mb_of(t->dims[CD_M], tm, ceil_div(t->dims[CD_P], tn), t->dims[CD_NB]); }
 
 static int pw_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   if (!wconst(t) || !(t->dims[CD_FLAGS] & CF_1X1) || (t->dims[CD_FLAGS] & CF_DW)) return -1;
@@ -738,7 +743,7 @@ static int pw_launch(const conv_ctx *c, kiln_error *err) {
   cl_mem A = conv_packed(c, pack_panels, tm, err);
   if (!A) return err->status;
   int64_t np = ceil_div(c->osz, tn), nmb = ceil_div(c->ocg, tm), NB = w->n * w->group;
-  int mb = conv_panel_mb(c->ocg, tm, np, NB);
+  int mb = pw_mb_of(c->ocg, tm, np, NB);
   char opts[sizeof c->opts + 32];
   snprintf(opts, sizeof opts, "%s -DPW_MB=%d", c->opts, mb);
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_pw", err);

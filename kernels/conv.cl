@@ -731,7 +731,8 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
  * columns (pixels) and PW_MB blocks of GEMM_TM rows, PW_RB blocks at a time
  * in registers (the register block of gemm.cl's gemm_panel: PW_RB*GEMM_TM x
  * GEMM_TN accumulators, at most 16 vectors), one after another over the
- * same K x GEMM_TN block of x, which stays in cache. The last column block
+ * same K x GEMM_TN block of x, which stays in cache (PW_MB need not be a
+ * multiple of PW_RB: the rows past a work-item's own are not stored). The last column block
  * of a row is read guarded. Work-groups of PANEL_WG column blocks.
  * grid: (ceil(ceil(P/TN)/PANEL_WG)*PANEL_WG, ceil(ceil(M/TM)/PW_MB), N*G) */
 #ifndef PW_MB
@@ -759,49 +760,50 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
 #endif
 #if CONV_USES(10)
 /* PW_RB*GEMM_TM rows of Y from row m0 (packed row block m0/GEMM_TM, blocks
- * past the last one clamped), columns p0..p0+GEMM_TN-1 of x's rows xb
- * (row stride P; guarded when the block passes P). */
+ * past the last one clamped), rows below mlim stored; columns
+ * p0..p0+GEMM_TN-1 of x's rows xb (row stride P; guarded when the block
+ * passes P). */
 inline void pw_block(__global const T *xb, __global const T *A, __global const T *bias, __global T *y, const int M, const int K,
-                     const int P, const int p0, const int m0, const long ybase, const int cbase, const int has_bias,
+                     const int P, const int p0, const int m0, const int mlim, const long ybase, const int cbase, const int has_bias,
                      __global const T *e0, __global const T *e1) {
   const int nmb = (M + GEMM_TM - 1) / GEMM_TM;
   const bool full = p0 + GEMM_TN <= P;
   PWV acc[PW_RB * GEMM_TM][PW_NV];
-  for (int i = 0; i < PW_RB * GEMM_TM; i++)
-    for (int v = 0; v < PW_NV; v++) acc[i][v] = (PWV)0;
+  _Pragma("unroll") for (int i = 0; i < PW_RB * GEMM_TM; i++)
+    _Pragma("unroll") for (int v = 0; v < PW_NV; v++) acc[i][v] = (PWV)0;
   __global const T *pa[PW_RB];
-  for (int u = 0; u < PW_RB; u++) pa[u] = A + (long)min(m0 / GEMM_TM + u, nmb - 1) * K * GEMM_TM;
+  _Pragma("unroll") for (int u = 0; u < PW_RB; u++) pa[u] = A + (long)min(m0 / GEMM_TM + u, nmb - 1) * K * GEMM_TM;
   __global const T *xp = xb + p0;
   for (int k = 0; k < K; k++, xp += P) {
     PWV b[PW_NV];
     if (full) {
-      for (int v = 0; v < PW_NV; v++) b[v] = PW_LOAD(v, xp);
+      _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] = PW_LOAD(v, xp);
     } else {
       T t[GEMM_TN];
-      for (int q = 0; q < GEMM_TN; q++) t[q] = p0 + q < P ? xp[q] : (T)0;
-      for (int v = 0; v < PW_NV; v++) b[v] = PW_LOAD(v, t);
+      _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++) t[q] = p0 + q < P ? xp[q] : (T)0;
+      _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] = PW_LOAD(v, t);
     }
-    for (int u = 0; u < PW_RB; u++)
-      for (int i = 0; i < GEMM_TM; i++) {
+    _Pragma("unroll") for (int u = 0; u < PW_RB; u++)
+      _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) {
         const PWV a = (PWV)(pa[u][i]);
-        for (int v = 0; v < PW_NV; v++) acc[u * GEMM_TM + i][v] = mad(a, b[v], acc[u * GEMM_TM + i][v]);
+        _Pragma("unroll") for (int v = 0; v < PW_NV; v++) acc[u * GEMM_TM + i][v] = mad(a, b[v], acc[u * GEMM_TM + i][v]);
       }
-    for (int u = 0; u < PW_RB; u++) pa[u] += GEMM_TM;
+    _Pragma("unroll") for (int u = 0; u < PW_RB; u++) pa[u] += GEMM_TM;
   }
-  for (int i = 0; i < PW_RB * GEMM_TM; i++) {
+  _Pragma("unroll") for (int i = 0; i < PW_RB * GEMM_TM; i++) {
     const int m = m0 + i;
-    if (m >= M) break;
+    if (m >= mlim) break;
     const T bs = has_bias ? bias[cbase + m] : (T)0;
     const long yo = ybase + (long)m * P + p0;
     T t[GEMM_TN];
-    for (int v = 0; v < PW_NV; v++) PW_STORE(acc[i][v] + (PWV)(bs), v, t);
+    _Pragma("unroll") for (int v = 0; v < PW_NV; v++) PW_STORE(acc[i][v] + (PWV)(bs), v, t);
 #ifdef KILN_EPI
-    for (int q = 0; q < GEMM_TN; q++) t[q] = EPI(t[q], yo + q, cbase + m);
+    _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++) t[q] = EPI(t[q], yo + q, cbase + m);
 #endif
     if (full) {
-      for (int v = 0; v < PW_NV; v++) PW_STORE(PW_LOAD(v, t), v, y + yo);
+      _Pragma("unroll") for (int v = 0; v < PW_NV; v++) PW_STORE(PW_LOAD(v, t), v, y + yo);
     } else {
-      for (int q = 0; q < GEMM_TN; q++)
+      _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++)
         if (p0 + q < P) y[yo + q] = t[q];
     }
   }
@@ -819,10 +821,11 @@ void conv_pw(__global const T *x, __global const T *A, __global const T *bias, _
   __global const T *xb = x + ((long)n * C + (long)g * K) * P;
   __global const T *Ag = A + (long)g * nmb * K * GEMM_TM;
   const long ybase = ((long)n * OC + (long)g * M) * P;
+  const int mlim = min(M, (r + 1) * PW_MB * GEMM_TM); /* this work-item's rows end there */
   for (int mi = 0; mi < PW_MB; mi += PW_RB) {
     const int m0 = (r * PW_MB + mi) * GEMM_TM;
     if (m0 >= M) break;
-    pw_block(xb, Ag, bias, y, M, K, P, p0, m0, ybase, g * M, has_bias, e0, e1);
+    pw_block(xb, Ag, bias, y, M, K, P, p0, m0, mlim, ybase, g * M, has_bias, e0, e1);
   }
 }
 #endif
