@@ -41,8 +41,8 @@
  *   wino4_in_p, wino4_out  [algo 9] Winograd F(4x4,3x3): the input transform
  *                 into panels for gemm.cl's gemm_panel (36 products) and the
  *                 output transform with bias and epilogue.
- *   conv_pw       [algo 10] 1x1 stride 1 as a register-blocked GEMM of the
- *                 packed weights with the input itself (no im2col).
+ *   conv_pw       [algo 6 on 1x1 stride-1 convs] a register-blocked GEMM of
+ *                 the packed weights with the input itself (no im2col).
  *                 grid: (ceil(P/TN) in groups of PANEL_WG, row blocks, N*G)
  *   convt_gather  ConvTranspose, one output element per work-item.
  *                 grid: (OD*OH*OW, OC, N)
@@ -724,7 +724,7 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
 }
 #endif
 
-/* [algo 10] 1x1 convolution (stride 1, no pads) as a packed GEMM on the
+/* [algo 6 on 1x1 stride-1 convs] 1x1 convolution (stride 1, no pads) as a packed GEMM on the
  * input itself, no im2col: Y[n][g*M + m][p] = sum_k A[g][m][k] * x[n][g*K
  * + k][p] (+ bias, epilogue), A the weights packed in panels of GEMM_TM rows
  * ([K][GEMM_TM] per panel, as conv_gemm's). Each work-item takes GEMM_TN
@@ -758,7 +758,7 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
 #else
 #define PW_RB 1
 #endif
-#if CONV_USES(10)
+#if CONV_USES(6)
 /* PW_RB*GEMM_TM rows of Y from row m0 (packed row block m0/GEMM_TM, blocks
  * past the last one clamped), rows below mlim stored; columns
  * p0..p0+GEMM_TN-1 of x's rows xb (row stride P; guarded when the block
