@@ -724,16 +724,16 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
 }
 #endif
 
-/* [algo 6 on 1x1 stride-1 convs] 1x1 convolution (stride 1, no pads) as a packed GEMM on the
- * input itself, no im2col: Y[n][g*M + m][p] = sum_k A[g][m][k] * x[n][g*K
+/* [algo 6 on 1x1 stride-1 convs] 1x1 convolution (stride 1, no pads) as a
+ * packed GEMM on the input itself, no im2col: Y[n][g*M + m][p] = sum_k A[g][m][k] * x[n][g*K
  * + k][p] (+ bias, epilogue), A the weights packed in panels of GEMM_TM rows
  * ([K][GEMM_TM] per panel, as conv_gemm's). Each work-item takes GEMM_TN
  * columns (pixels) and PW_MB blocks of GEMM_TM rows, PW_RB blocks at a time
  * in registers (the register block of gemm.cl's gemm_panel: PW_RB*GEMM_TM x
  * GEMM_TN accumulators, at most 16 vectors), one after another over the
  * same K x GEMM_TN block of x, which stays in cache (PW_MB need not be a
- * multiple of PW_RB: the rows past a work-item's own are not stored). The last column block
- * of a row is read guarded. Work-groups of PANEL_WG column blocks.
+ * multiple of PW_RB: the rows past a work-item's own are not stored). The
+ * last column block of a row is read guarded. Work-groups of PANEL_WG column blocks.
  * grid: (ceil(ceil(P/TN)/PANEL_WG)*PANEL_WG, ceil(ceil(M/TM)/PW_MB), N*G) */
 #ifndef PW_MB
 #define PW_MB 1 // conv_pw: blocks of GEMM_TM rows per work-item (host sets it)
@@ -750,6 +750,21 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
 #define PWV CAT(T, PW_VW)
 #define PW_LOAD CAT(vload, PW_VW)
 #define PW_STORE CAT(vstore, PW_VW)
+/* global storage: ST elements read by LD and written by SV, vectors by
+ * PW_LOADG / PW_STOREG (float/double here; where the file defines ST, LD
+ * and SV for fp16 storage, T_DTYPE 10, halfs converted to T) */
+#ifndef ST
+#define ST T
+#define LD(p, i) ((p)[i])
+#define SV(p, i, v) ((p)[i] = (v))
+#endif
+#if defined(T_DTYPE) && T_DTYPE == 10
+#define PW_LOADG CAT(vload_half, PW_VW)
+#define PW_STOREG CAT(CAT(vstore_half, PW_VW), _rte)
+#else
+#define PW_LOADG PW_LOAD
+#define PW_STOREG PW_STORE
+#endif
 #define PW_RBCAP (16 / (GEMM_TM * PW_NV))
 #if PW_RBCAP >= 4 && PW_MB >= 4
 #define PW_RB 4
@@ -763,29 +778,29 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
  * past the last one clamped), rows below mlim stored; columns
  * p0..p0+GEMM_TN-1 of x's rows xb (row stride P; guarded when the block
  * passes P). */
-inline void pw_block(__global const T *xb, __global const T *A, __global const T *bias, __global T *y, const int M, const int K,
+inline void pw_block(__global const ST *xb, __global const ST *A, __global const ST *bias, __global ST *y, const int M, const int K,
                      const int P, const int p0, const int m0, const int mlim, const long ybase, const int cbase, const int has_bias,
-                     __global const T *e0, __global const T *e1) {
+                     __global const ST *e0, __global const ST *e1) {
   const int nmb = (M + GEMM_TM - 1) / GEMM_TM;
   const bool full = p0 + GEMM_TN <= P;
   PWV acc[PW_RB * GEMM_TM][PW_NV];
   _Pragma("unroll") for (int i = 0; i < PW_RB * GEMM_TM; i++)
     _Pragma("unroll") for (int v = 0; v < PW_NV; v++) acc[i][v] = (PWV)0;
-  __global const T *pa[PW_RB];
+  __global const ST *pa[PW_RB];
   _Pragma("unroll") for (int u = 0; u < PW_RB; u++) pa[u] = A + (long)min(m0 / GEMM_TM + u, nmb - 1) * K * GEMM_TM;
-  __global const T *xp = xb + p0;
+  __global const ST *xp = xb + p0;
   for (int k = 0; k < K; k++, xp += P) {
     PWV b[PW_NV];
     if (full) {
-      _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] = PW_LOAD(v, xp);
+      _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] = PW_LOADG(v, xp);
     } else {
       T t[GEMM_TN];
-      _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++) t[q] = p0 + q < P ? xp[q] : (T)0;
+      _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++) t[q] = p0 + q < P ? LD(xp, q) : (T)0;
       _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] = PW_LOAD(v, t);
     }
     _Pragma("unroll") for (int u = 0; u < PW_RB; u++)
       _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) {
-        const PWV a = (PWV)(pa[u][i]);
+        const PWV a = (PWV)(LD(pa[u], i));
         _Pragma("unroll") for (int v = 0; v < PW_NV; v++) acc[u * GEMM_TM + i][v] = mad(a, b[v], acc[u * GEMM_TM + i][v]);
       }
     _Pragma("unroll") for (int u = 0; u < PW_RB; u++) pa[u] += GEMM_TM;
@@ -793,7 +808,7 @@ inline void pw_block(__global const T *xb, __global const T *A, __global const T
   _Pragma("unroll") for (int i = 0; i < PW_RB * GEMM_TM; i++) {
     const int m = m0 + i;
     if (m >= mlim) break;
-    const T bs = has_bias ? bias[cbase + m] : (T)0;
+    const T bs = has_bias ? LD(bias, cbase + m) : (T)0;
     const long yo = ybase + (long)m * P + p0;
     T t[GEMM_TN];
     _Pragma("unroll") for (int v = 0; v < PW_NV; v++) PW_STORE(acc[i][v] + (PWV)(bs), v, t);
@@ -801,25 +816,25 @@ inline void pw_block(__global const T *xb, __global const T *A, __global const T
     _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++) t[q] = EPI(t[q], yo + q, cbase + m);
 #endif
     if (full) {
-      _Pragma("unroll") for (int v = 0; v < PW_NV; v++) PW_STORE(PW_LOAD(v, t), v, y + yo);
+      _Pragma("unroll") for (int v = 0; v < PW_NV; v++) PW_STOREG(PW_LOAD(v, t), v, y + yo);
     } else {
       _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++)
-        if (p0 + q < P) y[yo + q] = t[q];
+        if (p0 + q < P) SV(y, yo + q, t[q]);
     }
   }
 }
 
 __kernel __attribute__((reqd_work_group_size(PANEL_WG, 1, 1)))
-void conv_pw(__global const T *x, __global const T *A, __global const T *bias, __global T *y, __global const int *m,
-             int has_bias, __global const T *e0, __global const T *e1) {
+void conv_pw(__global const ST *x, __global const ST *A, __global const ST *bias, __global ST *y, __global const int *m,
+             int has_bias, __global const ST *e0, __global const ST *e1) {
   const int C = m[M_C], OC = m[M_OC], G = m[M_G], K = m[M_ICG], M = m[M_OCG];
   const int P = m[M_OUT] * m[M_OUT + 1] * m[M_OUT + 2];
   const int p0 = get_global_id(0) * GEMM_TN, r = get_global_id(1), b = get_global_id(2);
   const int nmb = (M + GEMM_TM - 1) / GEMM_TM;
   if (p0 >= P || r * PW_MB >= nmb) return; /* the grid's padding to whole work-groups */
   const int n = b / G, g = b % G;
-  __global const T *xb = x + ((long)n * C + (long)g * K) * P;
-  __global const T *Ag = A + (long)g * nmb * K * GEMM_TM;
+  __global const ST *xb = x + ((long)n * C + (long)g * K) * P;
+  __global const ST *Ag = A + (long)g * nmb * K * GEMM_TM;
   const long ybase = ((long)n * OC + (long)g * M) * P;
   const int mlim = min(M, (r + 1) * PW_MB * GEMM_TM); /* this work-item's rows end there */
   for (int mi = 0; mi < PW_MB; mi += PW_RB) {
