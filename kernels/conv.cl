@@ -789,9 +789,12 @@ inline void pw_block(__global const ST *xb, __global const ST *A, __global const
   __global const ST *pa[PW_RB];
   _Pragma("unroll") for (int u = 0; u < PW_RB; u++) pa[u] = A + (long)min(m0 / GEMM_TM + u, nmb - 1) * K * GEMM_TM;
   __global const ST *xp = xb + p0;
+  /* rows k < kv can be read as whole vectors even in a partial block: their
+   * GEMM_TN elements end inside this group's K rows of x */
+  const int kv = K - (p0 + GEMM_TN + P - 1) / P + 1;
   for (int k = 0; k < K; k++, xp += P) {
     PWV b[PW_NV];
-    if (full) {
+    if (full || k < kv) { /* a partial block's lanes past P read the next rows (results dropped) */
       _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] = PW_LOADG(v, xp);
     } else {
       T t[GEMM_TN];
@@ -810,16 +813,18 @@ inline void pw_block(__global const ST *xb, __global const ST *A, __global const
     if (m >= mlim) break;
     const T bs = has_bias ? LD(bias, cbase + m) : (T)0;
     const long yo = ybase + (long)m * P + p0;
-    T t[GEMM_TN];
-    _Pragma("unroll") for (int v = 0; v < PW_NV; v++) PW_STORE(acc[i][v] + (PWV)(bs), v, t);
+    _Pragma("unroll") for (int v = 0; v < PW_NV; v++) {
+      PWV o = acc[i][v] + (PWV)(bs);
+      T *ro = (T *)&o;
 #ifdef KILN_EPI
-    _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++) t[q] = EPI(t[q], yo + q, cbase + m);
+      /* a loop, not unrolled: an epilogue with exp (SiLU) unrolled over the
+       * whole tile ran twice as slow on efficientnet_b0 */
+      for (int e = 0; e < PW_VW; e++) ro[e] = EPI(ro[e], yo + v * PW_VW + e, cbase + m);
 #endif
-    if (full) {
-      _Pragma("unroll") for (int v = 0; v < PW_NV; v++) PW_STOREG(PW_LOAD(v, t), v, y + yo);
-    } else {
-      _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++)
-        if (p0 + q < P) SV(y, yo + q, t[q]);
+      if (full) PW_STOREG(o, v, y + yo);
+      else
+        for (int e = 0; e < PW_VW; e++)
+          if (p0 + v * PW_VW + e < P) SV(y, yo + v * PW_VW + e, ro[e]);
     }
   }
 }
