@@ -41,6 +41,9 @@
  *   wino4_in_p, wino4_out  [algo 9] Winograd F(4x4,3x3): the input transform
  *                 into panels for gemm.cl's gemm_panel (36 products) and the
  *                 output transform with bias and epilogue.
+ *   conv_pw       [algo 6 on 1x1 stride-1 convs] a register-blocked GEMM of
+ *                 the packed weights with the input itself (no im2col).
+ *                 grid: (ceil(P/TN) in groups of PANEL_WG, row blocks, N*G)
  *   convt_gather  ConvTranspose, one output element per work-item.
  *                 grid: (OD*OH*OW, OC, N)
  * The optional bias is read when has_bias != 0 (else `bias` is any buffer).
@@ -717,6 +720,132 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
     TDV_STORE(acc + (TDV)(b), 0, o);
     for (int j = 0; j < CONVDW_VW; j++)
       if (ow0 + j < OW) y[yo + ow0 + j] = EPI(o[j], yo + ow0 + j, c);
+  }
+}
+#endif
+
+/* [algo 6 on 1x1 stride-1 convs] 1x1 convolution (stride 1, no pads) as a
+ * packed GEMM on the input itself, no im2col: Y[n][g*M + m][p] = sum_k A[g][m][k] * x[n][g*K
+ * + k][p] (+ bias, epilogue), A the weights packed in panels of GEMM_TM rows
+ * ([K][GEMM_TM] per panel, as conv_gemm's). Each work-item takes GEMM_TN
+ * columns (pixels) and PW_MB blocks of GEMM_TM rows, PW_RB blocks at a time
+ * in registers (the register block of gemm.cl's gemm_panel: PW_RB*GEMM_TM x
+ * GEMM_TN accumulators, at most 16 vectors), one after another over the
+ * same K x GEMM_TN block of x, which stays in cache (PW_MB need not be a
+ * multiple of PW_RB: the rows past a work-item's own are not stored). The
+ * last column block of a row is read guarded. Work-groups of PANEL_WG column blocks.
+ * grid: (ceil(ceil(P/TN)/PANEL_WG)*PANEL_WG, ceil(ceil(M/TM)/PW_MB), N*G) */
+#ifndef PW_MB
+#define PW_MB 1 // conv_pw: blocks of GEMM_TM rows per work-item (host sets it)
+#endif
+#ifndef PANEL_WG
+#define PANEL_WG 4 // conv_pw: column blocks per work-group (1, 2, 4)
+#endif
+#if GEMM_TN % 16
+#define PW_VW 8
+#else
+#define PW_VW 16
+#endif
+#define PW_NV (GEMM_TN / PW_VW)
+#define PWV CAT(T, PW_VW)
+#define PW_LOAD CAT(vload, PW_VW)
+#define PW_STORE CAT(vstore, PW_VW)
+/* global storage: ST elements read by LD and written by SV, vectors by
+ * PW_LOADG / PW_STOREG (float/double here; where the file defines ST, LD
+ * and SV for fp16 storage, T_DTYPE 10, halfs converted to T) */
+#ifndef ST
+#define ST T
+#define LD(p, i) ((p)[i])
+#define SV(p, i, v) ((p)[i] = (v))
+#endif
+#if defined(T_DTYPE) && T_DTYPE == 10
+#define PW_LOADG CAT(vload_half, PW_VW)
+#define PW_STOREG CAT(CAT(vstore_half, PW_VW), _rte)
+#else
+#define PW_LOADG PW_LOAD
+#define PW_STOREG PW_STORE
+#endif
+#define PW_RBCAP (16 / (GEMM_TM * PW_NV))
+#if PW_RBCAP >= 4 && PW_MB >= 4
+#define PW_RB 4
+#elif PW_RBCAP >= 2 && PW_MB >= 2
+#define PW_RB 2
+#else
+#define PW_RB 1
+#endif
+#if CONV_USES(6)
+/* PW_RB*GEMM_TM rows of Y from row m0 (packed row block m0/GEMM_TM, blocks
+ * past the last one clamped), rows below mlim stored; columns
+ * p0..p0+GEMM_TN-1 of x's rows xb (row stride P; guarded when the block
+ * passes P). */
+inline void pw_block(__global const ST *xb, __global const ST *A, __global const ST *bias, __global ST *y, const int M, const int K,
+                     const int P, const int p0, const int m0, const int mlim, const long ybase, const int cbase, const int has_bias,
+                     __global const ST *e0, __global const ST *e1) {
+  const int nmb = (M + GEMM_TM - 1) / GEMM_TM;
+  const bool full = p0 + GEMM_TN <= P;
+  PWV acc[PW_RB * GEMM_TM][PW_NV];
+  _Pragma("unroll") for (int i = 0; i < PW_RB * GEMM_TM; i++)
+    _Pragma("unroll") for (int v = 0; v < PW_NV; v++) acc[i][v] = (PWV)0;
+  __global const ST *pa[PW_RB];
+  _Pragma("unroll") for (int u = 0; u < PW_RB; u++) pa[u] = A + (long)min(m0 / GEMM_TM + u, nmb - 1) * K * GEMM_TM;
+  __global const ST *xp = xb + p0;
+  /* rows k < kv can be read as whole vectors even in a partial block: their
+   * GEMM_TN elements end inside this group's K rows of x */
+  const int kv = K - (p0 + GEMM_TN + P - 1) / P + 1;
+  for (int k = 0; k < K; k++, xp += P) {
+    PWV b[PW_NV];
+    if (full || k < kv) { /* a partial block's lanes past P read the next rows (results dropped) */
+      _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] = PW_LOADG(v, xp);
+    } else {
+      T t[GEMM_TN];
+      _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++) t[q] = p0 + q < P ? LD(xp, q) : (T)0;
+      _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] = PW_LOAD(v, t);
+    }
+    _Pragma("unroll") for (int u = 0; u < PW_RB; u++)
+      _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) {
+        const PWV a = (PWV)(LD(pa[u], i));
+        _Pragma("unroll") for (int v = 0; v < PW_NV; v++) acc[u * GEMM_TM + i][v] = mad(a, b[v], acc[u * GEMM_TM + i][v]);
+      }
+    _Pragma("unroll") for (int u = 0; u < PW_RB; u++) pa[u] += GEMM_TM;
+  }
+  _Pragma("unroll") for (int i = 0; i < PW_RB * GEMM_TM; i++) {
+    const int m = m0 + i;
+    if (m >= mlim) break;
+    const T bs = has_bias ? LD(bias, cbase + m) : (T)0;
+    const long yo = ybase + (long)m * P + p0;
+    _Pragma("unroll") for (int v = 0; v < PW_NV; v++) {
+      PWV o = acc[i][v] + (PWV)(bs);
+      T *ro = (T *)&o;
+#ifdef KILN_EPI
+      /* a loop, not unrolled: an epilogue with exp (SiLU) unrolled over the
+       * whole tile ran twice as slow on efficientnet_b0 */
+      for (int e = 0; e < PW_VW; e++) ro[e] = EPI(ro[e], yo + v * PW_VW + e, cbase + m);
+#endif
+      if (full) PW_STOREG(o, v, y + yo);
+      else
+        for (int e = 0; e < PW_VW; e++)
+          if (p0 + v * PW_VW + e < P) SV(y, yo + v * PW_VW + e, ro[e]);
+    }
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(PANEL_WG, 1, 1)))
+void conv_pw(__global const ST *x, __global const ST *A, __global const ST *bias, __global ST *y, __global const int *m,
+             int has_bias, __global const ST *e0, __global const ST *e1) {
+  const int C = m[M_C], OC = m[M_OC], G = m[M_G], K = m[M_ICG], M = m[M_OCG];
+  const int P = m[M_OUT] * m[M_OUT + 1] * m[M_OUT + 2];
+  const int p0 = get_global_id(0) * GEMM_TN, r = get_global_id(1), b = get_global_id(2);
+  const int nmb = (M + GEMM_TM - 1) / GEMM_TM;
+  if (p0 >= P || r * PW_MB >= nmb) return; /* the grid's padding to whole work-groups */
+  const int n = b / G, g = b % G;
+  __global const ST *xb = x + ((long)n * C + (long)g * K) * P;
+  __global const ST *Ag = A + (long)g * nmb * K * GEMM_TM;
+  const long ybase = ((long)n * OC + (long)g * M) * P;
+  const int mlim = min(M, (r + 1) * PW_MB * GEMM_TM); /* this work-item's rows end there */
+  for (int mi = 0; mi < PW_MB; mi += PW_RB) {
+    const int m0 = (r * PW_MB + mi) * GEMM_TM;
+    if (m0 >= M) break;
+    pw_block(xb, Ag, bias, y, M, K, P, p0, m0, mlim, ybase, g * M, has_bias, e0, e1);
   }
 }
 #endif

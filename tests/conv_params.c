@@ -124,6 +124,11 @@ int main(int argc, char **argv) {
     {"1x1 s1", F, 2, 1, 8, 9, {11, 7}, {1, 1}, {0}, {0}, {0}, 1, 1, 1},
     {"1x1 s1 N=3 no bias", F, 2, 3, 17, 33, {5, 5}, {1, 1}, {0}, {0}, {0}, 1, 0, 1},
     {"1x1 s2", F, 2, 1, 16, 20, {9, 9}, {1, 1}, {2, 2}, {0}, {0}, 1, 1, 1},
+    /* panel's conv_pw: rows split over work-items in parts that are not
+     * multiples of its register block (120 rows), a partial last column
+     * block (169 pixels), and groups */
+    {"1x1 s1 C=40 M=120 13x13", F, 2, 1, 40, 120, {13, 13}, {1, 1}, {0}, {0}, {0}, 1, 1, 1},
+    {"1x1 s1 grouped N=2", F, 2, 2, 12, 18, {6, 7}, {1, 1}, {0}, {0}, {0}, 3, 1, 1},
     {"1x1 s2x3 grouped", F, 2, 2, 12, 8, {10, 11}, {1, 1}, {2, 3}, {0}, {0}, 4, 1, 1},
     {"3x3 group 2 p1", F, 2, 1, 8, 6, {8, 8}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 2, 1, 1},
     {"depthwise 3x3 s1 p1", F, 2, 1, 12, 12, {15, 13}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 12, 1, 1},
