@@ -581,14 +581,14 @@ static int matmul_desc(kiln_graph *g, kiln_node *n, gemm_desc *d, kiln_error *er
 static int matmul_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   gemm_desc d;
   if (matmul_desc(x->g, n, &d, err)) return err->status;
-  return gemm_launch(x, n, kiln_out(x->g, n, 0)->dtype, &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), NULL, kiln_epi_out(x, n), err);
+  return gemm_launch(x, n, kiln_dev_dtype(kiln_out(x->g, n, 0)), &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), NULL, kiln_epi_out(x, n), err);
 }
 
 static int matmul_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   gemm_desc d;
   kiln_error e = {0};
   if (matmul_desc(g, n, &d, &e)) return 1;
-  gemm_tunable_fill(&d, kiln_out(g, n, 0)->dtype, gemm_mask(g), t);
+  gemm_tunable_fill(&d, kiln_dev_dtype(kiln_out(g, n, 0)), gemm_mask(g), t); /* fp16 storage: instances of their own */
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   return 0;
 }
@@ -695,7 +695,7 @@ static int gemm_node_desc(kiln_graph *g, kiln_node *n, gemm_desc *d, kiln_error 
 static int gemm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   gemm_desc d;
   if (gemm_node_desc(x->g, n, &d, err)) return err->status;
-  return gemm_launch(x, n, kiln_out(x->g, n, 0)->dtype, &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), d.has_c ? kiln_in_buf(x, n, 2) : NULL,
+  return gemm_launch(x, n, kiln_dev_dtype(kiln_out(x->g, n, 0)), &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), d.has_c ? kiln_in_buf(x, n, 2) : NULL,
                      kiln_epi_out(x, n), err);
 }
 
@@ -703,7 +703,7 @@ static int gemm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   gemm_desc d;
   kiln_error e = {0};
   if (gemm_node_desc(g, n, &d, &e)) return 1;
-  gemm_tunable_fill(&d, kiln_out(g, n, 0)->dtype, gemm_mask(g), t);
+  gemm_tunable_fill(&d, kiln_dev_dtype(kiln_out(g, n, 0)), gemm_mask(g), t); /* fp16 storage: instances of their own */
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   return 0;
 }
@@ -1847,8 +1847,8 @@ static int norm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
 }
 
 const kiln_op_def kiln_ops_gemm_norm[] = {
-  {.name = "MatMul", .infer = matmul_infer, .ref = matmul_ref, .dev = matmul_dev, .dev_check = matmul_check, .tunable = matmul_tunable, .flags = KILN_OP_EPI_HEAD},
-  {.name = "Gemm", .infer = gemm_infer, .ref = gemm_ref, .dev = gemm_dev, .dev_check = gemm_check, .tunable = gemm_tunable, .flags = KILN_OP_EPI_HEAD},
+  {.name = "MatMul", .infer = matmul_infer, .ref = matmul_ref, .dev = matmul_dev, .dev_check = matmul_check, .tunable = matmul_tunable, .flags = KILN_OP_EPI_HEAD | KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "Gemm", .infer = gemm_infer, .ref = gemm_ref, .dev = gemm_dev, .dev_check = gemm_check, .tunable = gemm_tunable, .flags = KILN_OP_EPI_HEAD | KILN_OP_HALF | KILN_OP_HALF_GAIN},
   {.name = "Einsum", .infer = einsum_infer, .ref = einsum_ref, .dev = einsum_dev, .dev_check = einsum_check},
   {.name = "Det", .infer = det_infer, .ref = det_ref, .dev = det_dev, .dev_check = det_check},
   {.name = "MatMulInteger", .infer = mmi_infer, .ref = mmi_ref, .dev = mmi_dev, .dev_check = mmi_check},
