@@ -159,6 +159,7 @@ static const double wino4_G[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 
                                      {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
 
 static void *pack_wino(const conv_ctx *cx, int tm, size_t *bytes) { return pack_wino_g(cx, tm, 4, wino2_G, bytes); }
+static void *pack_wino4(const conv_ctx *c, int tm, size_t *bytes);
 
 typedef void *(*conv_pack_fn)(const conv_ctx *c, int tm, size_t *bytes);
 /* What a node's packed weights (param slot 1) were packed by and for. */
@@ -176,7 +177,8 @@ static cl_mem conv_packed(const conv_ctx *c, conv_pack_fn pack, int tm, kiln_err
   size_t bytes;
   void *a = pack(c, tm, &bytes);
   if (!a) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
-  if (c->dt == KILN_DT_FLOAT16) { /* fp16 storage: the packed float weights converted once, in place */
+  if (c->dt == KILN_DT_FLOAT16 && pack != pack_wino4) { /* fp16 storage: the packed float weights converted once, in place
+                                                          * (winop4's stay fp32: its output transform amplifies their rounding) */
     uint16_t *h = a;
     const float *f = a;
     bytes /= 2;
@@ -234,6 +236,7 @@ typedef struct {
   int64_t inner;        /* batches per image: groups, or the 16 Winograd products */
   int64_t meta[1 + 3 * 8];
   bool rowch;
+  bool f32;             /* fp16 storage: the product in fp32 all the same (winop4's transformed weights and tiles) */
 } conv_panel_args;
 
 /* Row blocks of GEMM_TM per gemm_panel work-item (its MB): up to 64 rows,
@@ -252,11 +255,11 @@ static int conv_panel_gemm(const conv_ctx *c, conv_panel_args *a, kiln_error *er
   cl_mem bm = kiln_exec_param(x, c->n, 2, a->meta, sizeof a->meta, err);
   if (!bm) return err->status;
   char gopts[512];
-  kiln_cl_type_opts(c->dt, gopts, sizeof gopts);
+  kiln_cl_type_opts(a->f32 && c->dt == KILN_DT_FLOAT16 ? KILN_DT_FLOAT : c->dt, gopts, sizeof gopts);
   size_t gl = strlen(gopts);
   /* A: the weights packed in panels of GEMM_TM rows (AP=1) */
-  snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=%d -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16 -DMB=%d -DAP=1%s", tm,
-           tn / vw, vw, c->p[CP_PWG], mb, a->rowch ? " -DROWCH=1" : "");
+  snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=%d -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16 -DMB=%d -DAP=1%s%s", tm,
+           tn / vw, vw, c->p[CP_PWG], mb, a->rowch ? " -DROWCH=1" : "", "");
   cl_kernel k = a->rowch ? kiln_epi_kernel(x, c->n, "gemm.cl", gopts, "gemm_panel", err) : kiln_cl_kernel(x->d, "gemm.cl", gopts, "gemm_panel", err);
   if (!k) return err->status;
   cl_mem e0 = a->rowch ? c->ep[0] : c->bw, e1 = a->rowch ? c->ep[1] : c->bw;
@@ -631,9 +634,10 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
   int tm = c->p[CP_GTM];
   cl_mem A = conv_packed(c, r == 4 ? pack_wino4 : pack_wino, tm, err);
   if (!A) return err->status;
-  cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * nx * np * w->c * tn) * c->desz, err);
+  size_t vsz = r == 4 ? c->esz : c->desz; /* winop4's transformed tiles: fp32 in fp16 storage too (conv.cl WST), as its weights */
+  cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * nx * np * w->c * tn) * vsz, err);
   if (!V) return err->status;
-  cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * nx * w->oc * T_) * c->desz, err);
+  cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * nx * w->oc * T_) * vsz, err);
   if (!Mw) return err->status;
   cl_kernel ki = kiln_cl_kernel(c->x->d, "conv.cl", c->opts, r == 4 ? "wino4_in_p" : "wino_in_p", err);
   if (!ki) return err->status;
@@ -650,7 +654,7 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
    * apart, V panels np*C*TN apart; no epilogue here: the output transform
    * applies it */
   conv_panel_args a = {.A = A, .Bp = V, .C = c->bw, .Y = Mw, .M = (cl_int)w->oc, .N = T_, .K = (cl_int)w->c, .has_c = 0, .sam = 1,
-                       .sak = w->oc, .scm = 0, .scn = 1, .inner = nx, .meta = {2, w->n, nx}, .rowch = false};
+                       .sak = w->oc, .scm = 0, .scn = 1, .inner = nx, .meta = {2, w->n, nx}, .rowch = false, .f32 = r == 4};
   a.meta[1 + 8 + 1] = ceil_div(w->oc, tm) * w->c * tm;
   a.meta[1 + 16] = nx * np * w->c * tn;
   a.meta[1 + 16 + 1] = np * w->c * tn;
