@@ -241,7 +241,7 @@ int main(int argc, char **argv) {
     {"Conv 1x8x9x11 1x1 s2 const w+b", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 8, 9, 11}, {8, 8, 1, 1}, {8}}, "strides=is:2,2", -1, 6},
     {"Conv depthwise 1x6x11x13 k3 s2 const", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 6, 11, 13}, {6, 1, 3, 3}, {6}},
      "group=i:6;strides=is:2,2;pads=is:1,1,1,1", -1, 6},
-    {"Gemm 7x19 @ (13x19)^T + bias const B", "Gemm", 13, 3, 1, {0}, {2, 2, 1}, {{7, 19}, {13, 19}, {13}}, "transB=i:1", -1, 6},
+    {"Gemm 5x19 @ (13x19)^T + bias const B", "Gemm", 13, 3, 1, {0}, {2, 2, 1}, {{5, 19}, {13, 19}, {13}}, "transB=i:1", -1, 6},
     {"ConvTranspose 1x4x5x5 k3 s2", "ConvTranspose", 11, 3, 1, {0}, {4, 4, 1}, {{1, 4, 5, 5}, {4, 3, 3, 3}, {3}}, "strides=is:2,2", -1, 6},
     {"Resize 1x3x5x7 linear x2", "Resize", 13, 3, 1, {0}, {4, 1, 1}, {{1, 3, 5, 7}, {0}, {4}}, "mode=s:linear", -1, 6},
     {"KilnAttention 2x5x8, Skv 7, Dv 4", "KilnAttention", 1, 3, 1, {0}, {3, 3, 3}, {{2, 5, 8}, {2, 8, 7}, {2, 7, 4}}, "kiln_scale=f:0.35", -1},
