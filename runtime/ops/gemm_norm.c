@@ -104,6 +104,14 @@ static void gemm_kernels_offered(kiln_kparam *k, unsigned mask) {
 
 static unsigned gemm_mask(const kiln_graph *g) { return g && g->dev_opt ? g->dev_opt->gemm_kernels : 0; }
 
+/* fp16 storage needs one of gemm.cl's kernels: CLBlast has no half GEMM. */
+static int gemm_half_check(const kiln_graph *g, const kiln_value *y, kiln_error *err) {
+  unsigned m = gemm_mask(g);
+  if (y->half && m && !(m & ((1u << GK_TILED) | (1u << GK_PANEL))))
+    return kiln__err(err, KILN_EUNSUPPORTED, "fp16 storage: KILN_GEMM_KERNELS offers CLBlast only, which has no half GEMM");
+  return 0;
+}
+
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Accumulator vectors of the block gemm_panel computes at once: TM x NV, or
@@ -558,7 +566,7 @@ static int matmul_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   if (dt != KILN_DT_FLOAT && dt != KILN_DT_DOUBLE && dt != KILN_DT_INT32 && dt != KILN_DT_INT64)
     return kiln__err(err, KILN_EUNSUPPORTED, "MatMul on %s is not implemented on the device", kiln_dtype_name(dt));
   mm_shape s;
-  if (mm_shape_of(kiln_in(g, n, 0), kiln_in(g, n, 1), &s, err)) return err->status;
+  if (mm_shape_of(kiln_in(g, n, 0), kiln_in(g, n, 1), &s, err) || gemm_half_check(g, kiln_out(g, n, 0), err)) return err->status;
   gemm_desc d = {.M = s.M, .N = s.N, .K = s.K};
   return gemm_desc_check(&d, err);
 }
@@ -670,7 +678,7 @@ static int gemm_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
 }
 
 static int gemm_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
-  if (check_float(g, n, kiln_out(g, n, 0)->dtype, err)) return err->status;
+  if (check_float(g, n, kiln_out(g, n, 0)->dtype, err) || gemm_half_check(g, kiln_out(g, n, 0), err)) return err->status;
   gemm_shape s;
   if (gemm_shape_of(g, n, &s, err)) return err->status;
   gemm_desc d = {.M = s.M, .N = s.N, .K = s.K};
