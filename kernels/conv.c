@@ -509,7 +509,7 @@ static int local_applies(const kiln_tunable *t, const int *p, const kiln_device_
   if (ts % wpt || (size_t)(ts / wpt * ts) > d->max_work_group) return -1;
   /* GPU-style: on CPUs one representative candidate stays in the space */
   if (!d->is_gpu && (ts != 16 || wpt != 2)) return -1;
-  if ((uint64_t)(2 * ts * (ts + 1) * t->dims[CD_ESZ]) > d->local_mem) return -1;
+  if ((uint64_t)(2 * ts * (ts + 1) * (t->dims[CD_ESZ] == 2 ? 4 : t->dims[CD_ESZ])) > d->local_mem) return -1; /* fp16 storage: float tiles */
   if (t->dims[CD_FLAGS] & CF_DW) return -1;
   return fits_alloc((double)t->dims[CD_NB] * t->dims[CD_K] * conv_ldb(t->dims[CD_P]), t, d) ? 0 : -1;
 }

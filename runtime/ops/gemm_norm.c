@@ -126,7 +126,7 @@ static int panel_accumulators(int tm, int nv, int mb, int ap) {
 static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
   const int kern = p[GP_KERNEL], tm = p[GP_TM], nv = p[GP_NV], vw = p[GP_VW], wgm = p[GP_WGM], wgn = p[GP_WGN], kwi = p[GP_KWI];
   const int sa = p[GP_SA], kwg = p[GP_KWG], mb = p[GP_MB], ap = p[GP_AP];
-  const int64_t M = t->dims[GD_M], N = t->dims[GD_N], esize = t->dims[GD_ESIZE];
+  const int64_t M = t->dims[GD_M], N = t->dims[GD_N], esize = t->dims[GD_ESIZE] == 2 ? 4 : t->dims[GD_ESIZE]; /* local tiles: fp16 storage computes in float */
   if (kern == GK_CLBLAST && t->epilogue[0]) return 1; /* CLBlast's kernels take no epilogue */
   if ((size_t)wgm * (size_t)wgn > (dev && dev->max_work_group ? dev->max_work_group : 256)) return 1;
   if (tm * nv > 24) return 1;                         /* accumulators beyond any register file */
