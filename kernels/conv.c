@@ -98,8 +98,9 @@ typedef struct conv_ctx {
   kiln_node *n;
   const win_geom *w;
   const int *p;            /* the parameter vector */
-  int dt;                  /* element type */
-  size_t esz;
+  int dt;                  /* element type of the device buffers (float16: fp16 storage) */
+  size_t esz;              /* host element size (weights are packed on the host as the model holds them) */
+  size_t desz;             /* device element size (scratch buffers) */
   char opts[512];          /* type options plus the parameters as -D */
   cl_int m[24];            /* geometry (kiln__win_meta) */
   cl_mem mb;               /* the same in a device buffer */
@@ -162,6 +163,7 @@ static const double wino4_G[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 
                                      {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
 
 static void *pack_wino(const conv_ctx *cx, int tm, size_t *bytes) { return pack_wino_g(cx, tm, 4, wino2_G, bytes); }
+static void *pack_wino4(const conv_ctx *c, int tm, size_t *bytes);
 
 typedef void *(*conv_pack_fn)(const conv_ctx *c, int tm, size_t *bytes);
 /* What a node's packed weights (param slot 1) were packed by and for. */
@@ -179,6 +181,13 @@ static cl_mem conv_packed(const conv_ctx *c, conv_pack_fn pack, int tm, kiln_err
   size_t bytes;
   void *a = pack(c, tm, &bytes);
   if (!a) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+  if (c->dt == KILN_DT_FLOAT16 && pack != pack_wino4) { /* fp16 storage: the packed float weights converted once, in place
+                                                          * (winop4's stay fp32: its output transform amplifies their rounding) */
+    uint16_t *h = a;
+    const float *f = a;
+    bytes /= 2;
+    for (size_t i = 0; i < bytes / 2; i++) h[i] = kiln__f2h(f[i]);
+  }
   cl_mem b = kiln_exec_param(c->x, n, 1, a, bytes, err);
   free(a);
   if (!b) return NULL;
@@ -234,6 +243,7 @@ typedef struct {
   int64_t inner;        /* batches per image: groups, or the 16 Winograd products */
   int64_t meta[1 + 3 * 8];
   bool rowch;
+  bool f32;             /* fp16 storage: the product in fp32 all the same (winop4's transformed weights and tiles) */
 } conv_panel_args;
 
 /* Row blocks of GEMM_TM per gemm_panel work-item (its MB): up to 64 rows,
@@ -252,11 +262,11 @@ static int conv_panel_gemm(const conv_ctx *c, conv_panel_args *a, kiln_error *er
   cl_mem bm = kiln_exec_param(x, c->n, 2, a->meta, sizeof a->meta, err);
   if (!bm) return err->status;
   char gopts[512];
-  kiln_cl_type_opts(c->dt, gopts, sizeof gopts);
+  kiln_cl_type_opts(a->f32 && c->dt == KILN_DT_FLOAT16 ? KILN_DT_FLOAT : c->dt, gopts, sizeof gopts);
   size_t gl = strlen(gopts);
   /* A: the weights packed in panels of GEMM_TM rows (AP=1) */
-  snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=%d -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16 -DMB=%d -DAP=1%s", tm,
-           tn / vw, vw, c->p[CP_PWG], mb, a->rowch ? " -DROWCH=1" : "");
+  snprintf(gopts + gl, sizeof gopts - gl, " -DKERNEL=1 -DTM=%d -DNV=%d -DVW=%d -DWGM=1 -DWGN=%d -DKWI=1 -DSA=0 -DKWG=16 -DMB=%d -DAP=1%s%s", tm,
+           tn / vw, vw, c->p[CP_PWG], mb, a->rowch ? " -DROWCH=1" : "", "");
   cl_kernel k = a->rowch ? kiln_epi_kernel(x, c->n, "gemm.cl", gopts, "gemm_panel", err) : kiln_cl_kernel(x->d, "gemm.cl", gopts, "gemm_panel", err);
   if (!k) return err->status;
   cl_mem e0 = a->rowch ? c->ep[0] : c->bw, e1 = a->rowch ? c->ep[1] : c->bw;
@@ -280,7 +290,7 @@ static int conv_panel_gemm(const conv_ctx *c, conv_panel_args *a, kiln_error *er
 /* conv_im2col into a scratch buffer of ldb columns (solvers im2col, local). */
 static cl_mem conv_im2col(const conv_ctx *c, cl_int ldb, kiln_error *err) {
   const win_geom *w = c->w;
-  cl_mem col = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * w->group * c->K * ldb) * c->esz, err);
+  cl_mem col = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * w->group * c->K * ldb) * c->desz, err);
   if (!col) return NULL;
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, "conv_im2col", err);
   if (!k || kiln_cl_args(k, err, KARG(c->bx), KARG(col), KARG(c->mb), KARG(ldb), KEND)) return NULL;
@@ -518,7 +528,7 @@ static int panel_launch(const conv_ctx *c, kiln_error *err) {
   if (conv_flags(w, true) & CF_1X1) return panel_pw_launch(c, err);
   int tn = c->p[CP_GTN];
   int64_t np = ceil_div(c->osz, tn), G = w->group, NB = w->n * G;
-  cl_mem col = kiln_exec_scratch(c->x, c->n, 0, (size_t)(NB * np * c->K * tn) * c->esz, err);
+  cl_mem col = kiln_exec_scratch(c->x, c->n, 0, (size_t)(NB * np * c->K * tn) * c->desz, err);
   if (!col) return err->status;
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, "conv_im2col_p", err);
   if (!k) return err->status;
@@ -545,7 +555,7 @@ static int local_applies(const kiln_tunable *t, const int *p, const kiln_device_
   if (ts % wpt || (size_t)(ts / wpt * ts) > d->max_work_group) return -1;
   /* GPU-style: on CPUs one representative candidate stays in the space */
   if (!d->is_gpu && (ts != 16 || wpt != 2)) return -1;
-  if ((uint64_t)(2 * ts * (ts + 1) * t->dims[CD_ESZ]) > d->local_mem) return -1;
+  if ((uint64_t)(2 * ts * (ts + 1) * (t->dims[CD_ESZ] == 2 ? 4 : t->dims[CD_ESZ])) > d->local_mem) return -1; /* fp16 storage: float tiles */
   if (t->dims[CD_FLAGS] & CF_DW) return -1;
   return fits_alloc((double)t->dims[CD_NB] * t->dims[CD_K] * conv_ldb(t->dims[CD_P]), t, d) ? 0 : -1;
 }
@@ -639,9 +649,9 @@ static int wino_launch(const conv_ctx *c, kiln_error *err) {
   cl_int T_ = (cl_int)conv_wino_tiles(w), TW = (cl_int)ceil_div(w->out[2], 2), ldb = (cl_int)conv_ldb(T_);
   cl_mem A = conv_packed(c, pack_wino, tm, err);
   if (!A) return err->status;
-  cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * 16 * w->c * ldb) * c->esz, err);
+  cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * 16 * w->c * ldb) * c->desz, err);
   if (!V) return err->status;
-  cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * 16 * w->oc * ldb) * c->esz, err);
+  cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * 16 * w->oc * ldb) * c->desz, err);
   if (!Mw) return err->status;
   cl_kernel ki = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, "wino_in", err);
   if (!ki) return err->status;
@@ -670,9 +680,10 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
   int tm = c->p[CP_GTM];
   cl_mem A = conv_packed(c, r == 4 ? pack_wino4 : pack_wino, tm, err);
   if (!A) return err->status;
-  cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * nx * np * w->c * tn) * c->esz, err);
+  size_t vsz = r == 4 ? c->esz : c->desz; /* winop4's transformed tiles: fp32 in fp16 storage too (conv.cl WST), as its weights */
+  cl_mem V = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * nx * np * w->c * tn) * vsz, err);
   if (!V) return err->status;
-  cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * nx * w->oc * T_) * c->esz, err);
+  cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * nx * w->oc * T_) * vsz, err);
   if (!Mw) return err->status;
   cl_kernel ki = kiln_cl_kernel(c->x->d, "conv.cl", c->opts, r == 4 ? "wino4_in_p" : "wino_in_p", err);
   if (!ki) return err->status;
@@ -689,7 +700,7 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
    * apart, V panels np*C*TN apart; no epilogue here: the output transform
    * applies it */
   conv_panel_args a = {.A = A, .Bp = V, .C = c->bw, .Y = Mw, .M = (cl_int)w->oc, .N = T_, .K = (cl_int)w->c, .has_c = 0, .sam = 1,
-                       .sak = w->oc, .scm = 0, .scn = 1, .inner = nx, .meta = {2, w->n, nx}, .rowch = false};
+                       .sak = w->oc, .scm = 0, .scn = 1, .inner = nx, .meta = {2, w->n, nx}, .rowch = false, .f32 = r == 4};
   a.meta[1 + 8 + 1] = ceil_div(w->oc, tm) * w->c * tm;
   a.meta[1 + 16] = nx * np * w->c * tn;
   a.meta[1 + 16 + 1] = np * w->c * tn;
@@ -827,7 +838,7 @@ static void conv_shape_key(const win_geom *w, bool bias, bool wc, char *key, siz
  * of the registry's solvers, with the default solver for the shape. */
 int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_tunable *t) {
   kiln_value *xv = kiln_in(g, n, 0), *wv = kiln_in(g, n, 1);
-  kiln_family_begin(&kiln_family_conv, xv->dtype, t);
+  kiln_family_begin(&kiln_family_conv, kiln_dev_dtype(xv), t); /* fp16 storage: instances of their own */
   bool wc = wv->is_const && wv->data;
   int fl = conv_flags(w, wc);
   t->dims[CD_FLAGS] = fl;
@@ -837,7 +848,7 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   t->dims[CD_NB] = w->n * w->group;
   t->dims[CD_C] = w->c;
   t->dims[CD_WT] = conv_wino_tiles(w);
-  t->dims[CD_ESZ] = xv->dtype == KILN_DT_DOUBLE ? 8 : 4;
+  t->dims[CD_ESZ] = xv->half ? 2 : xv->dtype == KILN_DT_DOUBLE ? 8 : 4;
   t->dims[CD_OH] = w->out[0] * w->out[1];
   t->dims[CD_IN] = w->c / w->group * w->in[0] * w->in[1] * w->in[2];
   t->params[CP_ALGO].nvals = kiln_conv_nsolvers;
@@ -897,8 +908,9 @@ int kiln__conv_run(kiln_exec *x, kiln_node *n, const win_geom *w, kiln_error *er
   int rc = kiln__win_meta(w, c.m, 24, err);
   if (rc) return rc;
   if (!(c.mb = kiln_exec_param(x, n, 0, c.m, sizeof c.m, err))) return err->status;
-  c.dt = kiln_in(g, n, 0)->dtype;
+  c.dt = kiln_dev_dtype(kiln_in(g, n, 0));
   c.esz = c.dt == KILN_DT_DOUBLE ? 8 : 4;
+  c.desz = c.dt == KILN_DT_FLOAT16 ? 2 : c.esz;
   kiln_cl_type_opts(c.dt, c.opts, sizeof c.opts);
   c.bx = kiln_in_buf(x, n, 0);
   c.bw = kiln_in_buf(x, n, 1);

@@ -50,7 +50,7 @@
  * The host passes the tile sizes as -D options (it sizes the grids from them).
  *
  * Epilogue: when the host prepends a generated function
- *   T kiln_epi(T v, long i, int c, __global const T *e0, __global const T *e1)
+ *   T kiln_epi(T v, long i, int c, __global const ST *e0, __global const ST *e1)
  * (and #define KILN_EPI 1), every kernel that writes Y passes each output
  * value v (bias included) through it, with i the flat index into Y and c the
  * output channel; e0, e1 are the epilogue's tensor operands (any buffer when
@@ -58,6 +58,32 @@
  */
 #if T_IS_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+/* fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): every
+ * __global buffer of the float kernels (input, weights as packed, bias,
+ * scratch, output, epilogue operands) holds halfs (ST), read with
+ * vload_half(8) and written with vstore_half(8)_rte; arithmetic, private
+ * and local arrays are T = float. LD / SV: one element's load and store;
+ * VLOAD8G / VSTORE8G and VLOADG / VSTOREG (CONVDW_VW wide): vectors. */
+#if defined(T_DTYPE) && T_DTYPE == 10
+#undef T
+#define T float
+#undef T_IS_FLOAT
+#define T_IS_FLOAT 1
+#define ST half
+#define LD(p, i) vload_half((i), (p))
+#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#define VLOAD8G(i, p) vload_half8((i), (p))
+#define VSTORE8G(v, i, p) vstore_half8_rte((v), (i), (p))
+#define WST float /* winop4's transformed tiles stay fp32: the output transform amplifies their rounding (up to 1.3e-2 of max |y| in half) */
+#else
+#define WST T
+#define ST T
+#define LD(p, i) ((p)[i])
+#define SV(p, i, v) ((p)[i] = (v))
+#define VLOAD8G(i, p) vload8((i), (p))
+#define VSTORE8G(v, i, p) vstore8((v), (i), (p))
 #endif
 
 /* A program built for one algorithm (-DCONV_ALGO=a, as the tuned Conv
@@ -122,8 +148,8 @@
 #define M_P 21   /* leading pads */
 
 #if CONV_USES(0)
-__kernel void conv_direct(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
-                          __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
+__kernel void conv_direct(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
+                          __global const int *m, int has_bias, __global const ST *e0, __global const ST *e1) {
   const int C = m[M_C], OC = m[M_OC], G = m[M_G], ICg = m[M_ICG], OCg = m[M_OCG];
   const int ID = m[M_IN], IH = m[M_IN + 1], IW = m[M_IN + 2];
   const int OD = m[M_OUT], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
@@ -137,7 +163,7 @@ __kernel void conv_direct(__global const T *x, __global const T *w, __global con
   if (od >= OD || grp >= G || n >= m[M_N]) return; /* the launch rounds the tiles up to whole work-groups */
   const int KK = KD * KH * KW;
   const long isz = (long)ID * IH * IW;
-  __global const T *xb = x + ((long)n * C + (long)grp * ICg) * isz;
+  __global const ST *xb = x + ((long)n * C + (long)grp * ICg) * isz;
   long woff[CONV_TOC];
   for (int i = 0; i < CONV_TOC; i++) woff[i] = (long)(grp * OCg + min(ocg0 + i, OCg - 1)) * ICg * KK;
   T acc[CONV_TOC][CONV_TP];
@@ -145,7 +171,7 @@ __kernel void conv_direct(__global const T *x, __global const T *w, __global con
     for (int j = 0; j < CONV_TP; j++) acc[i][j] = 0;
   const int id0 = od * SD - m[M_P], ih0 = oh * SH - m[M_P + 1], iw0 = ow0 * SW - m[M_P + 2];
   for (int ic = 0; ic < ICg; ic++) {
-    __global const T *xc = xb + ic * isz;
+    __global const ST *xc = xb + ic * isz;
     const int wic = ic * KK;
     for (int kd = 0; kd < KD; kd++) {
       const int id = id0 + kd * DD;
@@ -153,21 +179,21 @@ __kernel void conv_direct(__global const T *x, __global const T *w, __global con
       for (int kh = 0; kh < KH; kh++) {
         const int ih = ih0 + kh * DH;
         if (ih < 0 || ih >= IH) continue;
-        __global const T *xr = xc + ((long)id * IH + ih) * IW;
+        __global const ST *xr = xc + ((long)id * IH + ih) * IW;
         const int wk = wic + (kd * KH + kh) * KW;
         for (int kw = 0; kw < KW; kw++) {
           const int iw = iw0 + kw * DW;
           T xv[CONV_TP];
           if (iw >= 0 && iw + (CONV_TP - 1) * SW < IW) {
-            for (int j = 0; j < CONV_TP; j++) xv[j] = xr[iw + j * SW];
+            for (int j = 0; j < CONV_TP; j++) xv[j] = LD(xr, iw + j * SW);
           } else {
             for (int j = 0; j < CONV_TP; j++) {
               const int q = iw + j * SW;
-              xv[j] = (q >= 0 && q < IW) ? xr[q] : (T)0;
+              xv[j] = (q >= 0 && q < IW) ? LD(xr, q) : (T)0;
             }
           }
           for (int i = 0; i < CONV_TOC; i++) {
-            const T wv = w[woff[i] + wk + kw];
+            const T wv = LD(w, woff[i] + wk + kw);
             for (int j = 0; j < CONV_TP; j++) acc[i][j] = mad(wv, xv[j], acc[i][j]);
           }
         }
@@ -177,10 +203,10 @@ __kernel void conv_direct(__global const T *x, __global const T *w, __global con
   for (int i = 0; i < CONV_TOC; i++) {
     if (ocg0 + i >= OCg) break;
     const int oc = grp * OCg + ocg0 + i;
-    const T b = has_bias ? bias[oc] : (T)0;
+    const T b = has_bias ? LD(bias, oc) : (T)0;
     const long yo = (((long)n * OC + oc) * OD + od) * (long)OH * OW + (long)oh * OW + ow0;
     for (int j = 0; j < CONV_TP; j++)
-      if (ow0 + j < OW) y[yo + j] = EPI(acc[i][j] + b, yo + j, oc);
+      if (ow0 + j < OW) SV(y, yo + j, EPI(acc[i][j] + b, yo + j, oc));
   }
 }
 #endif
@@ -195,10 +221,10 @@ __kernel void conv_direct(__global const T *x, __global const T *w, __global con
  *   Y + bo*syo + bi*syi: [M][ldy], columns < P written;
  *   bias + bi*M when has_bias.
  * gather != 0 (strided 1x1): column p of row k is B[k*ldb + (p/OW)*SH*IW + (p%OW)*SW]. */
-inline void gemm_body(__global const T *A, __global const T *B, __global const T *bias, __global T *Y, const int M, const int K,
+inline void gemm_body(__global const ST *A, __global const ST *B, __global const ST *bias, __global ST *Y, const int M, const int K,
                       const int P, const int ldb, const int pload, const int ldy, const int G1, const long sa, const long sbo,
                       const long sbi, const long syo, const long syi, const int has_bias, const int gather, const int SH,
-                      const int SW, const int IW, const int OW, const int epi, __global const T *e0, __global const T *e1) {
+                      const int SW, const int IW, const int OW, const int epi, __global const ST *e0, __global const ST *e1) {
 #if GEMM_ORDER
   const int p0 = get_global_id(1) * GEMM_TN, mb = get_global_id(0), b = get_global_id(2);
 #else
@@ -207,18 +233,18 @@ inline void gemm_body(__global const T *A, __global const T *B, __global const T
   const int m0 = mb * GEMM_TM;
   if (p0 >= P || m0 >= M) return;
   const int bi = b % G1, bo = b / G1;
-  __global const T *a = A + bi * sa + (long)mb * K * GEMM_TM;
-  __global const T *bb = B + bo * sbo + bi * sbi;
+  __global const ST *a = A + bi * sa + (long)mb * K * GEMM_TM;
+  __global const ST *bb = B + bo * sbo + bi * sbi;
   T8 acc[GEMM_TM][GEMM_NV];
   for (int i = 0; i < GEMM_TM; i++)
     for (int j = 0; j < GEMM_NV; j++) acc[i][j] = (T8)0;
   if (!gather && p0 + GEMM_TN <= pload) {
-    __global const T *bp = bb + p0;
+    __global const ST *bp = bb + p0;
     for (int k = 0; k < K; k++, bp += ldb, a += GEMM_TM) {
       T8 bv[GEMM_NV];
-      for (int j = 0; j < GEMM_NV; j++) bv[j] = vload8(j, bp);
+      for (int j = 0; j < GEMM_NV; j++) bv[j] = VLOAD8G(j, bp);
       for (int i = 0; i < GEMM_TM; i++) {
-        const T8 av = (T8)(a[i]);
+        const T8 av = (T8)(LD(a, i));
         for (int j = 0; j < GEMM_NV; j++) acc[i][j] = mad(av, bv[j], acc[i][j]);
       }
     }
@@ -228,14 +254,14 @@ inline void gemm_body(__global const T *A, __global const T *B, __global const T
       const int p = p0 + q;
       off[q] = p >= P ? -1 : gather ? (p / OW) * SH * IW + (p % OW) * SW : p;
     }
-    __global const T *bp = bb;
+    __global const ST *bp = bb;
     for (int k = 0; k < K; k++, bp += ldb, a += GEMM_TM) {
       T tmp[GEMM_TN];
-      for (int q = 0; q < GEMM_TN; q++) tmp[q] = off[q] >= 0 ? bp[off[q]] : (T)0;
+      for (int q = 0; q < GEMM_TN; q++) tmp[q] = off[q] >= 0 ? LD(bp, off[q]) : (T)0;
       T8 bv[GEMM_NV];
       for (int j = 0; j < GEMM_NV; j++) bv[j] = vload8(j, tmp);
       for (int i = 0; i < GEMM_TM; i++) {
-        const T8 av = (T8)(a[i]);
+        const T8 av = (T8)(LD(a, i));
         for (int j = 0; j < GEMM_NV; j++) acc[i][j] = mad(av, bv[j], acc[i][j]);
       }
     }
@@ -244,46 +270,46 @@ inline void gemm_body(__global const T *A, __global const T *B, __global const T
   for (int i = 0; i < GEMM_TM; i++) {
     const int m = m0 + i;
     if (m >= M) break;
-    const T bs = has_bias ? bias[bi * M + m] : (T)0;
+    const T bs = has_bias ? LD(bias, bi * M + m) : (T)0;
     const long yo = bo * syo + bi * syi + (long)m * ldy + p0;
-    __global T *yr = Y + yo;
+    __global ST *yr = Y + yo;
 #ifdef KILN_EPI
     if (epi) {
       T tmp[GEMM_TN];
       for (int j = 0; j < GEMM_NV; j++) vstore8(acc[i][j] + (T8)bs, j, tmp);
       for (int q = 0; q < GEMM_TN; q++) tmp[q] = EPI(tmp[q], yo + q, bi * M + m);
       if (full) {
-        for (int j = 0; j < GEMM_NV; j++) vstore8(vload8(j, tmp), j, yr);
+        for (int j = 0; j < GEMM_NV; j++) VSTORE8G(vload8(j, tmp), j, yr);
       } else {
         for (int q = 0; q < GEMM_TN; q++)
-          if (p0 + q < P) yr[q] = tmp[q];
+          if (p0 + q < P) SV(yr, q, tmp[q]);
       }
       continue;
     }
 #endif
     if (full) {
-      for (int j = 0; j < GEMM_NV; j++) vstore8(acc[i][j] + (T8)bs, j, yr);
+      for (int j = 0; j < GEMM_NV; j++) VSTORE8G(acc[i][j] + (T8)bs, j, yr);
     } else {
       T tmp[GEMM_TN];
       for (int j = 0; j < GEMM_NV; j++) vstore8(acc[i][j], j, tmp);
       for (int q = 0; q < GEMM_TN; q++)
-        if (p0 + q < P) yr[q] = tmp[q] + bs;
+        if (p0 + q < P) SV(yr, q, tmp[q] + bs);
     }
   }
 }
 
 #if CONV_USES(1) || CONV_USES(2) || CONV_USES(4)
-__kernel void conv_gemm(__global const T *A, __global const T *B, __global const T *bias, __global T *Y, int M, int K, int P,
+__kernel void conv_gemm(__global const ST *A, __global const ST *B, __global const ST *bias, __global ST *Y, int M, int K, int P,
                         int ldb, int pload, int ldy, int G1, long sa, long sbo, long sbi, long syo, long syi, int has_bias,
-                        int epi, __global const T *e0, __global const T *e1) {
+                        int epi, __global const ST *e0, __global const ST *e1) {
   gemm_body(A, B, bias, Y, M, K, P, ldb, pload, ldy, G1, sa, sbo, sbi, syo, syi, has_bias, 0, 1, 1, 1, 1, epi, e0, e1);
 }
 #endif
 
 #if CONV_USES(1)
-__kernel void conv_gemm_s(__global const T *A, __global const T *B, __global const T *bias, __global T *Y, int M, int K, int P,
+__kernel void conv_gemm_s(__global const ST *A, __global const ST *B, __global const ST *bias, __global ST *Y, int M, int K, int P,
                           int ldb, int pload, int ldy, int G1, long sa, long sbo, long sbi, long syo, long syi, int has_bias,
-                          int epi, __global const T *e0, __global const T *e1, int SH, int SW, int IW, int OW) {
+                          int epi, __global const ST *e0, __global const ST *e1, int SH, int SW, int IW, int OW) {
   gemm_body(A, B, bias, Y, M, K, P, ldb, pload, ldy, G1, sa, sbo, sbi, syo, syi, has_bias, 1, SH, SW, IW, OW, epi, e0, e1);
 }
 #endif
@@ -294,7 +320,7 @@ __kernel void conv_gemm_s(__global const T *A, __global const T *B, __global con
  * zeroes the columns P..ldb-1). Each work-item fills one output row (OW
  * columns) of one k: no divisions per element. grid: (OD*OH, K, N*G) */
 #if CONV_USES(2) || CONV_USES(5)
-__kernel void conv_im2col(__global const T *x, __global T *col, __global const int *m, int ldb) {
+__kernel void conv_im2col(__global const ST *x, __global ST *col, __global const int *m, int ldb) {
   const int C = m[M_C], G = m[M_G], ICg = m[M_ICG];
   const int ID = m[M_IN], IH = m[M_IN + 1], IW = m[M_IN + 2];
   const int OD = m[M_OUT], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
@@ -306,27 +332,27 @@ __kernel void conv_im2col(__global const T *x, __global T *col, __global const i
   const int n = b / G, g = b % G;
   const int ic = k / KK, t = k % KK, kw = t % KW, kh = (t / KW) % KH, kd = t / (KW * KH);
   const int oh = r % OH, od = r / OH;
-  __global T *cr = col + ((long)b * K + k) * ldb;
+  __global ST *cr = col + ((long)b * K + k) * ldb;
   if (r == 0)
-    for (int p = OD * OH * OW; p < ldb; p++) cr[p] = 0;
+    for (int p = OD * OH * OW; p < ldb; p++) SV(cr, p, (T)0);
   cr += (long)r * OW;
   const int id = od * m[M_S] - m[M_P] + kd * m[M_DL];
   const int ih = oh * m[M_S + 1] - m[M_P + 1] + kh * m[M_DL + 1];
   if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
-    for (int ow = 0; ow < OW; ow++) cr[ow] = 0;
+    for (int ow = 0; ow < OW; ow++) SV(cr, ow, (T)0);
     return;
   }
-  __global const T *xr = x + ((long)n * C + (long)g * ICg + ic) * ((long)ID * IH * IW) + ((long)id * IH + ih) * IW;
+  __global const ST *xr = x + ((long)n * C + (long)g * ICg + ic) * ((long)ID * IH * IW) + ((long)id * IH + ih) * IW;
   const int iw0 = kw * DW - m[M_P + 2];
   /* ow range whose iw = ow*SW + iw0 lies inside [0, IW) */
   const int lo = iw0 >= 0 ? 0 : min(OW, (-iw0 + SW - 1) / SW);
   const int hi = iw0 >= IW ? 0 : min(OW, (IW - 1 - iw0) / SW + 1);
-  for (int ow = 0; ow < lo; ow++) cr[ow] = 0;
+  for (int ow = 0; ow < lo; ow++) SV(cr, ow, (T)0);
   if (SW == 1)
-    for (int ow = lo; ow < hi; ow++) cr[ow] = xr[ow + iw0];
+    for (int ow = lo; ow < hi; ow++) SV(cr, ow, LD(xr, ow + iw0));
   else
-    for (int ow = lo; ow < hi; ow++) cr[ow] = xr[ow * SW + iw0];
-  for (int ow = max(lo, hi); ow < OW; ow++) cr[ow] = 0;
+    for (int ow = lo; ow < hi; ow++) SV(cr, ow, LD(xr, ow * SW + iw0));
+  for (int ow = max(lo, hi); ow < OW; ow++) SV(cr, ow, (T)0);
 }
 #endif
 
@@ -339,7 +365,7 @@ __kernel void conv_im2col(__global const T *x, __global T *col, __global const i
  * work-items take consecutive k (neighbouring lines of the same panels).
  * grid: (K, OD*OH, N*G) */
 #if CONV_USES(6)
-__kernel void conv_im2col_p(__global const T *x, __global T *col, __global const int *m) {
+__kernel void conv_im2col_p(__global const ST *x, __global ST *col, __global const int *m) {
   const int C = m[M_C], G = m[M_G], ICg = m[M_ICG];
   const int ID = m[M_IN], IH = m[M_IN + 1], IW = m[M_IN + 2];
   const int OD = m[M_OUT], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
@@ -351,19 +377,19 @@ __kernel void conv_im2col_p(__global const T *x, __global T *col, __global const
   const int n = b / G, g = b % G;
   const int ic = k / KK, t = k % KK, kw = t % KW, kh = (t / KW) % KH, kd = t / (KW * KH);
   const int oh = r % OH, od = r / OH;
-  __global T *cb = col + (long)b * NP * K * GEMM_TN + (long)k * GEMM_TN;
+  __global ST *cb = col + (long)b * NP * K * GEMM_TN + (long)k * GEMM_TN;
   if (r == OD * OH - 1)
-    for (int p = P; p < NP * GEMM_TN; p++) cb[(long)(p / GEMM_TN) * K * GEMM_TN + p % GEMM_TN] = 0;
+    for (int p = P; p < NP * GEMM_TN; p++) SV(cb, (long)(p / GEMM_TN) * K * GEMM_TN + p % GEMM_TN, (T)0);
   const int id = od * m[M_S] - m[M_P] + kd * m[M_DL];
   const int ih = oh * m[M_S + 1] - m[M_P + 1] + kh * m[M_DL + 1];
   const bool row_in = id >= 0 && id < ID && ih >= 0 && ih < IH;
-  __global const T *xr = x + ((long)n * C + (long)g * ICg + ic) * ((long)ID * IH * IW) + ((long)(row_in ? id : 0) * IH + (row_in ? ih : 0)) * IW;
+  __global const ST *xr = x + ((long)n * C + (long)g * ICg + ic) * ((long)ID * IH * IW) + ((long)(row_in ? id : 0) * IH + (row_in ? ih : 0)) * IW;
   const int iw0 = kw * DW - m[M_P + 2];
   int p = r * OW, pj = p % GEMM_TN;
-  __global T *dst = cb + (long)(p / GEMM_TN) * K * GEMM_TN;
+  __global ST *dst = cb + (long)(p / GEMM_TN) * K * GEMM_TN;
   for (int ow = 0; ow < OW; ow++) {
     const int iw = ow * SW + iw0;
-    dst[pj] = row_in && iw >= 0 && iw < IW ? xr[iw] : (T)0;
+    SV(dst, pj, row_in && iw >= 0 && iw < IW ? LD(xr, iw) : (T)0);
     if (++pj == GEMM_TN) { pj = 0; dst += (long)K * GEMM_TN; }
   }
 }
@@ -373,23 +399,23 @@ __kernel void conv_im2col_p(__global const T *x, __global T *col, __global const
  * col[n*G + g][k][p] (+ bias), W the weights as stored ([OC][K]); tiles of
  * LG_TS x LG_TS of W and col staged in local memory. */
 #if CONV_USES(5)
-__kernel void conv_gemm_local(__global const T *W, __global const T *col, __global const T *bias, __global T *Y, int M, int K,
-                              int P, int ldb, int G, int has_bias, __global const T *e0, __global const T *e1) {
+__kernel void conv_gemm_local(__global const ST *W, __global const ST *col, __global const ST *bias, __global ST *Y, int M, int K,
+                              int P, int ldb, int G, int has_bias, __global const ST *e0, __global const ST *e1) {
   __local T As[LG_TS][LG_TS + 1];
   __local T Bs[LG_TS][LG_TS + 1];
   const int lx = get_local_id(0), ly = get_local_id(1);
   const int p0 = get_group_id(0) * LG_TS, m = get_group_id(1) * LG_TS + ly, b = get_global_id(2);
   const int g = b % G, n = b / G;
-  __global const T *wg = W + (long)g * M * K;
-  __global const T *cb = col + (long)b * K * ldb;
+  __global const ST *wg = W + (long)g * M * K;
+  __global const ST *cb = col + (long)b * K * ldb;
   T acc[LG_WPT];
   for (int w = 0; w < LG_WPT; w++) acc[w] = 0;
   for (int k0 = 0; k0 < K; k0 += LG_TS) {
     for (int w = 0; w < LG_WPT; w++) {
       const int c = lx + w * (LG_TS / LG_WPT);
       /* As[ly][c] = W[m][k0 + c]; Bs[ly][c] = col[k0 + ly][p0 + c] */
-      As[ly][c] = (m < M && k0 + c < K) ? wg[(long)m * K + k0 + c] : (T)0;
-      Bs[ly][c] = (k0 + ly < K && p0 + c < ldb) ? cb[(long)(k0 + ly) * ldb + p0 + c] : (T)0;
+      As[ly][c] = (m < M && k0 + c < K) ? LD(wg, (long)m * K + k0 + c) : (T)0;
+      Bs[ly][c] = (k0 + ly < K && p0 + c < ldb) ? LD(cb, (long)(k0 + ly) * ldb + p0 + c) : (T)0;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int kk = 0; kk < LG_TS; kk++) {
@@ -399,11 +425,11 @@ __kernel void conv_gemm_local(__global const T *W, __global const T *col, __glob
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (m >= M) return;
-  const T bs = has_bias ? bias[g * M + m] : (T)0;
+  const T bs = has_bias ? LD(bias, g * M + m) : (T)0;
   const long yo = ((long)n * G * M + (long)g * M + m) * P;
   for (int w = 0; w < LG_WPT; w++) {
     const int p = p0 + lx + w * (LG_TS / LG_WPT);
-    if (p < P) Y[yo + p] = EPI(acc[w] + bs, yo + p, g * M + m);
+    if (p < P) SV(Y, yo + p, EPI(acc[w] + bs, yo + p, g * M + m));
   }
 }
 #endif
@@ -412,16 +438,16 @@ __kernel void conv_gemm_local(__global const T *W, __global const T *col, __glob
  * the 4x4 input patch d of tile t (tiles of 2x2 outputs, TW per row; zeros
  * for t >= T up to ldb). grid: (ldb, C, N). */
 /* The 16 values (B^T d B)[xi] of tile t, channel c, image n (zeros past T_). */
-inline void wino_tile_in(__global const T *x, __global const int *m, int TW, int T_, int t, int c, int n, T out[16]) {
+inline void wino_tile_in(__global const ST *x, __global const int *m, int TW, int T_, int t, int c, int n, T out[16]) {
   const int C = m[M_C], IH = m[M_IN + 1], IW = m[M_IN + 2];
   T d[4][4];
   if (t < T_) {
     const int ih0 = (t / TW) * 2 - m[M_P + 1], iw0 = (t % TW) * 2 - m[M_P + 2];
-    __global const T *xc = x + ((long)n * C + c) * ((long)IH * IW);
+    __global const ST *xc = x + ((long)n * C + c) * ((long)IH * IW);
     for (int i = 0; i < 4; i++)
       for (int j = 0; j < 4; j++) {
         const int ih = ih0 + i, iw = iw0 + j;
-        d[i][j] = (ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? xc[(long)ih * IW + iw] : (T)0;
+        d[i][j] = (ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? LD(xc, (long)ih * IW + iw) : (T)0;
       }
   } else {
     for (int i = 0; i < 4; i++)
@@ -443,15 +469,15 @@ inline void wino_tile_in(__global const T *x, __global const int *m, int TW, int
 }
 
 #if CONV_USES(4)
-__kernel void wino_in(__global const T *x, __global T *V, __global const int *m, int TW, int T_, int ldb) {
+__kernel void wino_in(__global const ST *x, __global ST *V, __global const int *m, int TW, int T_, int ldb) {
   const int C = m[M_C];
   const int t = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
   if (t >= ldb || c >= C || n >= m[M_N]) return;
   T o[16];
   wino_tile_in(x, m, TW, T_, t, c, n, o);
-  __global T *v = V + ((long)n * 16 * C + c) * ldb + t;
+  __global ST *v = V + ((long)n * 16 * C + c) * ldb + t;
   const long xs = (long)C * ldb;
-  for (int xi = 0; xi < 16; xi++) v[xi * xs] = o[xi];
+  for (int xi = 0; xi < 16; xi++) SV(v, xi * xs, o[xi]);
 }
 #endif
 
@@ -459,44 +485,44 @@ __kernel void wino_in(__global const T *x, __global T *V, __global const int *m,
  * V[n][xi][t / TN][c][t % TN] (np = ceil(T_/TN) panels); consecutive
  * work-items take consecutive channels. grid: (C, np*TN, N) */
 #if CONV_USES(7)
-__kernel void wino_in_p(__global const T *x, __global T *V, __global const int *m, int TW, int T_) {
+__kernel void wino_in_p(__global const ST *x, __global ST *V, __global const int *m, int TW, int T_) {
   const int C = m[M_C], NP = (T_ + GEMM_TN - 1) / GEMM_TN;
   const int c = get_global_id(0), t = get_global_id(1), n = get_global_id(2);
   if (t >= NP * GEMM_TN || c >= C || n >= m[M_N]) return;
   T o[16];
   wino_tile_in(x, m, TW, T_, t, c, n, o);
-  __global T *v = V + (((long)n * 16 * NP + t / GEMM_TN) * C + c) * GEMM_TN + t % GEMM_TN;
+  __global ST *v = V + (((long)n * 16 * NP + t / GEMM_TN) * C + c) * GEMM_TN + t % GEMM_TN;
   const long xs = (long)NP * C * GEMM_TN;
-  for (int xi = 0; xi < 16; xi++) v[xi * xs] = o[xi];
+  for (int xi = 0; xi < 16; xi++) SV(v, xi * xs, o[xi]);
 }
 #endif
 
 /* Winograd F(2x2,3x3) output transform: y tile = A^T Mt A (+ bias) with
  * Mt[xi] = Mw[n][xi][oc][t]. grid: (T, OC, N). */
 #if CONV_USES(4) || CONV_USES(7)
-__kernel void wino_out(__global const T *Mw, __global const T *bias, __global T *y, __global const int *m, int TW, int T_,
-                       int ldb, int has_bias, __global const T *e0, __global const T *e1) {
+__kernel void wino_out(__global const ST *Mw, __global const ST *bias, __global ST *y, __global const int *m, int TW, int T_,
+                       int ldb, int has_bias, __global const ST *e0, __global const ST *e1) {
   const int OC = m[M_OC], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
   const int t = get_global_id(0), oc = get_global_id(1), n = get_global_id(2);
   if (t >= T_ || oc >= OC || n >= m[M_N]) return;
-  __global const T *mp = Mw + ((long)n * 16 * OC + oc) * ldb + t;
+  __global const ST *mp = Mw + ((long)n * 16 * OC + oc) * ldb + t;
   const long xs = (long)OC * ldb;
   T v[4][4];
-  for (int i = 0; i < 16; i++) v[i / 4][i % 4] = mp[i * xs];
+  for (int i = 0; i < 16; i++) v[i / 4][i % 4] = LD(mp, i * xs);
   T u[2][4];
   for (int j = 0; j < 4; j++) {
     u[0][j] = v[0][j] + v[1][j] + v[2][j];
     u[1][j] = v[1][j] - v[2][j] - v[3][j];
   }
-  const T bs = has_bias ? bias[oc] : (T)0;
+  const T bs = has_bias ? LD(bias, oc) : (T)0;
   const int oh0 = (t / TW) * 2, ow0 = (t % TW) * 2;
   const long yc = ((long)n * OC + oc) * ((long)OH * OW);
   for (int i = 0; i < 2; i++) {
     if (oh0 + i >= OH) break;
     const T y0 = u[i][0] + u[i][1] + u[i][2], y1 = u[i][1] - u[i][2] - u[i][3];
     const long yo = yc + (long)(oh0 + i) * OW + ow0;
-    y[yo] = EPI(y0 + bs, yo, oc);
-    if (ow0 + 1 < OW) y[yo + 1] = EPI(y1 + bs, yo + 1, oc);
+    SV(y, yo, EPI(y0 + bs, yo, oc));
+    if (ow0 + 1 < OW) SV(y, yo + 1, EPI(y1 + bs, yo + 1, oc));
   }
 }
 #endif
@@ -533,24 +559,24 @@ __kernel void wino_out(__global const T *Mw, __global const T *bias, __global T 
  * of tile t (TW tiles per row; zeros for t >= T_ up to the last panel),
  * tiles t0..t0+7 per work-item (GEMM_TN is a multiple of 8, so they share
  * a panel). grid: (np*TN/8, C, N) */
-__kernel void wino4_in_p(__global const T *x, __global T *V, __global const int *m, int TW, int T_) {
+__kernel void wino4_in_p(__global const ST *x, __global WST *V, __global const int *m, int TW, int T_) {
   const int C = m[M_C], IH = m[M_IN + 1], IW = m[M_IN + 2], NP = (T_ + GEMM_TN - 1) / GEMM_TN;
   const int t0 = get_global_id(0) * 8, c = get_global_id(1), n = get_global_id(2);
   if (t0 >= NP * GEMM_TN || c >= C || n >= m[M_N]) return;
-  __global const T *xc = x + ((long)n * C + c) * ((long)IH * IW);
+  __global const ST *xc = x + ((long)n * C + c) * ((long)IH * IW);
   T dd[6][6][8];
   for (int l = 0; l < 8; l++) {
     const int t = t0 + l;
     const int ih0 = (t / TW) * 4 - m[M_P + 1], iw0 = (t % TW) * 4 - m[M_P + 2];
     if (t < T_ && ih0 >= 0 && ih0 + 6 <= IH && iw0 >= 0 && iw0 + 6 <= IW) {
-      __global const T *xp = xc + (long)ih0 * IW + iw0;
+      __global const ST *xp = xc + (long)ih0 * IW + iw0;
       for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) dd[i][j][l] = xp[i * IW + j];
+        for (int j = 0; j < 6; j++) dd[i][j][l] = LD(xp, i * IW + j);
     } else {
       for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++) {
           const int ih = ih0 + i, iw = iw0 + j;
-          dd[i][j][l] = (t < T_ && ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? xc[(long)ih * IW + iw] : (T)0;
+          dd[i][j][l] = (t < T_ && ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? LD(xc, (long)ih * IW + iw) : (T)0;
         }
     }
   }
@@ -559,7 +585,7 @@ __kernel void wino4_in_p(__global const T *x, __global T *V, __global const int 
     WINO4_IN(vload8(0, dd[0][j]), vload8(0, dd[1][j]), vload8(0, dd[2][j]), vload8(0, dd[3][j]), vload8(0, dd[4][j]), vload8(0, dd[5][j]), r);
     for (int i = 0; i < 6; i++) u[i][j] = r[i];
   }
-  __global T *v = V + (((long)n * 36 * NP + t0 / GEMM_TN) * C + c) * GEMM_TN + t0 % GEMM_TN;
+  __global WST *v = V + (((long)n * 36 * NP + t0 / GEMM_TN) * C + c) * GEMM_TN + t0 % GEMM_TN;
   const long xs = (long)NP * C * GEMM_TN;
   for (int i = 0; i < 6; i++) { /* rows: (B^T d) B */
     WINO4_IN(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], r);
@@ -570,12 +596,12 @@ __kernel void wino4_in_p(__global const T *x, __global T *V, __global const int 
 /* y tile = A^T Mt A (+ bias, epilogue) with Mt[xi] = Mw[n][xi][oc][t] for
  * tiles t0..t0+7: the 4x4 outputs of each that fall inside the image.
  * grid: (ceil(T/8), OC, N) */
-__kernel void wino4_out(__global const T *Mw, __global const T *bias, __global T *y, __global const int *m, int TW, int T_,
-                        int ldb, int has_bias, __global const T *e0, __global const T *e1) {
+__kernel void wino4_out(__global const WST *Mw, __global const ST *bias, __global ST *y, __global const int *m, int TW, int T_,
+                        int ldb, int has_bias, __global const ST *e0, __global const ST *e1) {
   const int OC = m[M_OC], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
   const int t0 = get_global_id(0) * 8, oc = get_global_id(1), n = get_global_id(2);
   if (t0 >= T_ || oc >= OC || n >= m[M_N]) return;
-  __global const T *mp = Mw + ((long)n * 36 * OC + oc) * ldb + t0;
+  __global const WST *mp = Mw + ((long)n * 36 * OC + oc) * ldb + t0;
   const long xs = (long)OC * ldb;
   T8 mv[36];
   if (t0 + 8 <= T_) {
@@ -592,7 +618,7 @@ __kernel void wino4_out(__global const T *Mw, __global const T *bias, __global T
     WINO4_OUT(mv[j], mv[6 + j], mv[12 + j], mv[18 + j], mv[24 + j], mv[30 + j], o);
     for (int i = 0; i < 4; i++) u[i][j] = o[i];
   }
-  const T bs = has_bias ? bias[oc] : (T)0;
+  const T bs = has_bias ? LD(bias, oc) : (T)0;
   const long yc = ((long)n * OC + oc) * ((long)OH * OW);
   T ov[4][4][8];
   for (int i = 0; i < 4; i++) {
@@ -603,7 +629,7 @@ __kernel void wino4_out(__global const T *Mw, __global const T *bias, __global T
     const int t = t0 + l, oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
     for (int i = 0; i < 4 && oh0 + i < OH; i++) {
       const long yo = yc + (long)(oh0 + i) * OW + ow0;
-      for (int j = 0; j < 4 && ow0 + j < OW; j++) y[yo + j] = EPI(ov[i][j][l], yo + j, oc);
+      for (int j = 0; j < 4 && ow0 + j < OW; j++) SV(y, yo + j, EPI(ov[i][j][l], yo + j, oc));
     }
   }
 }
@@ -619,8 +645,8 @@ __constant int conv_geom[24] = {CONV_GEOM};
   #define CM(i) m[i]
 #endif
 #if CONV_USES(3)
-__kernel void conv_dw(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
-                      __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
+__kernel void conv_dw(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
+                      __global const int *m, int has_bias, __global const ST *e0, __global const ST *e1) {
   const int C = CM(M_C);
   const int ID = CM(M_IN), IH = CM(M_IN + 1), IW = CM(M_IN + 2);
   const int OD = CM(M_OUT), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
@@ -632,8 +658,8 @@ __kernel void conv_dw(__global const T *x, __global const T *w, __global const T
   const int ow0 = (g0 % nowb) * CONVDW_TP, r = g0 / nowb, oh = r % OH, od = r / OH;
   if (od >= OD || c >= C || n >= CM(M_N)) return;
   const int KK = KD * KH * KW;
-  __global const T *xc = x + ((long)n * C + c) * ((long)ID * IH * IW);
-  __global const T *wc = w + (long)c * KK;
+  __global const ST *xc = x + ((long)n * C + c) * ((long)ID * IH * IW);
+  __global const ST *wc = w + (long)c * KK;
   T acc[CONVDW_TP];
   for (int j = 0; j < CONVDW_TP; j++) acc[j] = 0;
   const int id0 = od * SD - CM(M_P), ih0 = oh * SH - CM(M_P + 1), iw0 = ow0 * SW - CM(M_P + 2);
@@ -643,25 +669,25 @@ __kernel void conv_dw(__global const T *x, __global const T *w, __global const T
     for (int kh = 0; kh < KH; kh++) {
       const int ih = ih0 + kh * DH;
       if (ih < 0 || ih >= IH) continue;
-      __global const T *xr = xc + ((long)id * IH + ih) * IW;
+      __global const ST *xr = xc + ((long)id * IH + ih) * IW;
       for (int kw = 0; kw < KW; kw++) {
-        const T wv = wc[(kd * KH + kh) * KW + kw];
+        const T wv = LD(wc, (kd * KH + kh) * KW + kw);
         const int iw = iw0 + kw * DW;
         if (iw >= 0 && iw + (CONVDW_TP - 1) * SW < IW) {
-          for (int j = 0; j < CONVDW_TP; j++) acc[j] = mad(wv, xr[iw + j * SW], acc[j]);
+          for (int j = 0; j < CONVDW_TP; j++) acc[j] = mad(wv, LD(xr, iw + j * SW), acc[j]);
         } else {
           for (int j = 0; j < CONVDW_TP; j++) {
             const int q = iw + j * SW;
-            if (q >= 0 && q < IW) acc[j] = mad(wv, xr[q], acc[j]);
+            if (q >= 0 && q < IW) acc[j] = mad(wv, LD(xr, q), acc[j]);
           }
         }
       }
     }
   }
-  const T b = has_bias ? bias[c] : (T)0;
+  const T b = has_bias ? LD(bias, c) : (T)0;
   const long yo = (((long)n * C + c) * OD + od) * (long)OH * OW + (long)oh * OW + ow0;
   for (int j = 0; j < CONVDW_TP; j++)
-    if (ow0 + j < OW) y[yo + j] = EPI(acc[j] + b, yo + j, c);
+    if (ow0 + j < OW) SV(y, yo + j, EPI(acc[j] + b, yo + j, c));
 }
 #endif
 
@@ -676,17 +702,22 @@ __kernel void conv_dw(__global const T *x, __global const T *w, __global const T
 #define TDV CAT(T, CONVDW_VW)
 #define TDV_LOAD CAT(vload, CONVDW_VW)
 #define TDV_STORE CAT(vstore, CONVDW_VW)
+#if defined(T_DTYPE) && T_DTYPE == 10
+#define TDV_LOADG CAT(vload_half, CONVDW_VW)
+#else
+#define TDV_LOADG TDV_LOAD
+#endif
 #if CONV_USES(8)
-__kernel void conv_dwv(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
-                       __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
+__kernel void conv_dwv(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
+                       __global const int *m, int has_bias, __global const ST *e0, __global const ST *e1) {
   const int C = CM(M_C), IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
   const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
   const int DH = CM(M_DL + 1), DW = CM(M_DL + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
   const int oh = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
   if (oh >= OH || c >= C || n >= CM(M_N)) return;
-  __global const T *xc = x + ((long)n * C + c) * ((long)IH * IW);
-  __global const T *wc = w + (long)c * KH * KW;
-  const T b = has_bias ? bias[c] : (T)0;
+  __global const ST *xc = x + ((long)n * C + c) * ((long)IH * IW);
+  __global const ST *wc = w + (long)c * KH * KW;
+  const T b = has_bias ? LD(bias, c) : (T)0;
   const long yo = ((long)n * C + c) * (long)OH * OW + (long)oh * OW;
   for (int ow0 = 0; ow0 < OW; ow0 += CONVDW_VW) {
     TDV acc = (TDV)0;
@@ -694,22 +725,22 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
     for (int kh = 0; kh < KH; kh++) {
       const int ih = oh * SH - PH + kh * DH;
       if (ih < 0 || ih >= IH) continue;
-      __global const T *xr = xc + (long)ih * IW;
+      __global const ST *xr = xc + (long)ih * IW;
       for (int kw = 0; kw < KW; kw++) {
-        const T wv = wc[kh * KW + kw];
+        const T wv = LD(wc, kh * KW + kw);
         const int iw0 = ow0 * SW - PW + kw * DW;
         TDV xv;
         if (full && iw0 >= 0 && iw0 + (CONVDW_VW - 1) * SW < IW && (SW == 1 || (SW == 2 && iw0 + 2 * CONVDW_VW <= IW))) {
-          if (SW == 1) xv = TDV_LOAD(0, xr + iw0);
+          if (SW == 1) xv = TDV_LOADG(0, xr + iw0);
           else {
-            const TDV a0 = TDV_LOAD(0, xr + iw0), a1 = TDV_LOAD(0, xr + iw0 + CONVDW_VW);
+            const TDV a0 = TDV_LOADG(0, xr + iw0), a1 = TDV_LOADG(0, xr + iw0 + CONVDW_VW);
             xv = (TDV)(a0.even, a1.even);
           }
         } else {
           T t[CONVDW_VW];
           for (int j = 0; j < CONVDW_VW; j++) {
             const int iw = iw0 + j * SW;
-            t[j] = (ow0 + j < OW && iw >= 0 && iw < IW) ? xr[iw] : (T)0;
+            t[j] = (ow0 + j < OW && iw >= 0 && iw < IW) ? LD(xr, iw) : (T)0;
           }
           xv = TDV_LOAD(0, t);
         }
@@ -719,7 +750,7 @@ __kernel void conv_dwv(__global const T *x, __global const T *w, __global const 
     T o[CONVDW_VW];
     TDV_STORE(acc + (TDV)(b), 0, o);
     for (int j = 0; j < CONVDW_VW; j++)
-      if (ow0 + j < OW) y[yo + ow0 + j] = EPI(o[j], yo + ow0 + j, c);
+      if (ow0 + j < OW) SV(y, yo + ow0 + j, EPI(o[j], yo + ow0 + j, c));
   }
 }
 #endif
@@ -852,7 +883,7 @@ void conv_pw(__global const ST *x, __global const ST *A, __global const ST *bias
 
 /* ConvTranspose: y[n,oc,o] = sum over ic of the group and kernel taps k with
  * o = i*s - pad + k*dil of x[n,ic,i] * w[ic, oc%OCg, k]. */
-__kernel void convt_gather(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
+__kernel void convt_gather(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
                            __global const int *m, int has_bias) {
   const int C = m[M_C], OC = m[M_OC], ICg = m[M_ICG], OCg = m[M_OCG];
   const int ID = m[M_IN], IH = m[M_IN + 1], IW = m[M_IN + 2];
@@ -886,11 +917,11 @@ __kernel void convt_gather(__global const T *x, __global const T *w, __global co
         if (iw >= IW) continue;
         const long xo = ((long)n * C + (long)grp * ICg) * isz + ((long)id * IH + ih) * IW + iw;
         const long wo = ((long)grp * ICg * OCg + ocg) * KK + (kd * KH + kh) * KW + kw;
-        for (int ic = 0; ic < ICg; ic++) acc = mad(x[xo + ic * isz], w[wo + (long)ic * OCg * KK], acc);
+        for (int ic = 0; ic < ICg; ic++) acc = mad(LD(x, xo + ic * isz), LD(w, wo + (long)ic * OCg * KK), acc);
       }
     }
   }
-  y[((long)n * OC + oc) * P + p] = acc + (has_bias ? bias[oc] : (T)0);
+  SV(y, ((long)n * OC + oc) * P + p, acc + (has_bias ? LD(bias, oc) : (T)0));
 }
 
 /* ConvInteger / QLinearConv: one output element per work-item (grid as

@@ -33,6 +33,25 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
+/* fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): every
+ * __global buffer of gemm, gemm_panel and the packing kernels holds halfs
+ * (ST), read with vload_half(N) and written with vstore_half(N)_rte; the
+ * arithmetic, accumulators and local tiles are T = float. LD / SV: one
+ * element's load and store, GVLOAD / GVSTORE: VW of them (vloadVW). */
+#if defined(T_DTYPE) && T_DTYPE == 10
+#undef T
+#define T float
+#undef T_IS_FLOAT
+#define T_IS_FLOAT 1
+#define ST half
+#define LD(p, i) vload_half((i), (p))
+#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#else
+#define ST T
+#define LD(p, i) ((p)[i])
+#define SV(p, i, v) ((p)[i] = (v))
+#endif
+
 #define MAXR 8
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -112,10 +131,19 @@ inline void batch_offsets(__global const long *bmeta, long z, long *ao, long *bo
   #define TV T
   #define VLOADL(i, p) ((p)[i])
   #define VSTOREL(x, i, p) ((p)[i] = (x))
+  #define GVLOAD(i, p) LD(p, i)
+  #define GVSTORE(x, i, p) SV(p, i, x)
 #else
   #define TV CAT(T, VW)
   #define VLOADL(i, p) CAT(vload, VW)(i, p)
   #define VSTOREL(x, i, p) CAT(vstore, VW)(x, i, p)
+  #if defined(T_DTYPE) && T_DTYPE == 10
+    #define GVLOAD(i, p) CAT(vload_half, VW)(i, p)
+    #define GVSTORE(x, i, p) CAT(CAT(vstore_half, VW), _rte)(x, i, p)
+  #else
+    #define GVLOAD(i, p) VLOADL(i, p)
+    #define GVSTORE(x, i, p) VSTOREL(x, i, p)
+  #endif
 #endif
 #if (defined(T_IS_FLOAT) && T_IS_FLOAT) || (defined(T_IS_DOUBLE) && T_IS_DOUBLE)
   #define MADV(a, b, c) fma((TV)(a), (b), (c))
@@ -136,31 +164,31 @@ inline void batch_offsets(__global const long *bmeta, long z, long *ao, long *bo
   #define ROWCH 0
 #endif
 inline void store_vec(TV acc, const int m, const int n0, const int N, const T alpha, const T beta,
-                      __global const T *C, const long scm, const long scn, const int has_c, __global T *Y,
-                      const long ybase, __global const T *e0, __global const T *e1) {
+                      __global const ST *C, const long scm, const long scn, const int has_c, __global ST *Y,
+                      const long ybase, __global const ST *e0, __global const ST *e1) {
 #if ROWCH
   /* convolution layout (Conv's algo 6): rows are output channels of batch
    * z = ybase / (M*N) (image x group); C is a bias per channel and scn the
    * channel count, so channel c = (ybase / N + m) % scn (groups in order) */
   const int ch = (int)((ybase / N + m) % scn);
-  const T cb = has_c ? beta * C[ch] : (T)0;
+  const T cb = has_c ? beta * LD(C, ch) : (T)0;
   TV o = alpha * acc + (TV)(cb);
   T *ro = (T *)&o;
 #ifdef KILN_EPI
   for (int e = 0; e < VW; e++) ro[e] = EPI(ro[e], ybase + (long)m * N + n0 + e, ch);
 #endif
-  if (n0 + VW <= N) { VSTOREL(o, 0, Y + (long)m * N + n0); return; }
-  for (int e = 0; e < VW && n0 + e < N; e++) Y[(long)m * N + n0 + e] = ro[e];
+  if (n0 + VW <= N) { GVSTORE(o, 0, Y + (long)m * N + n0); return; }
+  for (int e = 0; e < VW && n0 + e < N; e++) SV(Y, (long)m * N + n0 + e, ro[e]);
   return;
 #endif
   if (n0 + VW <= N && (!has_c || scn == 1)) {
     TV o = alpha * acc;
-    if (has_c) o += beta * VLOADL(0, C + m * scm + n0);
+    if (has_c) o += beta * GVLOAD(0, C + m * scm + n0);
 #ifdef KILN_EPI
     T *ro = (T *)&o;
     for (int e = 0; e < VW; e++) ro[e] = EPI(ro[e], ybase + (long)m * N + n0 + e, n0 + e);
 #endif
-    VSTOREL(o, 0, Y + (long)m * N + n0);
+    GVSTORE(o, 0, Y + (long)m * N + n0);
     return;
   }
   T *r = (T *)&acc;
@@ -168,18 +196,18 @@ inline void store_vec(TV acc, const int m, const int n0, const int N, const T al
     const int n = n0 + e;
     if (n >= N) break;
     T o = alpha * r[e];
-    if (has_c) o += beta * C[m * scm + n * scn];
-    Y[(long)m * N + n] = EPI(o, ybase + (long)m * N + n, n);
+    if (has_c) o += beta * LD(C, m * scm + n * scn);
+    SV(Y, (long)m * N + n, EPI(o, ybase + (long)m * N + n, n));
   }
 }
 
 /* Y[z](m, n) = C(m, n) = C[m*scm + n*scn] (0 without C): the bias for
  * library GEMMs that compute Y = alpha*A*B + beta*Y. Global (N, M, batch). */
-__kernel void gemm_fill_c(const int M, const int N, __global const T *C, const long scm, const long scn, const int has_c, __global T *Y) {
+__kernel void gemm_fill_c(const int M, const int N, __global const ST *C, const long scm, const long scn, const int has_c, __global ST *Y) {
   const int n = get_global_id(0), m = get_global_id(1);
   const long z = get_global_id(2);
   if (n >= N || m >= M) return;
-  Y[(z * M + m) * (long)N + n] = has_c ? C[m * scm + n * scn] : (T)0;
+  SV(Y, (z * M + m) * (long)N + n, has_c ? LD(C, m * scm + n * scn) : (T)0);
 }
 
 #if KERNEL == 0
@@ -189,10 +217,10 @@ __kernel void gemm_fill_c(const int M, const int N, __global const T *C, const l
  * Local size (WGN, WGM, 1); global (ceil(N/NWG)*WGN, ceil(M/MWG)*WGM, batch). */
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void gemm(const int M, const int N, const int K, const T alpha, const T beta,
-          __global const T *A, const long sam, const long sak,
-          __global const T *B, const long sbk, const long sbn,
-          __global const T *C, const long scm, const long scn, const int has_c,
-          __global T *Y, __global const long *bmeta, __global const T *e0, __global const T *e1) {
+          __global const ST *A, const long sam, const long sak,
+          __global const ST *B, const long sbk, const long sbn,
+          __global const ST *C, const long scm, const long scn, const int has_c,
+          __global ST *Y, __global const long *bmeta, __global const ST *e0, __global const ST *e1) {
 #if SA
   __local T Al[KWG * ALD];   /* Al[k][m] */
   __local T Bl[KWG * BLD];   /* Bl[k][n] */
@@ -216,23 +244,23 @@ void gemm(const int M, const int N, const int K, const T alpha, const T beta,
     if (sak == 1) {
       for (int e = tid; e < KWG * MWG; e += NTHR) {
         int kk = e % KWG, mm = e / KWG, m = m0 + mm, k = k0 + kk;
-        Al[kk * ALD + mm] = (m < M && k < K) ? A[m * sam + k] : (T)0;
+        Al[kk * ALD + mm] = (m < M && k < K) ? LD(A, m * sam + k) : (T)0;
       }
     } else {
       for (int e = tid; e < KWG * MWG; e += NTHR) {
         int mm = e % MWG, kk = e / MWG, m = m0 + mm, k = k0 + kk;
-        Al[kk * ALD + mm] = (m < M && k < K) ? A[m * sam + k * sak] : (T)0;
+        Al[kk * ALD + mm] = (m < M && k < K) ? LD(A, m * sam + k * sak) : (T)0;
       }
     }
     if (sbn == 1) {
       for (int e = tid; e < KWG * NWG; e += NTHR) {
         int nn = e % NWG, kk = e / NWG, n = n0 + nn, k = k0 + kk;
-        Bl[kk * BLD + nn] = (n < N && k < K) ? B[k * sbk + n] : (T)0;
+        Bl[kk * BLD + nn] = (n < N && k < K) ? LD(B, k * sbk + n) : (T)0;
       }
     } else {
       for (int e = tid; e < KWG * NWG; e += NTHR) {
         int kk = e % KWG, nn = e / KWG, n = n0 + nn, k = k0 + kk;
-        Bl[kk * BLD + nn] = (n < N && k < K) ? B[k * sbk + n * sbn] : (T)0;
+        Bl[kk * BLD + nn] = (n < N && k < K) ? LD(B, k * sbk + n * sbn) : (T)0;
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -260,10 +288,10 @@ void gemm(const int M, const int N, const int K, const T alpha, const T beta,
     for (int u = 0; u < KWI; u++) {
       T a[TM];
       TV b[NV];
-      for (int i = 0; i < TM; i++) a[i] = A[ar[i] + (k + u) * sak];
+      for (int i = 0; i < TM; i++) a[i] = LD(A, ar[i] + (k + u) * sak);
       for (int v = 0; v < NV; v++) {
         T *bp = (T *)&b[v];
-        for (int e = 0; e < VW; e++) bp[e] = B[(k + u) * sbk + bc[v * VW + e]];
+        for (int e = 0; e < VW; e++) bp[e] = LD(B, (k + u) * sbk + bc[v * VW + e]);
       }
       for (int i = 0; i < TM; i++)
         for (int v = 0; v < NV; v++) acc[i][v] = MADV(a[i], b[v], acc[i][v]);
@@ -272,10 +300,10 @@ void gemm(const int M, const int N, const int K, const T alpha, const T beta,
   for (; k < K; k++) {
     T a[TM];
     TV b[NV];
-    for (int i = 0; i < TM; i++) a[i] = A[ar[i] + k * sak];
+    for (int i = 0; i < TM; i++) a[i] = LD(A, ar[i] + k * sak);
     for (int v = 0; v < NV; v++) {
       T *bp = (T *)&b[v];
-      for (int e = 0; e < VW; e++) bp[e] = B[k * sbk + bc[v * VW + e]];
+      for (int e = 0; e < VW; e++) bp[e] = LD(B, k * sbk + bc[v * VW + e]);
     }
     for (int i = 0; i < TM; i++)
       for (int v = 0; v < NV; v++) acc[i][v] = MADV(a[i], b[v], acc[i][v]);
@@ -295,20 +323,20 @@ void gemm(const int M, const int N, const int K, const T alpha, const T beta,
 /* Packs B'(k, n) = B[z*sbz + k*sbk + n*sbn] of nbz matrices into panels:
  * Bp[((z*np + p)*K + k)*NR + j] = B'(k, p*NR + j), zero past N, where
  * np = ceil(N/NR). Global (np*NR, K, nbz). */
-__kernel void gemm_pack_b(const int N, const int K, __global const T *B, const long sbk, const long sbn, const long sbz, __global T *Bp) {
+__kernel void gemm_pack_b(const int N, const int K, __global const ST *B, const long sbk, const long sbn, const long sbz, __global ST *Bp) {
   const int n = get_global_id(0), k = get_global_id(1);
   const long z = get_global_id(2);
   const int np = (N + NR - 1) / NR;
   if (n >= np * NR || k >= K) return;
   const int p = n / NR, j = n % NR;
-  Bp[((z * np + p) * (long)K + k) * NR + j] = n < N ? B[z * sbz + (long)k * sbk + (long)n * sbn] : (T)0;
+  SV(Bp, ((z * np + p) * (long)K + k) * NR + j, n < N ? LD(B, z * sbz + (long)k * sbk + (long)n * sbn) : (T)0);
 }
 
 /* Packs A'(m, k) = A[aoff(z) + m*sam + k*sak] of every batch z (offsets
  * from bmeta, as gemm_panel's) into row panels of TM rows contiguous along K:
  * Ap[((z*nmb + b)*K + k)*TM + i] = A'(b*TM + i, k), zero past M, where
  * nmb = ceil(M/TM). Global (K, nmb*TM, batch). */
-__kernel void gemm_pack_a(const int M, const int K, __global const T *A, const long sam, const long sak, __global T *Ap,
+__kernel void gemm_pack_a(const int M, const int K, __global const ST *A, const long sam, const long sak, __global ST *Ap,
                           __global const long *bmeta) {
   const int k = get_global_id(0), m = get_global_id(1);
   const long z = get_global_id(2);
@@ -316,7 +344,7 @@ __kernel void gemm_pack_a(const int M, const int K, __global const T *A, const l
   if (k >= K || m >= nmb * TM) return;
   long aoff, boff;
   batch_offsets(bmeta, z, &aoff, &boff);
-  Ap[((z * nmb + m / TM) * (long)K + k) * TM + m % TM] = m < M ? A[aoff + m * sam + k * sak] : (T)0;
+  SV(Ap, ((z * nmb + m / TM) * (long)K + k) * TM + m % TM, m < M ? LD(A, aoff + m * sam + k * sak) : (T)0);
 }
 
 /* One K step of the panel kernel: acc += A'(rows, k) * panel(k, :). */
@@ -324,9 +352,9 @@ __kernel void gemm_pack_a(const int M, const int K, __global const T *A, const l
   do {                                                                    \
     TV b[NV];                                                             \
     _Pragma("unroll") for (int v = 0; v < NV; v++)                        \
-      b[v] = VLOADL(v, bp + (long)(k) * NR);                              \
+      b[v] = GVLOAD(v, bp + (long)(k) * NR);                              \
     _Pragma("unroll") for (int i = 0; i < TM; i++) {                      \
-      const T a = A[ar[i] + (long)(k) * sak];                             \
+      const T a = LD(A, ar[i] + (long)(k) * sak);                         \
       _Pragma("unroll") for (int v = 0; v < NV; v++)                      \
         acc[i][v] = MADV(a, b[v], acc[i][v]);                             \
     }                                                                     \
@@ -356,10 +384,10 @@ __kernel void gemm_pack_a(const int M, const int K, __global const T *A, const l
 #define PACKED_STEP()                                                     \
   do {                                                                    \
     TV b[NV];                                                             \
-    _Pragma("unroll") for (int v = 0; v < NV; v++) b[v] = VLOADL(v, pb);  \
+    _Pragma("unroll") for (int v = 0; v < NV; v++) b[v] = GVLOAD(v, pb);  \
     _Pragma("unroll") for (int u = 0; u < RB; u++)                        \
       _Pragma("unroll") for (int i = 0; i < TM; i++) {                    \
-        const T a = pa[u][i];                                             \
+        const T a = LD(pa[u], i);                                         \
         _Pragma("unroll") for (int v = 0; v < NV; v++)                    \
           acc[u * TM + i][v] = MADV(a, b[v], acc[u * TM + i][v]);         \
       }                                                                   \
@@ -385,9 +413,9 @@ __kernel void gemm_pack_a(const int M, const int K, __global const T *A, const l
  * ceil(ceil(M/(TM*MB))/WGM)*WGM, batch). */
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void gemm_panel(const int M, const int N, const int K, const T alpha, const T beta,
-                __global const T *A, const long sam, const long sak, __global const T *Bp,
-                __global const T *C, const long scm, const long scn, const int has_c,
-                __global T *Y, __global const long *bmeta, __global const T *e0, __global const T *e1) {
+                __global const ST *A, const long sam, const long sak, __global const ST *Bp,
+                __global const ST *C, const long scm, const long scn, const int has_c,
+                __global ST *Y, __global const long *bmeta, __global const ST *e0, __global const ST *e1) {
   const int p = get_global_id(0), r = get_global_id(1);
   const long z = get_global_id(2);
   const int np = (N + NR - 1) / NR, nmb = (M + TM - 1) / TM;
@@ -398,7 +426,7 @@ void gemm_panel(const int M, const int N, const int K, const T alpha, const T be
   batch_offsets(bmeta, z, &aoff, &boff);
   A += aoff;
   /* panels past the last one are clamped (results dropped) */
-  __global const T *bp0 = Bp + boff + (long)min(p, np - 1) * K * NR;
+  __global const ST *bp0 = Bp + boff + (long)min(p, np - 1) * K * NR;
   const long ybase = z * (long)M * N;
   Y += ybase;
   for (int mi = 0; mi < MB; mi += RB) {
@@ -411,9 +439,9 @@ void gemm_panel(const int M, const int N, const int K, const T alpha, const T be
       _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = (TV)0;
 #if AP
     /* blocks past the last one are clamped (results dropped) */
-    __global const T *pa[RB];
+    __global const ST *pa[RB];
     _Pragma("unroll") for (int u = 0; u < RB; u++) pa[u] = A + (long)min(m0 / TM + u, nmb - 1) * K * TM;
-    __global const T *pb = bp0;
+    __global const ST *pb = bp0;
     int k = 0;
 #if SA
     for (int k0 = 0; k0 < K; k0 += KWG) {
@@ -430,7 +458,7 @@ void gemm_panel(const int M, const int N, const int K, const T alpha, const T be
 #endif
 #else
     /* rows past M are clamped (results dropped) */
-    __global const T *bp = bp0;
+    __global const ST *bp = bp0;
     long ar[TM];
     _Pragma("unroll") for (int i = 0; i < TM; i++) ar[i] = (long)min(m0 + i, M - 1) * sam;
 #if SA

@@ -20,6 +20,23 @@
 #define ACC float
 #endif
 
+/* fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): the pools'
+ * input and output hold halfs (ST), read with vload_half and written with
+ * vstore_half_rte (LD / SV), computed in T = float. */
+#if defined(T_DTYPE) && T_DTYPE == 10
+#undef T
+#define T float
+#undef T_IS_FLOAT
+#define T_IS_FLOAT 1
+#define ST half
+#define LD(p, i) vload_half((i), (p))
+#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#else
+#define ST T
+#define LD(p, i) ((p)[i])
+#define SV(p, i, v) ((p)[i] = (v))
+#endif
+
 #ifndef PL_WPI
   #define PL_WPI 1 // pool_fwd: consecutive outputs per work-item (1, 2, 4, 8)
 #endif
@@ -48,7 +65,7 @@ __constant int pl_geom[23] = {PL_GEOM};
 #endif
 
 /* Output q of plane nc. */
-inline void pool_at(__global const T *x, __global T *y, __global long *ind, __global const int *m,
+inline void pool_at(__global const ST *x, __global ST *y, __global long *ind, __global const int *m,
                     int mode, float p, int with_ind, int storage_order, const long q, const long nc) {
   const int ID = PM(2), IH = PM(3), IW = PM(4), OD = PM(5), OH = PM(6), OW = PM(7);
   const int KD = PM(8), KH = PM(9), KW = PM(10), SD = PM(11), SH = PM(12), SW = PM(13);
@@ -57,21 +74,21 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
   const int ow = q % OW, oh = (q / OW) % OH, od = q / ((long)OW * OH);
   const int d0 = od * SD - PM(17), h0 = oh * SH - PM(18), w0 = ow * SW - PM(19);
   const long isz = (long)ID * IH * IW;
-  __global const T *xc = x + nc * isz;
+  __global const ST *xc = x + nc * isz;
 #ifdef PL_GEOM
   /* max without indices, window wholly inside the input (most outputs):
    * constant loop bounds, nothing per position but the load */
   if (MODE == 0 && !WITH_IND && d0 >= 0 && d0 + (KD - 1) * DD < ID && h0 >= 0 && h0 + (KH - 1) * DH < IH && w0 >= 0 &&
       w0 + (KW - 1) * DW < IW) {
-    __global const T *xw = xc + ((long)d0 * IH + h0) * IW + w0;
-    T best = xw[0];
+    __global const ST *xw = xc + ((long)d0 * IH + h0) * IW + w0;
+    T best = LD(xw, 0);
     for (int kd = 0; kd < KD; kd++)
       for (int kh = 0; kh < KH; kh++)
         for (int kw = 0; kw < KW; kw++) {
-          const T v = xw[(kd * DD * IH + kh * DH) * IW + kw * DW];
+          const T v = LD(xw, (kd * DD * IH + kh * DH) * IW + kw * DW);
           best = v > best ? v : best;
         }
-    y[nc * P + q] = best;
+    SV(y, nc * P + q, best);
     return;
   }
 #endif
@@ -85,14 +102,14 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
   T best = 0;
   long bi = -1;
   int cnt = kd1 > kd0 && kh1 > kh0 && kw1 > kw0 ? (kd1 - kd0) * (kh1 - kh0) * (kw1 - kw0) : 0;
-  if (MODE == 0 && cnt) best = xc[((long)(d0 + kd0 * DD) * IH + (h0 + kh0 * DH)) * IW + (w0 + kw0 * DW)];
+  if (MODE == 0 && cnt) best = LD(xc, ((long)(d0 + kd0 * DD) * IH + (h0 + kh0 * DH)) * IW + (w0 + kw0 * DW));
   for (int kd = kd0; kd < kd1; kd++) {
     const int id = d0 + kd * DD;
     for (int kh = kh0; kh < kh1; kh++) {
       const int ih = h0 + kh * DH;
       const long row = ((long)id * IH + ih) * IW + w0; /* w0 may be negative: index, not pointer */
       for (int kw = kw0; kw < kw1; kw++) {
-        const T v = xc[row + kw * DW];
+        const T v = LD(xc, row + kw * DW);
         if (MODE == 0) {
           if (WITH_IND) {
             const int iw = w0 + kw * DW;
@@ -110,10 +127,10 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
   }
   const long yo = nc * P + q;
   if (MODE == 0) {
-    y[yo] = best;
+    SV(y, yo, best);
     if (WITH_IND) ind[yo] = bi < 0 ? -1 : nc * isz + bi;
   } else if (MODE == 3) {
-    y[yo] = (T)pow(acc, (ACC)1 / (ACC)p);
+    SV(y, yo, (T)pow(acc, (ACC)1 / (ACC)p));
   } else {
     if (MODE == 2) {
       /* window positions inside the padded input [-pad_begin, in + pad_end) */
@@ -128,13 +145,13 @@ inline void pool_at(__global const T *x, __global T *y, __global long *ind, __gl
       }
       cnt = c3[0] * c3[1] * c3[2];
     }
-    y[yo] = cnt ? (T)(acc / (ACC)cnt) : (T)0;
+    SV(y, yo, cnt ? (T)(acc / (ACC)cnt) : (T)0);
   }
 }
 
 /* grid: (ceil(P / PL_WPI), N*C); work-item g0 computes outputs
  * g0 * PL_WPI .. + PL_WPI - 1 of its plane. */
-__kernel void pool_fwd(__global const T *x, __global T *y, __global long *ind, __global const int *m,
+__kernel void pool_fwd(__global const ST *x, __global ST *y, __global long *ind, __global const int *m,
                        int mode, float p, int with_ind, int storage_order) {
   const long P = (long)PM(5) * PM(6) * PM(7);
   const long nc = get_global_id(1);
@@ -150,16 +167,16 @@ __kernel void pool_fwd(__global const T *x, __global T *y, __global long *ind, _
 /* Global pools over planes of S elements: one work-group of PL_WG items per
  * plane (grid N*C*PL_WG); modes 0 max, 1/2 average, 3 Lp. */
 __kernel __attribute__((reqd_work_group_size(PL_WG, 1, 1)))
-void gpool_wg(__global const T *x, __global T *y, const long S, int mode, float p) {
+void gpool_wg(__global const ST *x, __global ST *y, const long S, int mode, float p) {
   __local ACC buf[PL_WG];
   const long nc = get_group_id(0);
   const int l = (int)get_local_id(0);
-  __global const T *xc = x + nc * S;
+  __global const ST *xc = x + nc * S;
   ACC acc = mode == 0 ? (ACC)(-INFINITY) : (ACC)0;
   for (long j0 = (long)l * PL_VW; j0 < S; j0 += PL_WG * PL_VW)
     for (int k = 0; k < PL_VW; k++) {
       if (j0 + k >= S) break;
-      const ACC v = (ACC)xc[j0 + k];
+      const ACC v = (ACC)LD(xc, j0 + k);
       if (mode == 0) acc = fmax(acc, v);
       else if (mode == 3) acc += pow(fabs(v), (ACC)p);
       else acc += v;
@@ -172,7 +189,7 @@ void gpool_wg(__global const T *x, __global T *y, const long S, int mode, float 
   }
   if (l == 0) {
     const ACC r = buf[0];
-    y[nc] = (T)(mode == 0 ? r : mode == 3 ? pow(r, (ACC)1 / (ACC)p) : S ? r / (ACC)S : (ACC)0);
+    SV(y, nc, (T)(mode == 0 ? r : mode == 3 ? pow(r, (ACC)1 / (ACC)p) : S ? r / (ACC)S : (ACC)0));
   }
 }
 #endif

@@ -22,7 +22,24 @@
 #endif
 #define MAXR 8
 
-__kernel void resize_taps(__global const T *x, __global T *y, __global const long *meta, __global const int *tidx,
+/* fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): resize_taps'
+ * input and output hold halfs (ST), read with vload_half and written with
+ * vstore_half_rte (LD / SV), computed in float. */
+#if defined(T_DTYPE) && T_DTYPE == 10
+#undef T
+#define T float
+#undef T_IS_FLOAT
+#define T_IS_FLOAT 1
+#define ST half
+#define LD(p, i) vload_half((i), (p))
+#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#else
+#define ST T
+#define LD(p, i) ((p)[i])
+#define SV(p, i, v) ((p)[i] = (v))
+#endif
+
+__kernel void resize_taps(__global const ST *x, __global ST *y, __global const long *meta, __global const int *tidx,
                           __global const float *tw, long total, float extrap, int round_int) {
   const long i = get_global_id(0);
   if (i >= total) return;
@@ -34,7 +51,7 @@ __kernel void resize_taps(__global const T *x, __global T *y, __global const lon
     rem /= meta[1 + a];
     base[a] = (int)(meta[25 + a] + o * meta[17 + a]);
     cnt[a] = 0;
-    if (tidx[base[a]] < 0) { y[i] = (T)extrap; return; }
+    if (tidx[base[a]] < 0) { SV(y, i, (T)extrap); return; }
   }
   ACC acc = 0;
   for (;;) {
@@ -45,7 +62,7 @@ __kernel void resize_taps(__global const T *x, __global T *y, __global const lon
       src += (long)tidx[e] * meta[9 + a];
       wt *= (ACC)tw[e];
     }
-    if (wt != 0) acc += wt * (ACC)x[src];
+    if (wt != 0) acc += wt * (ACC)LD(x, src);
     int a = r - 1;
     for (; a >= 0; a--) {
       if (++cnt[a] < (int)meta[17 + a]) break;
@@ -54,7 +71,7 @@ __kernel void resize_taps(__global const T *x, __global T *y, __global const lon
     if (a < 0) break;
   }
 #if T_IS_FLOAT
-  y[i] = (T)acc;
+  SV(y, i, (T)acc);
 #else
   y[i] = round_int ? (T)rint(acc) : (T)acc;
 #endif

@@ -7,9 +7,14 @@
  *
  * kiln__precision_apply, after the plan's shape inference and pattern
  * passes, chooses per node (in topological order):
- *   - ops without a half variant (no KILN_OP_HALF) run in fp32: conv and
- *     gemm among them for now, an "fp32 island" with conversions around it;
- *   - norms, softmax, reductions, attention (KILN_OP_HALF_GAIN) run in half;
+ *   - ops without a half variant (no KILN_OP_HALF) run in fp32, an "fp32
+ *     island" with conversions around it;
+ *   - conv, gemm, pooling, norms, softmax, reductions, attention
+ *     (KILN_OP_HALF_GAIN) run in half: half loads and stores, fp32
+ *     accumulation (conv and gemm weights converted once, when uploaded or
+ *     packed); every solver of the conv and gemm families a half instance
+ *     can choose has a half kernel (CLBlast's GEMM, which has none, is not
+ *     offered to half instances);
  *   - element-wise and movement ops follow their inputs: half when a
  *     computed float input is half (or all are weights), so that the tail
  *     of an fp32 island stays in it (and in its fused epilogue);
@@ -17,7 +22,9 @@
  *     on the host (inputs and outputs rounded to half around the node's CPU
  *     reference on seeded inputs) exceeds KILN_PRECISION_AUTO_TOL, and lets
  *     the norms, softmax and reductions follow their inputs too (no
- *     conversion pair around a lone half op among fp32 islands).
+ *     conversion pair around a lone half op among fp32 islands); conv and
+ *     gemm, which hold most of a model's bytes, go to half where measured
+ *     within the tolerance, as in fp16.
  * Weights (constants) are half when every consumer is; they are converted
  * once, when uploaded. The model's inputs and outputs keep fp32 buffers.
  * Where a value's storage differs from what a consumer runs in, a KilnCast
@@ -204,7 +211,8 @@ static bool half_supported(kiln_graph *g, kiln_node *n) {
   return ok;
 }
 
-static bool island_op(const kiln_node *n) {
+/* conv and gemm: the ops whose weights and activations dominate a plan's bytes */
+static bool heavy_op(const kiln_node *n) {
   return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "MatMul");
 }
 
@@ -219,13 +227,13 @@ static void choose_node(kiln_graph *g, kiln_node *n, int precision) {
   if (fk < 0) { n->prec_why = "as the model says: not all of its float tensors are float32 (float16, double)"; return; }
   unsigned fl = n->op->flags;
   if (!(fl & KILN_OP_HALF)) {
-    n->prec_why = island_op(n) ? "fp32 island: conv/gemm have no half kernels yet (conversions around it)" : "fp32: no half kernels for this op yet";
+    n->prec_why = "fp32 island: no half kernels for this op yet (conversions around it)";
     return;
   }
   if (!half_supported(g, n)) { n->prec_why = "fp32: its half kernels do not cover this node"; return; }
   /* auto converts nothing for a lone op between fp32 neighbours (two
    * conversions cost more than its half storage saves): every op follows */
-  if (!(fl & KILN_OP_HALF_GAIN) || precision == KILN_PRECISION_AUTO) {
+  if (!(fl & KILN_OP_HALF_GAIN) || (precision == KILN_PRECISION_AUTO && !heavy_op(n))) {
     bool computed = false, half_in = false;
     for (int k = 0; k < n->nin; k++) {
       const kiln_value *v = kiln_in(g, n, k);

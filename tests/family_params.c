@@ -50,6 +50,7 @@ typedef struct {
   int64_t dims[MAXIN][6];
   const char *attrs;         /* "name=i:3;name=f:0.5;name=s:SiLU;name=is:1,2" */
   int cond_input;            /* index of a bool input (Where), -1 none */
+  unsigned consts;           /* inputs that are constants (bit i: input i; weights packed at plan time) */
 } case_t;
 
 static int parse_attrs(const char *s, kiln_attr *a, int64_t (*ints)[8]) {
@@ -113,8 +114,10 @@ static void run_case(const case_t *cc) {
     for (int a = 0; a < v->rank; a++) v->dims[a] = cc->dims[i][a];
     int64_t ne = kiln_value_numel(v);
     v->data = malloc(kiln_value_bytes(v) + 8);
+    v->is_const = cc->consts >> i & 1;
     for (int64_t k = 0; k < ne; k++) {
       if (i == cc->cond_input) ((uint8_t *)v->data)[k] = next_u64() & 1;
+      else if (!strcmp(cc->op, "Resize") && i == 2) ((float *)v->data)[k] = k < 2 ? 1.f : 2.f; /* scales: 2x upsampling of H and W */
       else if (kiln_dtype_is_float(v->dtype)) kiln_store_f(v->data, v->dtype, k, unif() * 3 + 0.25);
       else kiln_store_i(v->data, v->dtype, k, (int64_t)(next_u64() % 41) - 20);
     }
@@ -229,6 +232,18 @@ int main(int argc, char **argv) {
     /* gemm, conv, attention: their solvers in depth in gemm_params, conv_params, attention_test */
     {"MatMul 5x33 @ 33x17", "MatMul", 13, 2, 1, {0}, {2, 2}, {{5, 33}, {33, 17}}, NULL, -1},
     {"Conv 1x3x9x7 k3 (computed weights)", "Conv", 11, 2, 1, {0}, {4, 4}, {{1, 3, 9, 7}, {4, 3, 3, 3}}, "pads=is:1,1,1,1", -1},
+    /* their fp16-storage variants (--half only): every solver the conv
+     * family offers these shapes (constant weights: 1x1, im2col, panel,
+     * Winograd wino/winop/winop4, depthwise dw/dwv) and the gemm family's
+     * packed constant B */
+    {"Conv 1x8x10x9 k3 const w+b (Winograd)", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 8, 10, 9}, {12, 8, 3, 3}, {12}}, "pads=is:1,1,1,1", -1, 6},
+    {"Conv 1x16x7x9 1x1 const w", "Conv", 11, 2, 1, {0}, {4, 4}, {{1, 16, 7, 9}, {10, 16, 1, 1}}, NULL, -1, 2},
+    {"Conv 1x8x9x11 1x1 s2 const w+b", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 8, 9, 11}, {8, 8, 1, 1}, {8}}, "strides=is:2,2", -1, 6},
+    {"Conv depthwise 1x6x11x13 k3 s2 const", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 6, 11, 13}, {6, 1, 3, 3}, {6}},
+     "group=i:6;strides=is:2,2;pads=is:1,1,1,1", -1, 6},
+    {"Gemm 5x19 @ (13x19)^T + bias const B", "Gemm", 13, 3, 1, {0}, {2, 2, 1}, {{5, 19}, {13, 19}, {13}}, "transB=i:1", -1, 6},
+    {"ConvTranspose 1x4x5x5 k3 s2", "ConvTranspose", 11, 3, 1, {0}, {4, 4, 1}, {{1, 4, 5, 5}, {4, 3, 3, 3}, {3}}, "strides=is:2,2", -1, 6},
+    {"Resize 1x3x5x7 linear x2", "Resize", 13, 3, 1, {0}, {4, 1, 1}, {{1, 3, 5, 7}, {0}, {4}}, "mode=s:linear", -1, 6},
     {"KilnAttention 2x5x8, Skv 7, Dv 4", "KilnAttention", 1, 3, 1, {0}, {3, 3, 3}, {{2, 5, 8}, {2, 8, 7}, {2, 7, 4}}, "kiln_scale=f:0.35", -1},
     /* ops without tunable parameters: their fp16-storage variants (--half only) */
     {"Transpose 3x5x7 perm 2,0,1", "Transpose", 13, 1, 1, {0}, {3}, {{3, 5, 7}}, "perm=is:2,0,1", -1},
@@ -242,7 +257,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     if ((cases[i].dtype[0] == D && !dev->has_fp64) || !sc_selected(cases[i].label)) continue;
     const kiln_op_def *od = kiln_op_lookup("", cases[i].op);
-    if (!sc_half && od && (!od->tunable || !strcmp(cases[i].op, "Cast"))) continue; /* the fixed cases: their fp16 variants only */
+    if (!sc_half && od && (!od->tunable || !strcmp(cases[i].op, "Cast") || cases[i].consts)) continue; /* the fixed cases: their fp16 variants only */
     run_case(&cases[i]);
   }
   if (sc_nonly == 0 && !sc_half && sc_check(true, false)) fails++;

@@ -5,7 +5,9 @@
 #    max |ref|), and --precision fp32 is the default plan (same device_bytes);
 #  - kiln plan --precision fp16 --json gives every kernel a precision and a
 #    reason, at least one kernel in fp16 (the transformer's LayerNorms), the
-#    conversions as KilnCast kernels, the conv/gemm nodes as fp32 islands;
+#    conversions as KilnCast kernels, the MatMuls (gemm family) and the
+#    CNN's convolutions in fp16 (their half kernels), the CNN's fp16 plan at
+#    most 0.6x the device bytes of its fp32 plan;
 #  - a bad --precision value is a usage error (exit 2);
 #  - with python3-onnx: a float16 model (LayerNorm, Transpose, Softmax,
 #    ReduceMean, Sigmoid, Mul, Add) runs on the device, output float16,
@@ -29,7 +31,10 @@ done
 jget "$T/plan.json" "all(k['precision'] in ('fp16','fp32','-') and k['precision_why'] for k in j['launches'])" | grep -qx True || fail "a kernel without precision or reason"
 jget "$T/plan.json" "any(k['precision'] == 'fp16' and k['ops'] == 'LayerNormalization' for k in j['launches'])" | grep -qx True || fail "no LayerNormalization in fp16"
 jget "$T/plan.json" "any(k['ops'] == 'KilnCast' for k in j['launches'])" | grep -qx True || fail "no conversion kernel"
-jget "$T/plan.json" "all(k['precision'] == 'fp32' and 'island' in k['precision_why'] for k in j['launches'] if k['ops'].startswith('MatMul'))" | grep -qx True || fail "a MatMul not an fp32 island"
+jget "$T/plan.json" "[k['precision'] for k in j['launches'] if k['ops'].startswith('MatMul')]" | grep -q "^\['fp16'\(, 'fp16'\)*\]$" || fail "a MatMul not in fp16"
+"$K" plan "$T/cnn.onnx" --precision fp16 --no-measure --json >"$T/cplan.json" 2>"$T/err" || { cat "$T/err"; fail "plan cnn --precision fp16"; }
+jget "$T/cplan.json" "[k['precision'] for k in j['launches'] if k['ops'].startswith('Conv')]" | grep -q "^\['fp16'\(, 'fp16'\)*\]$" || fail "a Conv not in fp16"
+jget "$T/cplan.json" "j['device_bytes'] <= 0.6 * $(jget "$T/cnn.fp32.json" "j['device_bytes']")" | grep -qx True || fail "cnn fp16 plan over 0.6x the fp32 device bytes"
 "$K" run "$T/cnn.onnx" --random --precision fp8 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--precision fp8 not a usage error"
 if /usr/bin/python3 -c "import onnx" 2>/dev/null; then
   /usr/bin/python3 - "$T/f16.onnx" <<'PY' || fail "writing the float16 model"

@@ -6,8 +6,11 @@
 //
 // Usage: node compare.mjs MODEL.onnx [--input NAME=FILE.npy ...] [--kiln PATH]
 //          [--repeat N] [--rounds R] [--threads T] [--tol X] [--work DIR]
-//          [--device SEL] [--kiln-arg ARG ...] [--timeout S] [--ort-only] [--json FILE]
+//          [--device SEL] [--precision fp32|fp16|auto] [--kiln-arg ARG ...] [--timeout S] [--ort-only] [--json FILE]
 //
+// --precision P runs kiln with `--precision P` (device storage of float
+// tensors; the error is still against ORT's fp32 outputs) and prints the
+// plan's precision and device_bytes from kiln's --json.
 // Inputs not given with --input are drawn from a seeded normal distribution
 // (float inputs with static shapes only) and written to WORK/inputs/.
 // Latency: R rounds alternate ONNX Runtime (N timed runs after a warm-up) and
@@ -129,7 +132,7 @@ export function relError(a, b) {
 function usage(msg) {
   if (msg) console.error(`compare.mjs: ${msg}`);
   console.error('usage: node compare.mjs MODEL.onnx [--input NAME=FILE.npy ...] [--kiln PATH] [--repeat N] [--rounds R]\n' +
-    '         [--threads T] [--tol X] [--work DIR] [--device SEL] [--kiln-arg ARG ...] [--timeout S] [--ort-only] [--json FILE]');
+    '         [--threads T] [--tol X] [--work DIR] [--device SEL] [--precision P] [--kiln-arg ARG ...] [--timeout S] [--ort-only] [--json FILE]');
   process.exit(2);
 }
 
@@ -149,6 +152,11 @@ function parseArgs(argv) {
     else if (k === '--work') a.work = val();
     else if (k === '--device') a.device = val();
     else if (k === '--kiln-arg') a.kilnArgs.push(val());
+    else if (k === '--precision') {
+      const p = val();
+      if (!['fp32', 'fp16', 'auto'].includes(p)) usage(`--precision: fp32, fp16 or auto, not ${p}`);
+      a.kilnArgs.push('--precision', p);
+    }
     else if (k === '--timeout') a.timeout = num();
     else if (k === '--seed') a.seed = Math.floor(num());
     else if (k === '--ort-only') a.ortOnly = true;
@@ -288,6 +296,7 @@ async function main() {
   for (const r of rows) console.log(`  ${r.name.padEnd(24)} [${r.dims}]`.padEnd(44) + `  max rel err ${fmt(r.rel).padEnd(8)}  ${r.status}`);
   console.log(`  latency ms (median of ${a.rounds}x${a.repeat}, threads ${a.threads}): ORT ${fmt(ortMed)} (min ${fmt(ortMin)})` +
     (a.ortOnly ? '' : `  kiln ${fmt(kMed)} (min ${fmt(kMin)})  kiln/ORT ${kMed != null ? (kMed / ortMed).toFixed(2) : '-'}`));
+  if (kilnJson && kilnJson.precision) console.log(`  kiln precision ${kilnJson.precision}, device_bytes ${kilnJson.device_bytes}`);
   if (kilnFailed) console.log(`  kiln failed: ${kilnFailed}`);
   if (a.json) {
     fs.writeFileSync(a.json, JSON.stringify({ model: a.model, threads: a.threads, tol: a.tol, outputs: rows,

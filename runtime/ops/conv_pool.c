@@ -284,7 +284,7 @@ static int convt_dev(kiln_exec *x, kiln_node *n, const win_geom *w, kiln_error *
   cl_mem mb = kiln_exec_param(x, n, 0, m, sizeof m, err);
   if (!mb) return err->status;
   char opts[256];
-  kiln_cl_type_opts(kiln_in(x->g, n, 0)->dtype, opts, sizeof opts);
+  kiln_cl_type_opts(kiln_dev_dtype(kiln_in(x->g, n, 0)), opts, sizeof opts);
   cl_mem bx = kiln_in_buf(x, n, 0), bw = kiln_in_buf(x, n, 1), bb = kiln_in_buf(x, n, 2), by = kiln_out_buf(x, n, 0);
   cl_int has_bias = bb != NULL;
   if (!bb) bb = bw;
@@ -533,7 +533,7 @@ static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   kiln_error e = {0};
   kiln_value *xv = kiln_in(g, n, 0);
   if (!xv || pool_setup(g, n, &mode, &global, &w, &e)) return 1;
-  kiln_family_begin(global ? &kiln_family_gpool : &kiln_family_pool, xv->dtype, t);
+  kiln_family_begin(global ? &kiln_family_gpool : &kiln_family_pool, kiln_dev_dtype(xv), t); /* fp16 storage: instances of their own */
   int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "x", xv);
   if (o < (int)sizeof t->shape_key)
     snprintf(t->shape_key + o, sizeof t->shape_key - (size_t)o, ",k=%lldx%lldx%lld,s=%lldx%lldx%lld,d=%lldx%lldx%lld,p=%lld.%lld.%lld.%lld.%lld.%lld,mode=%d,ind=%d",
@@ -544,7 +544,7 @@ static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   t->dims[PD_OUT] = w.out[0] * w.out[1] * w.out[2];
   t->dims[PD_IN] = w.in[0] * w.in[1] * w.in[2];
   t->dims[PD_WIN] = w.k[0] * w.k[1] * w.k[2];
-  t->dims[PD_ESIZE] = (int64_t)kiln_dtype_size(xv->dtype);
+  t->dims[PD_ESIZE] = (int64_t)kiln_dtype_size(kiln_dev_dtype(xv));
   t->dims[PD_FLOAT] = xv->dtype == KILN_DT_FLOAT || xv->dtype == KILN_DT_DOUBLE;
   return 0;
 }
@@ -567,7 +567,7 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   cl_float p = mode == POOL_LP ? (cl_float)kiln_attr_int(n, "p", 2) : 0.f;
   cl_int cm = mode;
   if (global && pa > 1) { /* a work-group per plane */
-    snprintf(opts, sizeof opts, "%s -DPL_WG=%d -DPL_VW=%d", kiln_cl_type_opts(kiln_in(g, n, 0)->dtype, tb, sizeof tb), pa, pb);
+    snprintf(opts, sizeof opts, "%s -DPL_WG=%d -DPL_VW=%d", kiln_cl_type_opts(kiln_dev_dtype(kiln_in(g, n, 0)), tb, sizeof tb), pa, pb);
     cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", opts, "gpool_wg", err);
     if (!k) return err->status;
     cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
@@ -588,7 +588,7 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   cl_mem mb = kiln_exec_param(x, n, 0, pm, sizeof pm, err);
   if (!mb) return err->status;
   /* the defaults build the program every pool.cl kernel shares */
-  kiln_cl_type_opts(kiln_in(g, n, 0)->dtype, opts, sizeof opts);
+  kiln_cl_type_opts(kiln_dev_dtype(kiln_in(g, n, 0)), opts, sizeof opts);
   if (wpi > 1) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_WPI=%d", wpi);
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0), bi = kiln_out_buf(x, n, 1);
   cl_int with_ind = bi != NULL, order = (cl_int)kiln_attr_int(n, "storage_order", 0);
@@ -1025,7 +1025,7 @@ static int resize_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   free(tidx);
   free(twt);
   if (!wb) return err->status;
-  int dt = kiln_in(g, n, 0)->dtype;
+  int dt = kiln_dev_dtype(kiln_in(g, n, 0)); /* float16: fp16 storage */
   char opts[256];
   cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", kiln_cl_type_opts(dt, opts, sizeof opts), "resize_taps", err);
   if (!k) return err->status;
@@ -1153,17 +1153,17 @@ static int gs_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
 }
 
 const kiln_op_def kiln_ops_conv_pool[] = {
-  {"Conv", conv_infer, conv_ref, conv_dev, conv_check, conv_tunable, KILN_OP_EPI_HEAD | KILN_OP_EPI_NCHW},
-  {"ConvTranspose", conv_infer, conv_ref, conv_dev, conv_check, NULL},
-  {"MaxPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
-  {"AveragePool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
-  {"LpPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
-  {"GlobalAveragePool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
-  {"GlobalMaxPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
-  {"GlobalLpPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable},
+  {"Conv", conv_infer, conv_ref, conv_dev, conv_check, conv_tunable, KILN_OP_EPI_HEAD | KILN_OP_EPI_NCHW | KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {"ConvTranspose", conv_infer, conv_ref, conv_dev, conv_check, NULL, KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {"MaxPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable, KILN_OP_HALF},
+  {"AveragePool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable, KILN_OP_HALF},
+  {"LpPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable, KILN_OP_HALF},
+  {"GlobalAveragePool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable, KILN_OP_HALF},
+  {"GlobalMaxPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable, KILN_OP_HALF},
+  {"GlobalLpPool", pool_infer, pool_ref, pool_dev, pool_check, pool_tunable, KILN_OP_HALF},
   {"MaxUnpool", unpool_infer, unpool_ref, unpool_dev, unpool_check, NULL},
-  {"Resize", resize_infer, resize_ref, resize_dev, resize_check, NULL},
-  {"Upsample", resize_infer, resize_ref, resize_dev, resize_check, NULL},
+  {"Resize", resize_infer, resize_ref, resize_dev, resize_check, NULL, KILN_OP_HALF},
+  {"Upsample", resize_infer, resize_ref, resize_dev, resize_check, NULL, KILN_OP_HALF},
   {"ConvInteger", q8_infer, q8_ref, q8_dev, NULL, NULL},
   {"QLinearConv", q8_infer, q8_ref, q8_dev, NULL, NULL},
   {"GridSample", gs_infer, gs_ref, gs_dev, float_check, NULL},

@@ -104,6 +104,14 @@ static void gemm_kernels_offered(kiln_kparam *k, unsigned mask) {
 
 static unsigned gemm_mask(const kiln_graph *g) { return g && g->dev_opt ? g->dev_opt->gemm_kernels : 0; }
 
+/* fp16 storage needs one of gemm.cl's kernels: CLBlast has no half GEMM. */
+static int gemm_half_check(const kiln_graph *g, const kiln_value *y, kiln_error *err) {
+  unsigned m = gemm_mask(g);
+  if (y->half && m && !(m & ((1u << GK_TILED) | (1u << GK_PANEL))))
+    return kiln__err(err, KILN_EUNSUPPORTED, "fp16 storage: KILN_GEMM_KERNELS offers CLBlast only, which has no half GEMM");
+  return 0;
+}
+
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Accumulator vectors of the block gemm_panel computes at once: TM x NV, or
@@ -118,7 +126,7 @@ static int panel_accumulators(int tm, int nv, int mb, int ap) {
 static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
   const int kern = p[GP_KERNEL], tm = p[GP_TM], nv = p[GP_NV], vw = p[GP_VW], wgm = p[GP_WGM], wgn = p[GP_WGN], kwi = p[GP_KWI];
   const int sa = p[GP_SA], kwg = p[GP_KWG], mb = p[GP_MB], ap = p[GP_AP];
-  const int64_t M = t->dims[GD_M], N = t->dims[GD_N], esize = t->dims[GD_ESIZE];
+  const int64_t M = t->dims[GD_M], N = t->dims[GD_N], esize = t->dims[GD_ESIZE] == 2 ? 4 : t->dims[GD_ESIZE]; /* local tiles: fp16 storage computes in float */
   if (kern == GK_CLBLAST && t->epilogue[0]) return 1; /* CLBlast's kernels take no epilogue */
   if ((size_t)wgm * (size_t)wgn > (dev && dev->max_work_group ? dev->max_work_group : 256)) return 1;
   if (tm * nv > 24) return 1;                         /* accumulators beyond any register file */
@@ -558,7 +566,7 @@ static int matmul_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
   if (dt != KILN_DT_FLOAT && dt != KILN_DT_DOUBLE && dt != KILN_DT_INT32 && dt != KILN_DT_INT64)
     return kiln__err(err, KILN_EUNSUPPORTED, "MatMul on %s is not implemented on the device", kiln_dtype_name(dt));
   mm_shape s;
-  if (mm_shape_of(kiln_in(g, n, 0), kiln_in(g, n, 1), &s, err)) return err->status;
+  if (mm_shape_of(kiln_in(g, n, 0), kiln_in(g, n, 1), &s, err) || gemm_half_check(g, kiln_out(g, n, 0), err)) return err->status;
   gemm_desc d = {.M = s.M, .N = s.N, .K = s.K};
   return gemm_desc_check(&d, err);
 }
@@ -581,14 +589,14 @@ static int matmul_desc(kiln_graph *g, kiln_node *n, gemm_desc *d, kiln_error *er
 static int matmul_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   gemm_desc d;
   if (matmul_desc(x->g, n, &d, err)) return err->status;
-  return gemm_launch(x, n, kiln_out(x->g, n, 0)->dtype, &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), NULL, kiln_epi_out(x, n), err);
+  return gemm_launch(x, n, kiln_dev_dtype(kiln_out(x->g, n, 0)), &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), NULL, kiln_epi_out(x, n), err);
 }
 
 static int matmul_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   gemm_desc d;
   kiln_error e = {0};
   if (matmul_desc(g, n, &d, &e)) return 1;
-  gemm_tunable_fill(&d, kiln_out(g, n, 0)->dtype, gemm_mask(g), t);
+  gemm_tunable_fill(&d, kiln_dev_dtype(kiln_out(g, n, 0)), gemm_mask(g), t); /* fp16 storage: instances of their own */
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   return 0;
 }
@@ -670,7 +678,7 @@ static int gemm_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
 }
 
 static int gemm_check(kiln_graph *g, kiln_node *n, kiln_error *err) {
-  if (check_float(g, n, kiln_out(g, n, 0)->dtype, err)) return err->status;
+  if (check_float(g, n, kiln_out(g, n, 0)->dtype, err) || gemm_half_check(g, kiln_out(g, n, 0), err)) return err->status;
   gemm_shape s;
   if (gemm_shape_of(g, n, &s, err)) return err->status;
   gemm_desc d = {.M = s.M, .N = s.N, .K = s.K};
@@ -695,7 +703,7 @@ static int gemm_node_desc(kiln_graph *g, kiln_node *n, gemm_desc *d, kiln_error 
 static int gemm_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   gemm_desc d;
   if (gemm_node_desc(x->g, n, &d, err)) return err->status;
-  return gemm_launch(x, n, kiln_out(x->g, n, 0)->dtype, &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), d.has_c ? kiln_in_buf(x, n, 2) : NULL,
+  return gemm_launch(x, n, kiln_dev_dtype(kiln_out(x->g, n, 0)), &d, kiln_in_buf(x, n, 0), kiln_in_buf(x, n, 1), d.has_c ? kiln_in_buf(x, n, 2) : NULL,
                      kiln_epi_out(x, n), err);
 }
 
@@ -703,7 +711,7 @@ static int gemm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   gemm_desc d;
   kiln_error e = {0};
   if (gemm_node_desc(g, n, &d, &e)) return 1;
-  gemm_tunable_fill(&d, kiln_out(g, n, 0)->dtype, gemm_mask(g), t);
+  gemm_tunable_fill(&d, kiln_dev_dtype(kiln_out(g, n, 0)), gemm_mask(g), t); /* fp16 storage: instances of their own */
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   return 0;
 }
@@ -1847,8 +1855,8 @@ static int norm_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
 }
 
 const kiln_op_def kiln_ops_gemm_norm[] = {
-  {.name = "MatMul", .infer = matmul_infer, .ref = matmul_ref, .dev = matmul_dev, .dev_check = matmul_check, .tunable = matmul_tunable, .flags = KILN_OP_EPI_HEAD},
-  {.name = "Gemm", .infer = gemm_infer, .ref = gemm_ref, .dev = gemm_dev, .dev_check = gemm_check, .tunable = gemm_tunable, .flags = KILN_OP_EPI_HEAD},
+  {.name = "MatMul", .infer = matmul_infer, .ref = matmul_ref, .dev = matmul_dev, .dev_check = matmul_check, .tunable = matmul_tunable, .flags = KILN_OP_EPI_HEAD | KILN_OP_HALF | KILN_OP_HALF_GAIN},
+  {.name = "Gemm", .infer = gemm_infer, .ref = gemm_ref, .dev = gemm_dev, .dev_check = gemm_check, .tunable = gemm_tunable, .flags = KILN_OP_EPI_HEAD | KILN_OP_HALF | KILN_OP_HALF_GAIN},
   {.name = "Einsum", .infer = einsum_infer, .ref = einsum_ref, .dev = einsum_dev, .dev_check = einsum_check},
   {.name = "Det", .infer = det_infer, .ref = det_ref, .dev = det_dev, .dev_check = det_check},
   {.name = "MatMulInteger", .infer = mmi_infer, .ref = mmi_ref, .dev = mmi_dev, .dev_check = mmi_check},
