@@ -185,6 +185,16 @@ static int run_model(const run_args *a, run_state *r) {
 }
 
 /* The report on stdout: one JSON object, or text. */
+/* --max-memory below what one kernel needs at once (its weights, the layout
+ * it packs them into, its scratch) is exceeded by that kernel: said on
+ * stderr, in text and JSON mode alike. */
+static void warn_over_budget(const run_args *a, const kiln_run_stats *rs) {
+  if (!a->max_memory || rs->peak_device_bytes <= a->max_memory) return;
+  fprintf(stderr, "kiln: warning: peak device memory %.2f MiB exceeded --max-memory %.2f MiB: with every other kernel's weights "
+          "streamed, one kernel's weights, packed weights and scratch did not fit in what was left\n",
+          rs->peak_device_bytes / 1048576.0, a->max_memory / 1048576.0);
+}
+
 static void print_report(const run_args *a, const run_state *r) {
   const char *path = a->pos.v[0];
   const kiln_device_info *di = r->di;
@@ -222,6 +232,7 @@ static void print_report(const run_args *a, const run_state *r) {
     printf("}");
     printf(",\"precision\":\"%s\"", kiln_precision_name(kiln_session_precision(s)));
     printf(",\"streamed_bytes\":%llu,\"peak_device_bytes\":%llu", (unsigned long long)rs.streamed_bytes, (unsigned long long)rs.peak_device_bytes);
+    warn_over_budget(a, &rs);
     printf(",\"kernels_launched\":%d,\"nodes_folded\":%d,\"device_bytes\":%llu,\"intermediate_bytes\":%llu,\"intermediate_peak_bytes\":%llu,\"inputs\":[",
            rs.kernels_launched, rs.nodes_folded, (unsigned long long)rs.device_bytes, (unsigned long long)rs.intermediate_bytes,
            (unsigned long long)rs.pool_bytes);
@@ -303,6 +314,7 @@ static void print_report(const run_args *a, const run_state *r) {
     printf("         peak device memory %.2f MiB (with the kernels' packed weights and scratch)", rs.peak_device_bytes / 1048576.0);
     if (a->max_memory) printf("; --max-memory %.2f MiB: %.2f MiB of weights streamed per run", a->max_memory / 1048576.0, rs.streamed_bytes / 1048576.0);
     printf("\n");
+    warn_over_budget(a, &rs);
     char dbdesc[4096];
     kiln_db_describe(db, dbdesc, sizeof dbdesc);
     kiln_cli__print_tuning(stdout, "tuning:  ", db ? dbdesc : NULL, s, &ps);

@@ -423,6 +423,11 @@ typedef struct kiln_exec {
   cl_event *events;
   int nevents, capevents;
   size_t evict_bytes;       /* tuner: bytes overwritten before each timed run (0: none) */
+  /* a session run under a memory budget: a node block (kiln_exec_param,
+   * kiln_exec_scratch) that would exceed it first makes other kernels stream
+   * (stream.c, kiln__stream_make_room); cur: the kernel being enqueued */
+  struct kiln_session *budget_s;
+  int cur;
 } kiln_exec;
 
 /* Parameters for node n's tunable kernel t: the tuner's override, else the
@@ -742,6 +747,8 @@ struct kiln_session {
   uint64_t stream_window;  /* stream.c: the most one streamed kernel held (measured) */
   uint64_t stream_run_bytes; /* uploaded by streaming in the current run */
   uint64_t stream_peak_plan; /* the plan's predicted peak (resident + largest streamed kernel) */
+  uint64_t stream_live;    /* weights uploaded for the streamed kernel being enqueued */
+  uint64_t stream_peak_run; /* the most held at once in the current run (resident, node blocks, live) */
 };
 /* Weight streaming under a memory budget (stream.c). */
 void kiln__stream_mark(kiln_graph *g, uint64_t max_memory);
@@ -749,6 +756,7 @@ int kiln__stream_plan(kiln_session *s, kiln_error *err);
 int kiln__stream_before(kiln_session *s, int e, kiln_error *err);
 void kiln__stream_after(kiln_session *s, int e);
 void kiln__stream_tighten(kiln_session *s);
+void kiln__stream_make_room(kiln_session *s, int cur, uint64_t bytes);
 uint64_t kiln__stream_node_bytes(const kiln_graph *g);
 /* Sequence-typed graph inputs and outputs (seq_io.c): at plan time, each
  * sequence input's items become values of their own ("name[i]", inputs

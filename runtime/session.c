@@ -803,8 +803,11 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     if (v->buf && (rc = kiln_cl_write(d, v->buf, src, kiln_value_bytes(v), err)) != 0) return rc;
   }
   if ((rc = kiln__seq_upload(s, err)) != 0) return rc;
-  kiln_exec x = {.d = d, .g = g, .db = s->db, .recs = s->recs, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1, .profile = s->profile};
+  kiln_exec x = {.d = d, .g = g, .db = s->db, .recs = s->recs, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1, .profile = s->profile,
+                .budget_s = s->max_memory ? s : NULL};
   s->stream_run_bytes = 0;
+  s->stream_live = 0;
+  s->stream_peak_run = 0;
   int *ev_first = NULL;
   if (s->profile) {
     free(s->ev_lo);
@@ -819,6 +822,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     if (ev_first) ev_first[i] = x.nevents;
     if (n->folded || n->skip_dev) continue; /* skip_dev: output aliases the input's buffer */
     if (n->fuse_root >= 0 && !n->fgroup) continue; /* computed by its group's fused kernel */
+    x.cur = i;
     if ((rc = kiln__stream_before(s, i, err)) == 0 && (rc = kiln_node_dev(&x, n, err)) == 0 && (n->op->flags & KILN_OP_DYNAMIC) && !n->fgroup) {
       /* the row count read back */
       if (!n->op->resolve || (rc = n->op->resolve(&x, n, err)) == 0) rc = kiln__reinfer_after(g, i, err);
@@ -887,7 +891,10 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
   s->st.compile_ms = d->compile_ms;
   s->st.codegen_ms = d->codegen_ms;
   s->st.streamed_bytes = s->stream_run_bytes;
-  s->st.peak_device_bytes = s->st.device_bytes + kiln__stream_node_bytes(g) + s->stream_window;
+  if (s->max_memory) { /* tracked at every upload and node block of the run (stream.c) */
+    uint64_t end = s->st.device_bytes + kiln__stream_node_bytes(g);
+    s->st.peak_device_bytes = s->stream_peak_run > end ? s->stream_peak_run : end;
+  } else s->st.peak_device_bytes = s->st.device_bytes + kiln__stream_node_bytes(g) + s->stream_window;
   kiln__stream_tighten(s); /* measured above the budget: more weights stream from the next run */
   return 0;
 }
@@ -983,6 +990,7 @@ cl_mem kiln_exec_param(kiln_exec *x, kiln_node *n, int slot, const void *data, s
     return n->param[slot];
   }
   if (n->param[slot]) clReleaseMemObject(n->param[slot]);
+  if (x->budget_s) kiln__stream_make_room(x->budget_s, x->cur, bytes);
   n->param[slot] = kiln_cl_alloc(x->d, bytes, err);
   if (!n->param[slot]) return NULL;
   n->param_bytes[slot] = bytes;
@@ -998,6 +1006,7 @@ cl_mem kiln_exec_scratch(kiln_exec *x, kiln_node *n, int slot, size_t bytes, kil
   if (slot < 0 || slot >= 4) { kiln__err(err, KILN_EINTERNAL, "scratch slot %d", slot); return NULL; }
   if (n->scratch[slot] && n->scratch_bytes[slot] >= bytes) return n->scratch[slot];
   if (n->scratch[slot]) clReleaseMemObject(n->scratch[slot]);
+  if (x->budget_s) kiln__stream_make_room(x->budget_s, x->cur, bytes);
   n->scratch[slot] = kiln_cl_alloc(x->d, bytes, err);
   n->scratch_bytes[slot] = n->scratch[slot] ? bytes : 0;
   return n->scratch[slot];

@@ -82,7 +82,8 @@ static uint64_t weight_bytes(const kiln_graph *g, int e, bool *conv, bool *gemm)
  * (the op's worst case: Winograd F(4x4) packs 4x the weights). */
 static uint64_t kernel_bytes(uint64_t w, bool conv, bool gemm) { return w + (conv ? 4 * w : gemm ? w : 0); }
 
-static int upload_weights(kiln_session *s, int e, uint64_t *bytes, kiln_error *err) {
+/* Uploads kernel e's streamed weights (dry: only counts them) into *bytes. */
+static int upload_weights(kiln_session *s, int e, bool dry, uint64_t *bytes, kiln_error *err) {
   kiln_graph *g = s->m->g;
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
@@ -93,21 +94,26 @@ static int upload_weights(kiln_session *s, int e, uint64_t *bytes, kiln_error *e
       if (k == 1 && n->packed_w1) continue; /* its kernel packs these on the host: the raw ones are not read */
       kiln_value *val = &g->vals[v];
       size_t b = kiln_value_dev_bytes(val);
+      *bytes += b;
+      if (dry) continue;
       if (!(val->buf = kiln_cl_alloc(s->d, b, err))) return err ? err->status : KILN_ECL;
       int rc = kiln__value_upload(s->d, val, err);
       if (rc) return rc;
-      *bytes += b;
     }
   }
   return 0;
 }
 
-/* Before kernel e runs: its streamed weights and derived blocks uploaded. */
+/* Before kernel e runs: its streamed weights uploaded (other kernels made to
+ * stream first when they would not fit beside them). */
 int kiln__stream_before(kiln_session *s, int e, kiln_error *err) {
   if (!s->m->g->nodes[e].streamed) return 0;
-  uint64_t b = 0;
-  int rc = upload_weights(s, e, &b, err);
+  uint64_t need = 0, b = 0;
+  upload_weights(s, e, true, &need, NULL);
+  kiln__stream_make_room(s, e, need);
+  int rc = upload_weights(s, e, false, &b, err);
   s->stream_run_bytes += b;
+  s->stream_live = b;
   return rc;
 }
 
@@ -142,6 +148,7 @@ void kiln__stream_after(kiln_session *s, int e) {
     n->state = NULL;
   }
   if (window > s->stream_window) s->stream_window = window;
+  s->stream_live = 0;
 }
 
 /* Resident bytes of per-node blocks (parameters and scratch) not streamed. */
@@ -224,6 +231,62 @@ int kiln__stream_plan(kiln_session *s, kiln_error *err) {
   return rc;
 }
 
+/* Kernel i's streamable weights with buffers and its node blocks (bytes). */
+static uint64_t resident_kernel_bytes(const kiln_graph *g, int i) {
+  uint64_t b = 0;
+  for (int j = 0; j < g->nnodes; j++) {
+    const kiln_node *m = &g->nodes[j];
+    if (m->folded || executor(g, j) != i) continue;
+    for (int k = 0; k < m->nin; k++)
+      if (m->in[k] >= 0 && g->vals[m->in[k]].stream_ok && g->vals[m->in[k]].buf) b += kiln_value_dev_bytes(&g->vals[m->in[k]]);
+    for (int k = 0; k < 4; k++) b += m->param_bytes[k] + m->scratch_bytes[k];
+  }
+  return b;
+}
+
+/* Makes kernel e stream from now on: its streamable weights and node blocks
+ * released (the queue keeps buffers a pending kernel reads), derived again
+ * when it next runs. */
+static void stream_kernel(kiln_session *s, int e) {
+  kiln_graph *g = s->m->g;
+  for (int j = 0; j < g->nnodes; j++) {
+    kiln_node *m = &g->nodes[j];
+    if (m->folded || executor(g, j) != e) continue;
+    m->streamed = true;
+    for (int k = 0; k < m->nin; k++) {
+      kiln_value *v = m->in[k] >= 0 ? &g->vals[m->in[k]] : NULL;
+      if (!v || !v->stream_ok || !v->buf) continue;
+      clReleaseMemObject(v->buf);
+      v->buf = NULL;
+      v->streamed = true;
+      s->st.device_bytes -= kiln_value_dev_bytes(v);
+    }
+    for (int k = 0; k < 4; k++) {
+      if (m->param[k]) clReleaseMemObject(m->param[k]);
+      if (m->scratch[k]) clReleaseMemObject(m->scratch[k]);
+      m->param[k] = m->scratch[k] = NULL;
+      m->param_bytes[k] = m->scratch_bytes[k] = 0;
+    }
+    if (m->state && m->op && m->op->release) m->op->release(m);
+    free(m->state);
+    m->state = NULL;
+  }
+}
+
+/* The resident kernel (not `except`, not streamed) holding the most bytes
+ * that streaming releases; -1 when none holds any. */
+static int largest_resident(const kiln_graph *g, int except, uint64_t *bytes) {
+  int best = -1;
+  *bytes = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const kiln_node *n = &g->nodes[i];
+    if (n->folded || executor(g, i) != i || n->streamed || i == except) continue;
+    uint64_t b = resident_kernel_bytes(g, i);
+    if (b > *bytes) { best = i; *bytes = b; }
+  }
+  return best;
+}
+
 /* After a run whose measured peak exceeded the budget (the plan estimated
  * what kernels allocate for themselves at their first run: packed weights,
  * scratch): more kernels stream, the largest resident ones first, their
@@ -232,46 +295,32 @@ int kiln__stream_plan(kiln_session *s, kiln_error *err) {
 void kiln__stream_tighten(kiln_session *s) {
   kiln_graph *g = s->m->g;
   for (;;) {
-    uint64_t peak = s->st.device_bytes + kiln__stream_node_bytes(g) + s->stream_window;
+    uint64_t peak = s->st.device_bytes + kiln__stream_node_bytes(g) + s->stream_window, b;
     if (!s->max_memory || peak <= s->max_memory) return;
-    int best = -1;
-    uint64_t best_b = 0;
-    for (int i = 0; i < g->nnodes; i++) {
-      kiln_node *n = &g->nodes[i];
-      if (n->folded || executor(g, i) != i || n->streamed) continue;
-      uint64_t b = 0;
-      for (int j = 0; j < g->nnodes; j++) {
-        kiln_node *m = &g->nodes[j];
-        if (m->folded || executor(g, j) != i) continue;
-        for (int k = 0; k < m->nin; k++)
-          if (m->in[k] >= 0 && g->vals[m->in[k]].stream_ok && g->vals[m->in[k]].buf) b += kiln_value_dev_bytes(&g->vals[m->in[k]]);
-        for (int k = 0; k < 4; k++) b += m->param_bytes[k] + m->scratch_bytes[k];
-      }
-      if (b > best_b) { best = i; best_b = b; }
-    }
+    int best = largest_resident(g, -1, &b);
     if (best < 0) return; /* nothing left to stream: the run reports its peak */
-    for (int j = 0; j < g->nnodes; j++) {
-      kiln_node *m = &g->nodes[j];
-      if (m->folded || executor(g, j) != best) continue;
-      m->streamed = true;
-      for (int k = 0; k < m->nin; k++) {
-        kiln_value *v = m->in[k] >= 0 ? &g->vals[m->in[k]] : NULL;
-        if (!v || !v->stream_ok || !v->buf) continue;
-        clReleaseMemObject(v->buf);
-        v->buf = NULL;
-        v->streamed = true;
-        s->st.device_bytes -= kiln_value_dev_bytes(v);
-      }
-      for (int k = 0; k < 4; k++) {
-        if (m->param[k]) clReleaseMemObject(m->param[k]);
-        if (m->scratch[k]) clReleaseMemObject(m->scratch[k]);
-        m->param[k] = m->scratch[k] = NULL;
-        m->param_bytes[k] = m->scratch_bytes[k] = 0;
-      }
-      if (m->state && m->op && m->op->release) m->op->release(m);
-      free(m->state);
-      m->state = NULL;
-    }
-    if (best_b > s->stream_window) s->stream_window = best_b;
+    stream_kernel(s, best);
+    if (b > s->stream_window) s->stream_window = b;
   }
+}
+
+/* Within a run, before a node block of `bytes` is allocated for kernel cur:
+ * while the resident buffers, the node blocks, the weights uploaded for the
+ * kernel being enqueued and the new block would exceed the budget, the
+ * largest other resident kernel streams from now on (what a kernel allocates
+ * at its first run is not known when the plan is made; without this the
+ * first run's peak went over the budget: the full SD UNet at half its fp32
+ * weights, 1.806 GB for a 1.719 GB budget). Records the run's peak. */
+void kiln__stream_make_room(kiln_session *s, int cur, uint64_t bytes) {
+  kiln_graph *g = s->m->g;
+  uint64_t held = s->st.device_bytes + kiln__stream_node_bytes(g) + s->stream_live;
+  while (s->max_memory && held + bytes > s->max_memory) {
+    uint64_t b;
+    int e = largest_resident(g, executor(g, cur), &b);
+    if (e < 0) break; /* nothing else to release: the run reports its peak */
+    stream_kernel(s, e);
+    if (b > s->stream_window) s->stream_window = b;
+    held = s->st.device_bytes + kiln__stream_node_bytes(g) + s->stream_live;
+  }
+  if (held + bytes > s->stream_peak_run) s->stream_peak_run = held + bytes;
 }
