@@ -64,7 +64,9 @@ static int check_float(kiln_graph *g, kiln_node *n, int dt, kiln_error *err) {
  *      by gemm_pack_b into a scratch buffer); each work-item computes
  *      MB blocks of TM x NR in vector registers one after another on the
  *      same panel, no local memory: the CPU shape; with AP=1 A is packed
- *      too (gemm_pack_a, each run), into row panels of TM rows;
+ *      too (gemm_pack_a, each run), into row panels of TM rows; with
+ *      KC > 0 (AP=1, SA=0) the MB blocks take turns on KC-deep slices of
+ *      the panel (kernels/gemm.c);
  *   2  CLBlast's Xgemm (float and double), its tuning parameters mapped from
  *      the same vector (see clb_params) and set with CLBlastOverrideParameters.
  * ======================================================================== */
@@ -125,7 +127,7 @@ static int panel_accumulators(int tm, int nv, int mb, int ap) {
 
 static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
   const int kern = p[GP_KERNEL], tm = p[GP_TM], nv = p[GP_NV], vw = p[GP_VW], wgm = p[GP_WGM], wgn = p[GP_WGN], kwi = p[GP_KWI];
-  const int sa = p[GP_SA], kwg = p[GP_KWG], mb = p[GP_MB], ap = p[GP_AP];
+  const int sa = p[GP_SA], kwg = p[GP_KWG], mb = p[GP_MB], ap = p[GP_AP], kc = p[GP_KC];
   const int64_t M = t->dims[GD_M], N = t->dims[GD_N], esize = t->dims[GD_ESIZE] == 2 ? 4 : t->dims[GD_ESIZE]; /* local tiles: fp16 storage computes in float */
   if (kern == GK_CLBLAST && t->epilogue[0]) return 1; /* CLBlast's kernels take no epilogue */
   if ((size_t)wgm * (size_t)wgn > (dev && dev->max_work_group ? dev->max_work_group : 256)) return 1;
@@ -159,6 +161,10 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   if (kern != GK_PANEL && (mb != gemm_params[GP_MB].dflt || ap != gemm_params[GP_AP].dflt)) return 1;
   if (kern == GK_PANEL && sa && mb != 1) return 1;
   if (mb > 1 && mb != gemm_params[GP_MB].dflt && ceil_div(M, tm) <= mb / 2) return 1;
+  /* KC: the panel kernel's with packed A and no barriers only; blocks of K
+   * as deep as K or deeper are the whole K (KC=0) */
+  if (kc != gemm_params[GP_KC].dflt && (kern != GK_PANEL || !ap || sa)) return 1;
+  if (kc != gemm_params[GP_KC].dflt && kc >= t->dims[GD_K]) return 1;
   switch (kern) {
   case GK_TILED:
     if (!sa && kwg != gemm_params[GP_KWG].dflt) return 1;
@@ -253,7 +259,9 @@ static int gemm_tiled(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
  * in scratch[1], rows (M rounded up to TM) x K elements of esize bytes per
  * batch; batch offsets of A from param slot 2.
  * Returns the packed buffer, NULL on error. */
-static cl_mem gemm_pack_a(kiln_exec *x, kiln_node *n, const char *opts, const gemm_desc *d, cl_mem A, int64_t rows, size_t esize, kiln_error *err) {
+#define KILN_GEMM_PKK 16 /* gemm.cl's PKK */
+static cl_mem gemm_pack_a(kiln_exec *x, kiln_node *n, const char *opts, const gemm_desc *d, cl_mem A, int64_t rows, int64_t tm, size_t esize,
+                          kiln_error *err) {
   const int64_t Z = gemm_batches(d);
   cl_mem ma = gemm_meta(x, n, 2, d, 1, 1, 0, err);
   if (!ma) return NULL;
@@ -265,7 +273,7 @@ static cl_mem gemm_pack_a(kiln_exec *x, kiln_node *n, const char *opts, const ge
   cl_int M = (cl_int)d->M, K = (cl_int)d->K;
   cl_long sam = d->sam, sak = d->sak;
   if (kiln_cl_args(k, err, KARG(M), KARG(K), KARG(A), KARG(sam), KARG(sak), KARG(Ap), KARG(ma), KEND)) return NULL;
-  size_t gws[3] = {(size_t)d->K, (size_t)rows, (size_t)Z};
+  size_t gws[3] = {(size_t)ceil_div(d->K, KILN_GEMM_PKK), (size_t)(rows / tm), (size_t)Z}; /* PKK steps of K of a panel per work-item */
   return kiln_exec_launch(x, k, 3, gws, NULL, err) ? NULL : Ap;
 }
 
@@ -297,7 +305,7 @@ static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   if (!d->b_const || st->packed != Bp || st->nr != nr) {
     cl_long sbk = d->sbk, sbn = d->sbn, sbz = d->K * d->N;
     if (kiln_cl_args(kp, err, KARG(N), KARG(K), KARG(B), KARG(sbk), KARG(sbn), KARG(sbz), KARG(Bp), KEND)) return err->status;
-    size_t gws[3] = {(size_t)(np * nr), (size_t)d->K, (size_t)d->nbz};
+    size_t gws[3] = {(size_t)np, (size_t)d->K, (size_t)d->nbz}; /* a panel's NR values at one k per work-item */
     /* a constant B is packed once per plan: a setup launch */
     if ((d->b_const ? kiln_exec_launch_setup : kiln_exec_launch)(x, kp, 3, gws, NULL, err)) return err->status;
     st->packed = Bp;
@@ -307,7 +315,7 @@ static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   cl_long sam = d->sam, sak = d->sak, scm = d->scm, scn = d->scn;
   if (!C) C = A;
   cl_mem Ap = A;
-  if (asz && !(Ap = gemm_pack_a(x, n, opts, d, A, asz / d->K, (size_t)kiln_dtype_size(dt), err))) return err->status;
+  if (asz && !(Ap = gemm_pack_a(x, n, opts, d, A, asz / d->K, tm, (size_t)kiln_dtype_size(dt), err))) return err->status;
   cl_mem e[2];
   kiln_epi_bufs(x, n, Y, e);
   if (kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), TARG(alpha), TARG(beta), KARG(Ap), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
