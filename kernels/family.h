@@ -71,7 +71,7 @@ int kiln_family_epi_slot(const char *file);
 /* ---- the families' parameter vectors and instance dims (kiln_tunable.dims) ---- */
 
 /* gemm (kernels/gemm.c): solvers KERNEL = 0 tiled, 1 panel, 2 CLBlast */
-enum { GP_KERNEL, GP_TM, GP_NV, GP_VW, GP_WGM, GP_WGN, GP_KWI, GP_SA, GP_KWG, GP_MB, GP_AP, GP_KC, GP_COUNT };
+enum { GP_KERNEL, GP_TM, GP_NV, GP_VW, GP_WGM, GP_WGN, GP_KWI, GP_SA, GP_KWG, GP_MB, GP_AP, GP_COUNT };
 enum { GK_TILED = 0, GK_PANEL = 1, GK_CLBLAST = 2 };
 enum { GD_M, GD_N, GD_K, GD_BATCH, GD_NBZ, GD_BCONST, GD_ESIZE, GD_KMASK };
 extern const kiln_kparam kiln_gemm_params[GP_COUNT];

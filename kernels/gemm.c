@@ -10,9 +10,8 @@
  * the space is not a product of irrelevant values. For CLBlast the same
  * vector maps onto Xgemm's parameters (clb_params in runtime/ops/gemm_norm.c).
  * KILN_MAX_KPARAMS (12) rules out a separate set of names per kernel. The
- * space (2.8 million combinations before valid(), KC's two values
- * included; all 12 slots are used) stays under the enumeration cap of
- * runtime/tunable.c (ENUM_MAX, 4 million).
+ * space (1.4 million combinations before valid()) stays under the
+ * enumeration cap of runtime/tunable.c (ENUM_MAX).
  * MB and AP are the panel kernel's only (pinned to their defaults
  * elsewhere): MB blocks of TM rows per work-item on the same B panel, and
  * A packed into row panels of TM rows (one more launch per run) so that
@@ -23,17 +22,12 @@
  * TM x NR block, gemm.cl computes RB of the MB blocks together (up to 16
  * accumulators), so small TM is not latency-bound (conv's panel solvers
  * choose GEMM_TM themselves).
- * KC (panel kernel with packed A, no barriers) blocks K: the work-item
- * runs all its MB row blocks over KC steps of K, keeping their
- * accumulators in private memory between blocks, so the KC x NR slice of
- * its B panel (32 KiB at KC=256, NR=32) is read from the L1 cache by every
- * block instead of the whole panel streaming from L2 once per block; KC=0
- * is the whole K per block (what conv's panel solvers compile). Its values
- * are listed default first: its features are those of KC=0 (the cost
- * model has no cache level), so among candidates predicted alike the
- * enumeration's first, KC=256, is chosen. On bert_encoder's FFN products
- * (128x768x3072, 128x3072x768) under load KC=256 ran 1.1-1.5x faster
- * than KC=0 for the blocks the built-in prior picks (bench_gemm_layer).
+ * K in blocks (all MB row blocks over one 256-deep slice of the B panel,
+ * accumulators parked in private memory between slices, so that the slice
+ * stays in L1) was tried and ran 1.25-1.45x slower than the whole K per
+ * block on bert_encoder's three product shapes, with the defaults and with
+ * the prior's picks (bench_gemm_layer, 60 rounds alternated, load 5): not
+ * kept.
  * Defaults (used where nothing was measured or predicted): the panel kernel
  * with 8 x 32 blocks (float16 vectors), 8 blocks (64 rows) per work-item,
  * one work-item per group, A packed: the fastest of the candidates timed on
@@ -69,7 +63,6 @@ const kiln_kparam kiln_gemm_params[GP_COUNT] = {
   [GP_KWG] = {"KWG", 5, {16, 32, 64, 128, 256}, 16},
   [GP_MB] = {"MB", 4, {1, 2, 4, 8}, 8},
   [GP_AP] = {"AP", 2, {0, 1}, 1},
-  [GP_KC] = {"KC", 2, {256, 0}, 256},
 };
 _Static_assert(GP_COUNT <= KILN_MAX_KPARAMS && GP_COUNT <= KILN_MAX_KPARAMS_NODE, "gemm parameter vector too long");
 

@@ -114,9 +114,6 @@ inline void batch_offsets(__global const long *bmeta, long z, long *ao, long *bo
 #ifndef AP
   #define AP 1    // gemm_panel: 1 = A packed by gemm_pack_a into row panels of TM rows contiguous along K
 #endif
-#ifndef KC
-  #define KC 0    // gemm_panel (AP=1, SA=0): K in blocks of KC for all MB row blocks in turn, 0 = whole K per block (conv's panel solvers); the host always sets it
-#endif
 #ifndef BPAD
   #define BPAD 0  // padding of local B tile rows (bank conflicts)
 #endif
@@ -460,40 +457,6 @@ void gemm_panel(const int M, const int N, const int K, const T alpha, const T be
   __global const ST *bp0 = Bp + boff + (long)min(p, np - 1) * K * NR;
   const long ybase = z * (long)M * N;
   Y += ybase;
-#if AP && !SA && KC
-  /* K in blocks of KC: the accumulators of the work-item's MB row blocks
-   * wait in private memory between blocks, so one KC x NR slice of the B
-   * panel serves all of them from the L1 cache (without KC the whole
-   * panel is streamed again for every RB row blocks) */
-  TV accs[MB * TM][NV];
-  for (int k0 = 0; k0 < K; k0 += KC) {
-    const int kn = min(KC, K - k0);
-    for (int mi = 0; mi < MB; mi += RB) {
-      const int m0 = (r * MB + mi) * TM;
-      if (m0 >= M) break;
-      TV acc[RB * TM][NV];
-      _Pragma("unroll") for (int i = 0; i < RB * TM; i++)
-        _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = k0 ? accs[mi * TM + i][v] : (TV)0;
-      __global const ST *pa[RB];
-      _Pragma("unroll") for (int u = 0; u < RB; u++) pa[u] = A + ((long)min(m0 / TM + u, nmb - 1) * K + k0) * TM;
-      __global const ST *pb = bp0 + (long)k0 * NR;
-      int k = 0;
-      for (; k + KWI <= kn; k += KWI)
-        _Pragma("unroll") for (int u = 0; u < KWI; u++) PACKED_STEP();
-      for (; k < kn; k++) PACKED_STEP();
-      _Pragma("unroll") for (int i = 0; i < RB * TM; i++)
-        _Pragma("unroll") for (int v = 0; v < NV; v++) accs[mi * TM + i][v] = acc[i][v];
-    }
-  }
-  for (int i = 0; i < MB * TM; i++) {
-    const int m = r * MB * TM + i;
-    if (m >= M) break;
-    /* K = 0: no block of K ran, the products are 0 */
-    _Pragma("unroll") for (int v = 0; v < NV; v++)
-      store_vec(K > 0 ? accs[i][v] : (TV)0, m, p * NR + v * VW, N, alpha, beta, C, scm, scn, has_c, Y, ybase, e0, e1);
-  }
-  return;
-#endif
   for (int mi = 0; mi < MB; mi += RB) {
     const int m0 = (r * MB + mi) * TM;   /* first row of these RB blocks */
 #if !SA

@@ -64,9 +64,7 @@ static int check_float(kiln_graph *g, kiln_node *n, int dt, kiln_error *err) {
  *      by gemm_pack_b into a scratch buffer); each work-item computes
  *      MB blocks of TM x NR in vector registers one after another on the
  *      same panel, no local memory: the CPU shape; with AP=1 A is packed
- *      too (gemm_pack_a, each run), into row panels of TM rows; with
- *      KC > 0 (AP=1, SA=0) the MB blocks take turns on KC-deep slices of
- *      the panel (kernels/gemm.c);
+ *      too (gemm_pack_a, each run), into row panels of TM rows;
  *   2  CLBlast's Xgemm (float and double), its tuning parameters mapped from
  *      the same vector (see clb_params) and set with CLBlastOverrideParameters.
  * ======================================================================== */
@@ -127,7 +125,7 @@ static int panel_accumulators(int tm, int nv, int mb, int ap) {
 
 static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
   const int kern = p[GP_KERNEL], tm = p[GP_TM], nv = p[GP_NV], vw = p[GP_VW], wgm = p[GP_WGM], wgn = p[GP_WGN], kwi = p[GP_KWI];
-  const int sa = p[GP_SA], kwg = p[GP_KWG], mb = p[GP_MB], ap = p[GP_AP], kc = p[GP_KC];
+  const int sa = p[GP_SA], kwg = p[GP_KWG], mb = p[GP_MB], ap = p[GP_AP];
   const int64_t M = t->dims[GD_M], N = t->dims[GD_N], esize = t->dims[GD_ESIZE] == 2 ? 4 : t->dims[GD_ESIZE]; /* local tiles: fp16 storage computes in float */
   if (kern == GK_CLBLAST && t->epilogue[0]) return 1; /* CLBlast's kernels take no epilogue */
   if ((size_t)wgm * (size_t)wgn > (dev && dev->max_work_group ? dev->max_work_group : 256)) return 1;
@@ -161,10 +159,6 @@ static int gemm_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   if (kern != GK_PANEL && (mb != gemm_params[GP_MB].dflt || ap != gemm_params[GP_AP].dflt)) return 1;
   if (kern == GK_PANEL && sa && mb != 1) return 1;
   if (mb > 1 && mb != gemm_params[GP_MB].dflt && ceil_div(M, tm) <= mb / 2) return 1;
-  /* KC: the panel kernel's with packed A and no barriers only; blocks of K
-   * as deep as K or deeper are the whole K (KC=0) */
-  if (kc != gemm_params[GP_KC].dflt && (kern != GK_PANEL || !ap || sa)) return 1;
-  if (kc != gemm_params[GP_KC].dflt && kc >= t->dims[GD_K]) return 1;
   switch (kern) {
   case GK_TILED:
     if (!sa && kwg != gemm_params[GP_KWG].dflt) return 1;
