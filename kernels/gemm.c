@@ -22,6 +22,12 @@
  * TM x NR block, gemm.cl computes RB of the MB blocks together (up to 16
  * accumulators), so small TM is not latency-bound (conv's panel solvers
  * choose GEMM_TM themselves).
+ * K in blocks (all MB row blocks over one 256-deep slice of the B panel,
+ * accumulators parked in private memory between slices, so that the slice
+ * stays in L1) was tried and ran 1.25-1.45x slower than the whole K per
+ * block on bert_encoder's three product shapes, with the defaults and with
+ * the prior's picks (bench_gemm_layer, 60 rounds alternated, load 5): not
+ * kept.
  * Defaults (used where nothing was measured or predicted): the panel kernel
  * with 8 x 32 blocks (float16 vectors), 8 blocks (64 rows) per work-item,
  * one work-item per group, A packed: the fastest of the candidates timed on

@@ -322,29 +322,57 @@ void gemm(const int M, const int N, const int K, const T alpha, const T beta,
 #if KERNEL == 1
 /* Packs B'(k, n) = B[z*sbz + k*sbk + n*sbn] of nbz matrices into panels:
  * Bp[((z*np + p)*K + k)*NR + j] = B'(k, p*NR + j), zero past N, where
- * np = ceil(N/NR). Global (np*NR, K, nbz). */
+ * np = ceil(N/NR). Each work-item packs the NR values of one panel at one
+ * k, as NV vectors where B is contiguous along N. Global (np, K, nbz). */
 __kernel void gemm_pack_b(const int N, const int K, __global const ST *B, const long sbk, const long sbn, const long sbz, __global ST *Bp) {
-  const int n = get_global_id(0), k = get_global_id(1);
+  const int p = get_global_id(0), k = get_global_id(1);
   const long z = get_global_id(2);
   const int np = (N + NR - 1) / NR;
-  if (n >= np * NR || k >= K) return;
-  const int p = n / NR, j = n % NR;
-  SV(Bp, ((z * np + p) * (long)K + k) * NR + j, n < N ? LD(B, z * sbz + (long)k * sbk + (long)n * sbn) : (T)0);
+  if (p >= np || k >= K) return;
+  __global const ST *src = B + z * sbz + (long)k * sbk + (long)p * NR * sbn;
+  __global ST *dst = Bp + ((z * np + p) * (long)K + k) * NR;
+  if (sbn == 1 && (p + 1) * NR <= N) {
+    for (int v = 0; v < NV; v++) GVSTORE(GVLOAD(v, src), v, dst);
+  } else {
+    for (int j = 0; j < NR; j++) SV(dst, j, p * NR + j < N ? LD(src, (long)j * sbn) : (T)0);
+  }
 }
 
 /* Packs A'(m, k) = A[aoff(z) + m*sam + k*sak] of every batch z (offsets
  * from bmeta, as gemm_panel's) into row panels of TM rows contiguous along K:
  * Ap[((z*nmb + b)*K + k)*TM + i] = A'(b*TM + i, k), zero past M, where
- * nmb = ceil(M/TM). Global (K, nmb*TM, batch). */
+ * nmb = ceil(M/TM). Each work-item packs PKK steps of K of one row panel,
+ * reading each row as one vector where A is contiguous along K (one
+ * work-item per element spent more time in POCL's work-item loop than in
+ * the copy). Global (ceil(K/PKK), nmb, batch). */
+#define PKK 16
+#if defined(T_DTYPE) && T_DTYPE == 10
+  #define PKLOAD(p) vload_half16(0, p)
+#else
+  #define PKLOAD(p) vload16(0, p)
+#endif
 __kernel void gemm_pack_a(const int M, const int K, __global const ST *A, const long sam, const long sak, __global ST *Ap,
                           __global const long *bmeta) {
-  const int k = get_global_id(0), m = get_global_id(1);
+  const int k0 = get_global_id(0) * PKK, b = get_global_id(1);
   const long z = get_global_id(2);
   const int nmb = (M + TM - 1) / TM;
-  if (k >= K || m >= nmb * TM) return;
+  if (k0 >= K || b >= nmb) return;
   long aoff, boff;
   batch_offsets(bmeta, z, &aoff, &boff);
-  SV(Ap, ((z * nmb + m / TM) * (long)K + k) * TM + m % TM, m < M ? LD(A, aoff + m * sam + k * sak) : (T)0);
+  const int kn = min(PKK, K - k0);
+  T t[TM][PKK];
+  for (int i = 0; i < TM; i++) {
+    const int m = b * TM + i;
+    __global const ST *row = A + aoff + (long)m * sam + (long)k0 * sak;
+    if (m < M && sak == 1 && kn == PKK) {
+      vstore16(PKLOAD(row), 0, &t[i][0]);
+    } else {
+      for (int kk = 0; kk < PKK; kk++) t[i][kk] = m < M && kk < kn ? LD(row, (long)kk * sak) : (T)0;
+    }
+  }
+  __global ST *dst = Ap + ((z * nmb + b) * (long)K + k0) * TM;
+  for (int kk = 0; kk < kn; kk++)
+    for (int i = 0; i < TM; i++) SV(dst, kk * TM + i, t[i][kk]);
 }
 
 /* One K step of the panel kernel: acc += A'(rows, k) * panel(k, :). */

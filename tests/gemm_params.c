@@ -2,8 +2,8 @@
  * "gemm") across its parameter space, not only at the defaults. For shapes
  * with edge tiles, K = 1, M = 1, N = 1, K = 0, batch broadcasting, 1-D
  * operands, transA / transB, every bias broadcast, constant and computed B,
- * float, double and int32, each node runs on the device with forced
- * parameter vectors (the tuner's override, kiln_exec.ov_params): the
+ * float, double and int32, a deep K with remainders, each node runs on
+ * the device with forced parameter vectors (the tuner's override, kiln_exec.ov_params): the
  * defaults plus vectors of every solver of the gemm family's registry
  * (kernels/gemm.c: tiled, panel, CLBlast) that together take every value
  * of every parameter (tests/solver_cover.h; vectors pruned only for speed,
@@ -161,6 +161,8 @@ int main(int argc, char **argv) {
   { vspec in[2] = {V("a", F, 2, 1, 33, 20), VC("b", F, 3, 20, 45)}; run_case("MatMul", 2, in, NULL, 0, "MatMul bcast 4d x 3d constB"); }
   { vspec in[2] = {V("a", F, 1, 4, 1, 3), V("b", F, 2, 1, 3, 5)}; run_case("MatMul", 2, in, NULL, 0, "MatMul bcast both"); }
   { vspec in[2] = {V("a", F, 3, 37, 50), VC("b", F, 50, 41)}; run_case("MatMul", 2, in, NULL, 0, "MatMul 3d x 2d constB"); }
+  /* a deep K that is no multiple of 16 (gemm_pack_a's steps) or of KWI, over batches of A */
+  { vspec in[2] = {V("a", F, 2, 37, 600), VC("b", F, 600, 50)}; run_case("MatMul", 2, in, NULL, 0, "MatMul deep K constB"); }
   { vspec in[2] = {V("a", F, 20), V("b", F, 3, 20, 45)}; run_case("MatMul", 2, in, NULL, 0, "MatMul 1d x 3d"); }
   { vspec in[2] = {V("a", F, 4, 33, 20), VC("b", F, 20)}; run_case("MatMul", 2, in, NULL, 0, "MatMul 3d x 1d constB"); }
   { vspec in[2] = {V("a", F, 70), V("b", F, 70)}; run_case("MatMul", 2, in, NULL, 0, "MatMul 1d x 1d"); }

@@ -253,7 +253,9 @@ static int gemm_tiled(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
  * in scratch[1], rows (M rounded up to TM) x K elements of esize bytes per
  * batch; batch offsets of A from param slot 2.
  * Returns the packed buffer, NULL on error. */
-static cl_mem gemm_pack_a(kiln_exec *x, kiln_node *n, const char *opts, const gemm_desc *d, cl_mem A, int64_t rows, size_t esize, kiln_error *err) {
+#define KILN_GEMM_PKK 16 /* gemm.cl's PKK */
+static cl_mem gemm_pack_a(kiln_exec *x, kiln_node *n, const char *opts, const gemm_desc *d, cl_mem A, int64_t rows, int64_t tm, size_t esize,
+                          kiln_error *err) {
   const int64_t Z = gemm_batches(d);
   cl_mem ma = gemm_meta(x, n, 2, d, 1, 1, 0, err);
   if (!ma) return NULL;
@@ -265,7 +267,7 @@ static cl_mem gemm_pack_a(kiln_exec *x, kiln_node *n, const char *opts, const ge
   cl_int M = (cl_int)d->M, K = (cl_int)d->K;
   cl_long sam = d->sam, sak = d->sak;
   if (kiln_cl_args(k, err, KARG(M), KARG(K), KARG(A), KARG(sam), KARG(sak), KARG(Ap), KARG(ma), KEND)) return NULL;
-  size_t gws[3] = {(size_t)d->K, (size_t)rows, (size_t)Z};
+  size_t gws[3] = {(size_t)ceil_div(d->K, KILN_GEMM_PKK), (size_t)(rows / tm), (size_t)Z}; /* PKK steps of K of a panel per work-item */
   return kiln_exec_launch(x, k, 3, gws, NULL, err) ? NULL : Ap;
 }
 
@@ -297,7 +299,7 @@ static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   if (!d->b_const || st->packed != Bp || st->nr != nr) {
     cl_long sbk = d->sbk, sbn = d->sbn, sbz = d->K * d->N;
     if (kiln_cl_args(kp, err, KARG(N), KARG(K), KARG(B), KARG(sbk), KARG(sbn), KARG(sbz), KARG(Bp), KEND)) return err->status;
-    size_t gws[3] = {(size_t)(np * nr), (size_t)d->K, (size_t)d->nbz};
+    size_t gws[3] = {(size_t)np, (size_t)d->K, (size_t)d->nbz}; /* a panel's NR values at one k per work-item */
     /* a constant B is packed once per plan: a setup launch */
     if ((d->b_const ? kiln_exec_launch_setup : kiln_exec_launch)(x, kp, 3, gws, NULL, err)) return err->status;
     st->packed = Bp;
@@ -307,7 +309,7 @@ static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   cl_long sam = d->sam, sak = d->sak, scm = d->scm, scn = d->scn;
   if (!C) C = A;
   cl_mem Ap = A;
-  if (asz && !(Ap = gemm_pack_a(x, n, opts, d, A, asz / d->K, (size_t)kiln_dtype_size(dt), err))) return err->status;
+  if (asz && !(Ap = gemm_pack_a(x, n, opts, d, A, asz / d->K, tm, (size_t)kiln_dtype_size(dt), err))) return err->status;
   cl_mem e[2];
   kiln_epi_bufs(x, n, Y, e);
   if (kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), TARG(alpha), TARG(beta), KARG(Ap), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
