@@ -780,6 +780,7 @@ static int fuse_conv_xscale(kiln_graph *g, int ci, kiln_error *err) {
   if (mi < 0 || sole_consumer(g, v) != ci || !is_op(&g->nodes[mi], "Mul") || g->nodes[mi].nin != 2) return 0;
   kiln_value *xv = &g->vals[v], *wt = kiln_in(g, cv, 1);
   if (!wt || !wt->is_const || !wt->data || (xv->dtype != KILN_DT_FLOAT && xv->dtype != KILN_DT_DOUBLE) || xv->rank != 4) return 0;
+  if (xv->dims[2] * xv->dims[3] <= 1) return 0; /* a gate's own [N,C,1,1] values (SiLU's Mul): nothing to save */
   win_geom w;
   kiln_error e = {0};
   if (kiln__win_setup(g, cv, WIN_CONV, &w, &e) || w.group != 1) return 0;

@@ -30,7 +30,10 @@ enum { SE_SWAP = 1, SE_ESCAPE = 2, SE_K3 = 4, SE_NOBIAS = 8 };
 /* Conv(x, w [m, c, k, k], b [m]) with pads k/2 (k = 1: no attribute). */
 static int gconv(kiln_graph *g, int x, int64_t c, int64_t m, int64_t k, bool bias) {
   int64_t wd[4] = {m, c, k, k}, bd[1] = {m}, pads[4] = {k / 2, k / 2, k / 2, k / 2};
-  int in[3] = {x, gvalue(g, "w", 4, wd, true, 1, 0), bias ? gvalue(g, "b", 1, bd, true, 0.5, 0) : -1};
+  char wn[32], bn[32]; /* value names are unique */
+  snprintf(wn, sizeof wn, "w%d", g->nvals);
+  snprintf(bn, sizeof bn, "b%d", g->nvals);
+  int in[3] = {x, gvalue(g, wn, 4, wd, true, 1, 0), bias ? gvalue(g, bn, 1, bd, true, 0.5, 0) : -1};
   return gnode(g, "Conv", bias ? 3 : 2, in, k > 1 ? "pads" : NULL, 4, pads);
 }
 
