@@ -4,7 +4,8 @@
  * machine hits all of them alike. Each vector's output is first checked
  * against the CPU reference (max |dev - ref| <= 1e-4 max |ref| + 1e-5).
  * Prints per vector the median and minimum wall time of a run (launches and
- * clFinish) and GFLOP/s of the direct convolution's FLOPs at the median.
+ * clFinish), GFLOP/s of the direct convolution's FLOPs and GB/s of the
+ * tensors it must move once (input, weights, output) at the median.
  *
  * usage: bench_conv_layer N,C,H,W,M,K,S,PAD,GROUP [--rounds R] [--device SEL] PARAMS...
  *   PARAMS: "CONV_ALGO=6,GEMM_TM=2,GEMM_TN=32" (others at the descriptor's
@@ -143,12 +144,14 @@ int main(int argc, char **argv) {
       tm[v][r] = now_us() - t0;
     }
   double flops = 2.0 * (double)kiln_value_numel(&g.vals[out[0]]) * (double)(sh[1] / sh[8]) * (double)(sh[5] * sh[5]);
+  double bytes = 0;
+  for (int i = 0; i < g.nvals; i++) bytes += (double)kiln_value_bytes(&g.vals[i]);
   printf("conv N=%lld C=%lld H=%lld W=%lld M=%lld k=%lld s=%lld pad=%lld group=%lld: %.1f MFLOP, %d rounds alternated\n", sh[0], sh[1], sh[2], sh[3],
          sh[4], sh[5], sh[6], sh[7], sh[8], flops / 1e6, rounds);
   for (int v = 0; v < nv; v++) {
     qsort(tm[v], (size_t)rounds, sizeof(double), cmp_d);
     double med = tm[v][rounds / 2];
-    printf("  median %8.1f us  min %8.1f us  %6.1f GFLOP/s  %s\n", med, tm[v][0], flops / med / 1e3, ps[v]);
+    printf("  median %8.1f us  min %8.1f us  %6.1f GFLOP/s  %5.1f GB/s  %s\n", med, tm[v][0], flops / med / 1e3, bytes / med / 1e3, ps[v]);
   }
   rc = 0;
 done:

@@ -48,7 +48,12 @@
  *            (pack_wino4_oc), wino4_out with bias and epilogue: 1.78x fewer
  *            multiplications than F(2x2,3x3), 4x fewer than direct, with a
  *            larger rounding error (tests/conv_params.c holds it to the same
- *            1e-4 of max |ref|).
+ *            1e-4 of max |ref|);
+ *   dwr      depthwise 2-D (conv_dwr): CONVDW_R output rows of a channel per
+ *            work-item, CONVDW_VW outputs of each at a time, the weights in
+ *            registers, the rows' interior read as whole vectors with no
+ *            tests (the column split and the loops' bounds compile-time
+ *            constants), vector stores; work-groups of whole channel planes.
  * The GEMM-based solvers (1x1, im2col, wino) share the register tile
  * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
  * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
@@ -57,7 +62,7 @@
 #include "ops/window.h"
 #include "conv.h"
 
-enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4 };
+enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4, CONV_A_DWR };
 static const kiln_kparam conv_kparams[CP_COUNT] = {
   [CP_ALGO] = {"CONV_ALGO", 0, {0}, CONV_A_DIRECT}, /* values: the registry's indices (conv_tunable_of) */
   [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
@@ -70,12 +75,15 @@ static const kiln_kparam conv_kparams[CP_COUNT] = {
   [CP_LWPT] = {"LG_WPT", 3, {1, 2, 4}, 1},
   [CP_PWG] = {"PANEL_WG", 3, {1, 2, 4}, 4},
   [CP_DWVW] = {"CONVDW_VW", 3, {4, 8, 16}, 8},
+  [CP_DWR] = {"CONVDW_R", 3, {1, 2, 4}, 1},
 };
 _Static_assert(CP_COUNT <= KILN_MAX_KPARAMS, "too many conv parameters");
 
 /* kiln_tunable.dims of a Conv instance */
 enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN };
-enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32 };
+/* CF_XS: the input scaled per image and channel (input 3, a squeeze-excite
+ * gate fused by runtime/passes.c); only panel's conv_pw reads it */
+enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64 };
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
@@ -503,13 +511,18 @@ static int panel_pw_launch(const conv_ctx *c, kiln_error *err) {
   if (!A) return err->status;
   int64_t np = ceil_div(c->osz, tn), nmb = ceil_div(c->ocg, tm), NB = w->n * w->group;
   int mb = pw_mb_of(c->ocg, tm, np, NB);
-  char opts[sizeof c->opts + 32];
-  snprintf(opts, sizeof opts, "%s -DPW_MB=%d", c->opts, mb);
+  cl_mem xs = kiln_in_buf(c->x, c->n, 3); /* the input's scales per (n, c) (CF_XS) */
+  char opts[sizeof c->opts + 48];
+  snprintf(opts, sizeof opts, "%s -DPW_MB=%d%s", c->opts, mb, xs ? " -DPW_XSCALE=1" : "");
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_pw", err);
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),
                    KEND))
     return err->status;
+  if (xs) {
+    cl_int r = clSetKernelArg(k, 8, sizeof xs, &xs);
+    if (r != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clSetKernelArg: %s", kiln__clerror(r));
+  }
   size_t wg = (size_t)c->p[CP_PWG];
   size_t gws[3] = {(size_t)ceil_div(np, (int64_t)wg) * wg, (size_t)ceil_div(nmb, mb), (size_t)NB};
   size_t lws[3] = {wg, 1, 1};
@@ -720,9 +733,15 @@ static int winop4_launch(const conv_ctx *c, kiln_error *err) { return winop_laun
 
 /* -- depthwise ---------------------------------------------------------------- */
 
-static int dw_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) { return t->dims[CD_FLAGS] & CF_DW ? 0 : -1; }
+/* dwr (below) runs every 2-D depthwise convolution of up to DWR_KMAX taps
+ * 2.4-4.9x faster than dw and dwv (bench_conv_layer, mobilenet_v2's
+ * shapes on POCL): they stay for what dwr does not hold, 3-D (dw) and
+ * larger kernels (both) */
+#define DWR_KMAX 49
+static bool dwr_covers(const kiln_tunable *t) { return (t->dims[CD_FLAGS] & CF_DW) && !(t->dims[CD_FLAGS] & CF_3D) && t->dims[CD_K] <= DWR_KMAX; }
+static int dw_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) { return t->dims[CD_FLAGS] & CF_DW && !dwr_covers(t) ? 0 : -1; }
 static int dwv_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
-  return (t->dims[CD_FLAGS] & CF_DW) && !(t->dims[CD_FLAGS] & CF_3D) ? 0 : -1; /* 2-D only */
+  return (t->dims[CD_FLAGS] & CF_DW) && !(t->dims[CD_FLAGS] & CF_3D) && !dwr_covers(t) ? 0 : -1; /* 2-D only */
 }
 
 static int dw_prefer(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_DW ? 5 : 0; }
@@ -764,6 +783,51 @@ static int dw_launch_of(const conv_ctx *c, bool vec, kiln_error *err) {
 static int dw_launch(const conv_ctx *c, kiln_error *err) { return dw_launch_of(c, false, err); }
 static int dwv_launch(const conv_ctx *c, kiln_error *err) { return dw_launch_of(c, true, err); }
 
+/* dwr: up to DWR_KMAX taps, held in registers (conv.cl's DWR_KMAX) */
+static int dwr_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  if (!dwr_covers(t)) return -1;
+  /* more rows per work-item than the output has only repeat the guarded path */
+  if (p[CP_DWR] != t->params[CP_DWR].dflt && p[CP_DWR] > t->dims[CD_OH]) return -1;
+  return 0;
+}
+
+static int dwr_prefer(const kiln_tunable *t) { return dwr_covers(t) ? 6 : 0; }
+
+/* Channels per conv_dwr work-group (a divisor of C): whole planes, doubled
+ * while a group holds at most 4096 outputs and 8 groups remain, so that
+ * small planes do not make a group each (960 groups of 7 work-items for
+ * mobilenet_v2's 7x7 layers; the effect of this split alone is not measured). */
+static int64_t dwr_cg(int64_t C, int64_t N, int64_t P, int64_t rows, size_t max_wg) {
+  int64_t cg = 1;
+  while (C % (2 * cg) == 0 && 2 * cg * P <= 4096 && C / (2 * cg) * N >= 8 && (size_t)(2 * cg * rows) <= max_wg) cg *= 2;
+  return cg;
+}
+
+static void dwr_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  dw_features_of(t, p[CP_DWVW], p[CP_DWVW], f);
+  int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1, rows = ceil_div(oh, p[CP_DWR]), C = t->dims[CD_C];
+  int64_t N = C > 0 ? t->dims[CD_NB] / C : 1, cg = dwr_cg(C, N, t->dims[CD_P], rows, 4096);
+  f->work_groups = (double)t->dims[CD_NB] / (double)cg;
+  f->wg_size = (double)(rows * cg);
+}
+
+static int dwr_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  char opts[sizeof c->opts + 256];
+  size_t o = (size_t)snprintf(opts, sizeof opts, "%s -DCONV_GEOM=", c->opts);
+  for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", c->m[i]);
+  cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dwr", err);
+  if (!k) return err->status;
+  if (kiln_cl_args(k, err, KARG(c->bx), KARG(c->bw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),
+                   KEND))
+    return err->status;
+  int64_t rows = ceil_div(w->out[1], c->p[CP_DWR]);
+  size_t max_wg = c->x->d->info.max_work_group;
+  int64_t cg = dwr_cg(w->c, w->n, w->out[1] * w->out[2], rows, max_wg);
+  size_t gws[3] = {(size_t)rows, (size_t)w->c, (size_t)w->n}, lws[3] = {(size_t)rows, (size_t)cg, 1};
+  return kiln_exec_launch(c->x, k, 3, gws, (size_t)rows * (size_t)cg <= max_wg ? lws : NULL, err);
+}
+
 static int never(const kiln_tunable *t) { return 0; }
 
 /* The registry; an entry's index is its CONV_ALGO value, so entries are
@@ -779,6 +843,7 @@ const kiln_conv_solver kiln_conv_solvers[] = {
   [CONV_A_WINOP] = {{"winop", PANEL_USES, CONV_A_WINOP}, wino_applies, never, winop_features, winop_launch},
   [CONV_A_DWV] = {{"dwv", USES(CP_DWVW), CONV_A_DWV}, dwv_applies, never, dwv_features, dwv_launch},
   [CONV_A_WINOP4] = {{"winop4", PANEL_USES, CONV_A_WINOP4}, wino4_applies, never, winop4_features, winop4_launch},
+  [CONV_A_DWR] = {{"dwr", USES(CP_DWVW) | USES(CP_DWR), CONV_A_DWR}, dwr_applies, dwr_prefer, dwr_features, dwr_launch},
 };
 const int kiln_conv_nsolvers = (int)(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0]);
 _Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CONV_ALGO holds at most 16 values (kiln_kparam.vals)");
@@ -788,6 +853,8 @@ _Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CO
 static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int algo = p[CP_ALGO];
   if (algo < 0 || algo >= kiln_conv_nsolvers) return -1;
+  /* a scaled input: conv_pw alone reads the scales (1x1 stride 1 under panel) */
+  if ((t->dims[CD_FLAGS] & CF_XS) && (algo != CONV_A_PANEL || !(t->dims[CD_FLAGS] & CF_1X1))) return -1;
   const kiln_conv_solver *s = &kiln_conv_solvers[algo];
   for (int i = 1; i < CP_COUNT; i++)
     if (!(s->base.uses >> i & 1) && p[i] != t->params[i].dflt) return -1; /* pinned */
@@ -847,7 +914,7 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   kiln_value *xv = kiln_in(g, n, 0), *wv = kiln_in(g, n, 1);
   kiln_family_begin(&kiln_family_conv, kiln_dev_dtype(xv), t); /* fp16 storage: instances of their own */
   bool wc = wv->is_const && wv->data;
-  int fl = conv_flags(w, wc);
+  int fl = conv_flags(w, wc) | (kiln_has_in(n, 3) ? CF_XS : 0);
   t->dims[CD_FLAGS] = fl;
   t->dims[CD_M] = w->oc / w->group;
   t->dims[CD_K] = w->c / w->group * w->k[0] * w->k[1] * w->k[2];
@@ -863,8 +930,10 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   int algo = conv_default_algo(t);
   /* the plan fused the im2col copy away (fusion.c: kiln__conv_im2col_costs) */
   if (algo == CONV_A_IM2COL && n->im2col_fused && (fl & (CF_1X1 | CF_1X1S))) algo = CONV_A_1X1;
+  if (fl & CF_XS) algo = CONV_A_PANEL;
   t->params[CP_ALGO].dflt = algo;
   conv_shape_key(w, kiln_has_in(n, 2), wc, t->shape_key, sizeof t->shape_key);
+  if (fl & CF_XS) { size_t kl = strlen(t->shape_key); snprintf(t->shape_key + kl, sizeof t->shape_key - kl, ",xs=1"); }
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   kiln_family_end(&kiln_family_conv, t);
   return 0;

@@ -41,6 +41,10 @@
  *   wino4_in_p, wino4_out  [algo 9] Winograd F(4x4,3x3): the input transform
  *                 into panels for gemm.cl's gemm_panel (36 products) and the
  *                 output transform with bias and epilogue.
+ *   conv_dwr      [algo 10] depthwise 2-D, CONVDW_R output rows of a channel
+ *                 per work-item in vectors of CONVDW_VW, the interior of the
+ *                 rows read as whole vectors with no tests.
+ *                 grid: (ceil(OH/R), C, N)
  *   conv_pw       [algo 6 on 1x1 stride-1 convs] a register-blocked GEMM of
  *                 the packed weights with the input itself (no im2col).
  *                 grid: (ceil(P/TN) in groups of PANEL_WG, row blocks, N*G)
@@ -755,6 +759,111 @@ __kernel void conv_dwv(__global const ST *x, __global const ST *w, __global cons
 }
 #endif
 
+/* [algo 10] depthwise 2-D in register rows: a work-item computes CONVDW_R
+ * output rows of one channel, CONVDW_VW outputs of each at a time, with the
+ * channel's weights in registers and the R rows' accumulators of a column
+ * block together (the input rows that neighbouring output rows share are
+ * loaded once per block). Built with CONV_GEOM only (the host always passes
+ * it), so that the column blocks split at compile time into a left edge, an
+ * interior read as whole vectors with no tests (stride 1: one load a tap;
+ * stride 2: two loads and their even lanes) and a right edge read guarded;
+ * a work-item whose rows' windows lie inside the input skips the row tests.
+ * Whole blocks are stored as vectors. grid: (ceil(OH/R), C, N), work-groups
+ * of (ceil(OH/R), a divisor of C, 1) chosen by the host. */
+#ifndef CONVDW_R
+#define CONVDW_R 1 // conv_dwr: output rows per work-item (1, 2, 4)
+#endif
+#define DWR_KMAX 49 /* conv_dwr: taps held in registers (the host's dwr solver applies up to 7x7) */
+#if CONV_USES(10) && defined(CONV_GEOM)
+#if defined(T_DTYPE) && T_DTYPE == 10
+#define TDV_STOREG(v, i, p) CAT(CAT(vstore_half, CONVDW_VW), _rte)((v), (i), (p))
+#else
+#define TDV_STOREG(v, i, p) TDV_STORE((v), (i), (p))
+#endif
+/* CONVDW_VW inputs xr[iw0 + j*SW]: whole vectors (interior), or each one
+ * guarded against the row's bounds (edge: zeros outside) */
+inline __attribute__((always_inline)) TDV dwr_in(__global const ST *xr, const int iw0, const bool edge) {
+  const int SW = CM(M_S + 2), IW = CM(M_IN + 2);
+  if (!edge && SW == 1) return TDV_LOADG(0, xr + iw0);
+  if (!edge && SW == 2) {
+    const TDV a0 = TDV_LOADG(0, xr + iw0), a1 = TDV_LOADG(0, xr + iw0 + CONVDW_VW);
+    return (TDV)(a0.even, a1.even);
+  }
+  TDV v;
+  T *t = (T *)&v;
+  _Pragma("unroll") for (int j = 0; j < CONVDW_VW; j++) {
+    const int iw = iw0 + j * SW;
+    t[j] = iw >= 0 && iw < IW ? LD(xr, iw) : (T)0;
+  }
+  return v;
+}
+
+/* Outputs (oh0 + r, ow0 + j), r < CONVDW_R, j < CONVDW_VW, of plane yc of y
+ * from input plane xc; rows_in: every row's window lies inside the input
+ * (no row tests); edge: the columns are read guarded. */
+inline __attribute__((always_inline)) void dwr_block(__global const ST *xc, const T *wk, const T b, __global ST *y, const long yc, const int oh0, const int ow0,
+                      const bool rows_in, const bool edge, const int c, __global const ST *e0, __global const ST *e1) {
+  const int IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
+  const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
+  const int DH = CM(M_DL + 1), DW = CM(M_DL + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
+  TDV acc[CONVDW_R];
+  _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) acc[r] = (TDV)(b);
+  _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++)
+    _Pragma("unroll") for (int kh = 0; kh < KH; kh++) {
+      const int ih = (oh0 + r) * SH - PH + kh * DH;
+      if (!rows_in && (oh0 + r >= OH || ih < 0 || ih >= IH)) continue;
+      __global const ST *xr = xc + (long)ih * IW;
+      _Pragma("unroll") for (int kw = 0; kw < KW; kw++) acc[r] = mad((TDV)(wk[kh * KW + kw]), dwr_in(xr, ow0 * SW - PW + kw * DW, edge), acc[r]);
+    }
+  _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) {
+    if (!rows_in && oh0 + r >= OH) break;
+    const long yo = yc + (long)(oh0 + r) * OW + ow0;
+    TDV o = acc[r];
+    T *ro = (T *)&o;
+    if (ow0 + CONVDW_VW <= OW) {
+#ifdef KILN_EPI
+      for (int j = 0; j < CONVDW_VW; j++) ro[j] = EPI(ro[j], yo + j, c);
+#endif
+      TDV_STOREG(o, 0, y + yo);
+    } else {
+      for (int j = 0; j < CONVDW_VW && ow0 + j < OW; j++) SV(y, yo + j, EPI(ro[j], yo + j, c));
+    }
+  }
+}
+
+/* The column blocks of a work-item's rows: [0, vlo) and [vhi, nv) guarded,
+ * [vlo, vhi) as whole vectors (bounds compile-time constants). */
+#define DWR_ROW(rows_in)                                                                                                  \
+  do {                                                                                                                    \
+    for (int v = 0; v < vlo; v++) dwr_block(xc, wk, b, y, yc, oh0, v * CONVDW_VW, rows_in, true, c, e0, e1);             \
+    for (int v = vlo; v < vhi; v++) dwr_block(xc, wk, b, y, yc, oh0, v * CONVDW_VW, rows_in, false, c, e0, e1);          \
+    for (int v = vhi; v < nv; v++) dwr_block(xc, wk, b, y, yc, oh0, v * CONVDW_VW, rows_in, true, c, e0, e1);            \
+  } while (0)
+
+__kernel void conv_dwr(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
+                       __global const int *m, int has_bias, __global const ST *e0, __global const ST *e1) {
+  const int C = CM(M_C), IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
+  const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
+  const int DH = CM(M_DL + 1), DW = CM(M_DL + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
+  const int oh0 = get_global_id(0) * CONVDW_R, c = get_global_id(1), n = get_global_id(2);
+  if (oh0 >= OH || c >= C || n >= CM(M_N)) return;
+  __global const ST *xc = x + ((long)n * C + c) * ((long)IH * IW);
+  T wk[DWR_KMAX];
+  _Pragma("unroll") for (int i = 0; i < KH * KW && i < DWR_KMAX; i++) wk[i] = LD(w, (long)c * KH * KW + i);
+  const T b = has_bias ? LD(bias, c) : (T)0;
+  const long yc = ((long)n * C + c) * (long)OH * OW;
+  /* whole-vector columns: every tap's first input at or after 0 and its
+   * last read (stride 2: 2*VW elements) inside the row, the block inside OW */
+  const int nv = (OW + CONVDW_VW - 1) / CONVDW_VW, step = SW * CONVDW_VW;
+  const int lim = IW + PW - (KW - 1) * DW - (SW == 1 ? CONVDW_VW : 2 * CONVDW_VW);
+  const int vlo = SW <= 2 ? min(nv, (PW + step - 1) / step) : nv;
+  const int vhi = SW <= 2 && lim >= 0 ? max(vlo, min(OW / CONVDW_VW, lim / step + 1)) : vlo;
+  const bool rows_in = oh0 * SH - PH >= 0 && (oh0 + CONVDW_R - 1) * SH - PH + (KH - 1) * DH < IH && oh0 + CONVDW_R <= OH;
+  if (rows_in) DWR_ROW(true);
+  else DWR_ROW(false);
+}
+#endif
+
 /* [algo 6 on 1x1 stride-1 convs] 1x1 convolution (stride 1, no pads) as a
  * packed GEMM on the input itself, no im2col: Y[n][g*M + m][p] = sum_k A[g][m][k] * x[n][g*K
  * + k][p] (+ bias, epilogue), A the weights packed in panels of GEMM_TM rows
@@ -765,6 +874,9 @@ __kernel void conv_dwv(__global const ST *x, __global const ST *w, __global cons
  * same K x GEMM_TN block of x, which stays in cache (PW_MB need not be a
  * multiple of PW_RB: the rows past a work-item's own are not stored). The
  * last column block of a row is read guarded. Work-groups of PANEL_WG column blocks.
+ * With -DPW_XSCALE the kernel takes a ninth argument xs [N][C] and reads the
+ * input scaled per image and channel, x[n][c][p] * xs[n][c] (a squeeze-excite
+ * block's Mul of its input by the gate, fused by runtime/passes.c).
  * grid: (ceil(ceil(P/TN)/PANEL_WG)*PANEL_WG, ceil(ceil(M/TM)/PW_MB), N*G) */
 #ifndef PW_MB
 #define PW_MB 1 // conv_pw: blocks of GEMM_TM rows per work-item (host sets it)
@@ -809,8 +921,8 @@ __kernel void conv_dwv(__global const ST *x, __global const ST *w, __global cons
  * past the last one clamped), rows below mlim stored; columns
  * p0..p0+GEMM_TN-1 of x's rows xb (row stride P; guarded when the block
  * passes P). */
-inline void pw_block(__global const ST *xb, __global const ST *A, __global const ST *bias, __global ST *y, const int M, const int K,
-                     const int P, const int p0, const int m0, const int mlim, const long ybase, const int cbase, const int has_bias,
+inline void pw_block(__global const ST *xb, __global const ST *xsb, __global const ST *A, __global const ST *bias, __global ST *y, const int M,
+                     const int K, const int P, const int p0, const int m0, const int mlim, const long ybase, const int cbase, const int has_bias,
                      __global const ST *e0, __global const ST *e1) {
   const int nmb = (M + GEMM_TM - 1) / GEMM_TM;
   const bool full = p0 + GEMM_TN <= P;
@@ -832,6 +944,10 @@ inline void pw_block(__global const ST *xb, __global const ST *A, __global const
       _Pragma("unroll") for (int q = 0; q < GEMM_TN; q++) t[q] = p0 + q < P ? LD(xp, q) : (T)0;
       _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] = PW_LOAD(v, t);
     }
+#ifdef PW_XSCALE
+    const PWV sk = (PWV)(LD(xsb, k));
+    _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] *= sk;
+#endif
     _Pragma("unroll") for (int u = 0; u < PW_RB; u++)
       _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) {
         const PWV a = (PWV)(LD(pa[u], i));
@@ -862,7 +978,11 @@ inline void pw_block(__global const ST *xb, __global const ST *A, __global const
 
 __kernel __attribute__((reqd_work_group_size(PANEL_WG, 1, 1)))
 void conv_pw(__global const ST *x, __global const ST *A, __global const ST *bias, __global ST *y, __global const int *m,
-             int has_bias, __global const ST *e0, __global const ST *e1) {
+             int has_bias, __global const ST *e0, __global const ST *e1
+#ifdef PW_XSCALE
+             , __global const ST *xs
+#endif
+             ) {
   const int C = m[M_C], OC = m[M_OC], G = m[M_G], K = m[M_ICG], M = m[M_OCG];
   const int P = m[M_OUT] * m[M_OUT + 1] * m[M_OUT + 2];
   const int p0 = get_global_id(0) * GEMM_TN, r = get_global_id(1), b = get_global_id(2);
@@ -873,10 +993,15 @@ void conv_pw(__global const ST *x, __global const ST *A, __global const ST *bias
   __global const ST *Ag = A + (long)g * nmb * K * GEMM_TM;
   const long ybase = ((long)n * OC + (long)g * M) * P;
   const int mlim = min(M, (r + 1) * PW_MB * GEMM_TM); /* this work-item's rows end there */
+#ifdef PW_XSCALE
+  __global const ST *xsb = xs + (long)n * C + (long)g * K; /* the input channels' scales of this image */
+#else
+  __global const ST *xsb = x;
+#endif
   for (int mi = 0; mi < PW_MB; mi += PW_RB) {
     const int m0 = (r * PW_MB + mi) * GEMM_TM;
     if (m0 >= M) break;
-    pw_block(xb, Ag, bias, y, M, K, P, p0, m0, mlim, ybase, g * M, has_bias, e0, e1);
+    pw_block(xb, xsb, Ag, bias, y, M, K, P, p0, m0, mlim, ybase, g * M, has_bias, e0, e1);
   }
 }
 #endif

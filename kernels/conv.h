@@ -5,7 +5,7 @@
 #include "family.h"
 
 /* The family's parameters, in descriptor order (names in conv.c). */
-enum { CP_ALGO, CP_TOC, CP_TP, CP_DWTP, CP_GTM, CP_GTN, CP_GORD, CP_LTS, CP_LWPT, CP_PWG, CP_DWVW, CP_COUNT };
+enum { CP_ALGO, CP_TOC, CP_TP, CP_DWTP, CP_GTM, CP_GTN, CP_GORD, CP_LTS, CP_LWPT, CP_PWG, CP_DWVW, CP_DWR, CP_COUNT };
 
 struct conv_ctx;
 

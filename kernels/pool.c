@@ -4,8 +4,9 @@
  *          outputs per work-item, PL_WG work-items per group (0: the
  *          driver's choice);
  *   gpool  global pools (GlobalAveragePool, GlobalMaxPool, GlobalLpPool):
- *          PL_WG work-items per plane (1: a work-item per plane, gpool_item;
- *          else gpool_wg, float types) with a step of PL_VW consecutive
+ *          PL_WG work-items per plane (1: a work-item per plane, gpool_plane
+ *          for float types, reading vectors of PL_VW, else pool_fwd; more:
+ *          gpool_wg, float types) with a step of PL_VW consecutive
  *          elements.
  * The op (runtime/ops/conv_pool.c) describes the planes (dims PD_*) and
  * launches. */
@@ -40,14 +41,15 @@ static void pool_features(const kiln_tunable *t, const int *p, kiln_features *f)
 
 static const kiln_kparam gpool_params[PP_COUNT] = {
   [PP_A] = {"PL_WG", 6, {1, 16, 32, 64, 128, 256}, 1},
-  [PP_B] = {"PL_VW", 4, {1, 2, 4, 8}, 1},
+  [PP_B] = {"PL_VW", 5, {1, 2, 4, 8, 16}, 1},
 };
 
 static int gpool_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
   const int wg = p[PP_A], vw = p[PP_B];
   if ((size_t)wg > max_wg(dev)) return 1;
   if (wg > 1 && !t->dims[PD_FLOAT]) return 1;                          /* gpool_wg: float types */
-  if (wg == 1 && vw > 1) return 1;
+  if (wg == 1 && vw > 1 && !t->dims[PD_FLOAT]) return 1;                 /* pool_fwd: one element at a time */
+  if (vw > 1 && (int64_t)vw > t->dims[PD_IN]) return 1;                  /* vectors longer than a plane */
   if (wg > 16 && (int64_t)wg * vw / 2 >= t->dims[PD_IN]) return 1;
   return 0;
 }

@@ -11,6 +11,8 @@
  *   mode 1: average over the window positions inside the input
  *   mode 2: average counting padding (positions inside the padded input)
  *   mode 3: Lp norm with exponent p
+ * gpool_wg: global pools, a work-group per plane; gpool_plane: a work-item
+ *   per plane reading vectors (float types).
  * fill_zero / unpool_scatter: MaxUnpool (zero the output, then scatter x by its indices).
  */
 #if T_IS_DOUBLE
@@ -192,6 +194,51 @@ void gpool_wg(__global const ST *x, __global ST *y, const long S, int mode, floa
     SV(y, nc, (T)(mode == 0 ? r : mode == 3 ? pow(r, (ACC)1 / (ACC)p) : S ? r / (ACC)S : (ACC)0));
   }
 }
+#endif
+
+#if T_IS_FLOAT || T_IS_DOUBLE
+/* Global pools, a work-item per plane (gpool with PL_WG = 1): the plane's S
+ * elements PL_VW at a time as vectors, the tail one by one, the mode a
+ * constant (-DPL_MODE: 0 max, 1/2 average, 3 Lp with exponent p).
+ * grid: planes rounded up to the work-group size. */
+#ifdef PL_MODE
+#define GP_CAT_(a, b) a##b
+#define GP_CAT(a, b) GP_CAT_(a, b)
+#if PL_VW == 1
+#define GPV ACC
+#define GP_LOAD(i, p) ((ACC)LD((p), (i)))
+#else
+#define GPV GP_CAT(ACC, PL_VW)
+#if defined(T_DTYPE) && T_DTYPE == 10
+#define GP_LOAD GP_CAT(vload_half, PL_VW)
+#else
+#define GP_LOAD GP_CAT(vload, PL_VW)
+#endif
+#endif
+__kernel void gpool_plane(__global const ST *x, __global ST *y, const long S, const long planes, float p) {
+  const long nc = get_global_id(0);
+  if (nc >= planes) return;
+  __global const ST *xc = x + nc * S;
+  GPV acc = (GPV)(PL_MODE == 0 ? -INFINITY : 0);
+  long j = 0;
+  for (; j + PL_VW <= S; j += PL_VW) {
+    const GPV v = GP_LOAD(0, xc + j);
+    if (PL_MODE == 0) acc = fmax(acc, v);
+    else if (PL_MODE == 3) acc += pow(fabs(v), (GPV)((ACC)p));
+    else acc += v;
+  }
+  const ACC *a = (const ACC *)&acc;
+  ACC r = a[0];
+  for (int k = 1; k < PL_VW; k++) r = PL_MODE == 0 ? fmax(r, a[k]) : r + a[k];
+  for (; j < S; j++) {
+    const ACC v = (ACC)LD(xc, j);
+    if (PL_MODE == 0) r = fmax(r, v);
+    else if (PL_MODE == 3) r += pow(fabs(v), (ACC)p);
+    else r += v;
+  }
+  SV(y, nc, (T)(PL_MODE == 0 ? r : PL_MODE == 3 ? pow(r, (ACC)1 / (ACC)p) : S ? r / (ACC)S : (ACC)0));
+}
+#endif
 #endif
 
 __kernel void fill_zero(__global T *y, long n) {

@@ -28,9 +28,16 @@
  *    (internal attribute kiln_rms for RMSNorm: no mean subtracted);
  *  - Softmax / LogSoftmax along the last axis of (x * c or x / c for a
  *    scalar constant c) [+ mask]: the scale and the additive mask go into the
- *    softmax kernel (kiln_scale, input 1). */
+ *    softmax kernel (kiln_scale, input 1);
+ *  - a 1x1 stride-1 Conv (constant weights, one group, no pads) whose input
+ *    is Mul(x, s) alone, s one value per image and channel of x ([N,C,1,1]:
+ *    a squeeze-excite gate): the Conv reads x and scales it per (n, c)
+ *    itself (input 3, internal attribute kiln_xscale; kernels/conv.cl
+ *    conv_pw), so the Mul no longer writes and the Conv no longer reads a
+ *    scaled copy of the whole tensor. */
 #include "kiln_internal.h"
 #include "family.h"
+#include "ops/window.h"
 #include <math.h>
 
 static int add_node(kiln_graph *g, const char *op, const char *name, int nin, const int *in, int out, kiln_error *err) {
@@ -764,23 +771,61 @@ static int fuse_softmax(kiln_graph *g, int si, kiln_error *err) {
   return 1;
 }
 
+/* 1x1 stride-1 Conv of Mul(x, s), s [N,C,1,1]: the Conv scales x itself
+ * (input 3, kiln_xscale). Returns 1 when rewritten, 0 if not, <0 on error. */
+static int fuse_conv_xscale(kiln_graph *g, int ci, kiln_error *err) {
+  kiln_node *cv = &g->nodes[ci];
+  if (!is_op(cv, "Conv") || cv->nin < 2 || cv->nin > 3 || cv->nout != 1 || kiln_attr_find(cv, "kiln_xscale")) return 0;
+  int v = cv->in[0], mi = v >= 0 ? g->vals[v].producer : -1;
+  if (mi < 0 || sole_consumer(g, v) != ci || !is_op(&g->nodes[mi], "Mul") || g->nodes[mi].nin != 2) return 0;
+  kiln_value *xv = &g->vals[v], *wt = kiln_in(g, cv, 1);
+  if (!wt || !wt->is_const || !wt->data || (xv->dtype != KILN_DT_FLOAT && xv->dtype != KILN_DT_DOUBLE) || xv->rank != 4) return 0;
+  if (xv->dims[2] * xv->dims[3] <= 1) return 0; /* a gate's own [N,C,1,1] values (SiLU's Mul): nothing to save */
+  win_geom w;
+  kiln_error e = {0};
+  if (kiln__win_setup(g, cv, WIN_CONV, &w, &e) || w.group != 1) return 0;
+  for (int a = 0; a < 3; a++)
+    if (w.k[a] != 1 || w.s[a] != 1 || w.pb[a] || w.pe[a]) return 0;
+  int x = -1, sc = -1;
+  for (int k = 0; k < 2 && x < 0; k++) {
+    kiln_value *a = kiln_in(g, &g->nodes[mi], k), *b = kiln_in(g, &g->nodes[mi], 1 - k);
+    if (!a || !b || !same_shape(a, xv) || a->dtype != xv->dtype || b->dtype != xv->dtype || b->rank != 4) continue;
+    if (b->dims[0] != xv->dims[0] || b->dims[1] != xv->dims[1] || b->dims[2] != 1 || b->dims[3] != 1) continue;
+    x = g->nodes[mi].in[k];
+    sc = g->nodes[mi].in[1 - k];
+  }
+  if (x < 0) return 0;
+  char ops[256];
+  int rm[1] = {mi};
+  ops_list(g, ci, rm, 1, ops, sizeof ops);
+  if (note_rewrite(g, cv->name, ops, 2, "the input's scale per image and channel (squeeze-excite) read by the Conv's kernel")) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  int bias = cv->nin > 2 ? cv->in[2] : -1;
+  if (set_inputs(cv, 4) || push_attr(cv, "kiln_xscale", KILN_ATTR_INT, 1, 0, NULL)) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  cv->in[0] = x;
+  cv->in[2] = bias;
+  cv->in[3] = sc;
+  drop_nodes(g, rm, 1);
+  return 1;
+}
+
 int kiln_graph_fuse_patterns(kiln_graph *g, int *ngroupnorm, int *nact, int *nsoftmax, kiln_error *err) {
-  int cnt[3] = {0, 0, 0};
-  for (int pass = 0; pass < 3; pass++)
+  int cnt[4] = {0, 0, 0, 0};
+  for (int pass = 0; pass < 4; pass++)
     for (int i = 0; i < g->nnodes; i++) {
-      int rc = pass == 0 ? fuse_groupnorm(g, i, true, err) : pass == 1 ? fuse_norm_activation(g, i, err) : fuse_softmax(g, i, err);
+      int rc = pass == 0 ? fuse_groupnorm(g, i, true, err) : pass == 1 ? fuse_norm_activation(g, i, err) : pass == 2 ? fuse_softmax(g, i, err)
+                                                                                                        : fuse_conv_xscale(g, i, err);
       if (rc == 0 && pass == 0) rc = fuse_decomposed_norm(g, i, err);
       if (rc < 0) return rc;
       if (rc) { cnt[pass]++; i = -1; } /* node indices moved: start over */
     }
-  if (cnt[0] + cnt[1] + cnt[2]) {
+  if (cnt[0] + cnt[1] + cnt[2] + cnt[3]) {
     for (int i = 0; i < g->nvals; i++) g->vals[i].nconsumers = 0;
     for (int i = 0; i < g->nnodes; i++)
       for (int k = 0; k < g->nodes[i].nin; k++)
         if (g->nodes[i].in[k] >= 0) g->vals[g->nodes[i].in[k]].nconsumers++;
     for (int i = 0; i < g->nnodes; i++) { /* the rewritten nodes check their new form */
       kiln_node *n = &g->nodes[i];
-      bool touched = kiln_attr_find(n, "kiln_activation") || kiln_attr_find(n, "kiln_per_channel") || kiln_attr_find(n, "kiln_scale") || kiln_attr_find(n, "kiln_rms") ||
+      bool touched = kiln_attr_find(n, "kiln_activation") || kiln_attr_find(n, "kiln_per_channel") || kiln_attr_find(n, "kiln_scale") || kiln_attr_find(n, "kiln_rms") || kiln_attr_find(n, "kiln_xscale") ||
                      ((is_op(n, "Softmax") || is_op(n, "LogSoftmax")) && n->nin == 2);
       if (touched && n->op && n->op->infer && n->op->infer(g, n, err)) return err ? err->status : KILN_EINTERNAL;
       if (touched && n->op && n->op->dev_check && n->op->dev_check(g, n, err)) return err ? err->status : KILN_EINTERNAL;

@@ -1,9 +1,10 @@
 /* conv_params.c: correctness of the tunable Conv (family "conv") across its
  * algorithms and parameter space, not only at the defaults. For a spread of
  * shapes (edge tiles, odd sizes, N > 1, strides, asymmetric pads, dilations,
- * groups, depthwise, 1x1 with and without stride, 3x3 stride 1 for
- * Winograd, 1-D and 3-D, bias or not, constant or computed weights, float
- * and double) each node runs on the device with forced parameter vectors
+ * groups, depthwise with rows wide enough for whole vectors, 1x1 with and
+ * without stride, 3x3 stride 1 for Winograd, 1-D and 3-D, bias or not,
+ * constant or computed weights, float and double, the input scaled per image
+ * and channel as the squeeze-excite pattern leaves a 1x1 Conv) each node runs on the device with forced parameter vectors
  * (the tuner's override, kiln_exec.ov_params): every solver of the conv
  * family's registry (kernels/conv.c) that applies to the shape, each with
  * every value of the parameters it reads (tests/solver_cover.h), and is
@@ -30,6 +31,7 @@ typedef struct {
   int64_t s[3], d[3], pads[6]; /* per spatial dim; zeros mean 1 for s and d */
   int64_t group;
   int bias, wconst;
+  int xscale; /* input 3: X scaled per (n, c) (internal attribute kiln_xscale, runtime/passes.c) */
 } conv_case;
 
 static void run_case(const conv_case *cc) {
@@ -41,26 +43,28 @@ static void run_case(const conv_case *cc) {
   int64_t st[3], dl[3], pads[6];
   for (int i = 0; i < ns; i++) { st[i] = cc->s[i] ? cc->s[i] : 1; dl[i] = cc->d[i] ? cc->d[i] : 1; }
   for (int i = 0; i < 2 * ns; i++) pads[i] = cc->pads[i];
-  kiln_attr attrs[4] = {{.name = "strides", .type = KILN_ATTR_INTS, .n = ns, .ints = st},
+  kiln_attr attrs[5] = {{.name = "strides", .type = KILN_ATTR_INTS, .n = ns, .ints = st},
                         {.name = "dilations", .type = KILN_ATTR_INTS, .n = ns, .ints = dl},
                         {.name = "pads", .type = KILN_ATTR_INTS, .n = 2 * ns, .ints = pads},
-                        {.name = "group", .type = KILN_ATTR_INT, .i = cc->group}};
+                        {.name = "group", .type = KILN_ATTR_INT, .i = cc->group},
+                        {.name = "kiln_xscale", .type = KILN_ATTR_INT, .i = 1}};
   n.name = (char *)cc->label;
   n.op_type = "Conv";
   n.domain = "";
   n.opset = 13;
-  n.nin = cc->bias ? 3 : 2;
+  n.nin = cc->xscale ? 4 : cc->bias ? 3 : 2;
   n.nout = 1;
-  int in[3], out[1];
+  int in[4] = {-1, -1, -1, -1}, out[1];
   n.in = in;
   n.out = out;
   n.attrs = attrs;
-  n.nattr = 4;
+  n.nattr = cc->xscale ? 5 : 4;
   n.op = kiln_op_lookup("", "Conv");
   g.nodes = &n; /* the override (kiln_exec.ov_node 0) is matched by node index */
   g.nnodes = 1;
-  const char *names[3] = {"x", "w", "b"};
+  const char *names[4] = {"x", "w", "b", "s"};
   for (int i = 0; i < n.nin; i++) {
+    if (i == 2 && !cc->bias) continue;
     in[i] = kiln_graph_add_value(&g, names[i]);
     kiln_value *v = &g.vals[in[i]];
     v->dtype = cc->dtype;
@@ -75,10 +79,15 @@ static void run_case(const conv_case *cc) {
       v->dims[1] = cc->c / cc->group;
       for (int a = 0; a < ns; a++) v->dims[2 + a] = cc->k[a];
       v->is_const = cc->wconst;
-    } else {
+    } else if (i == 2) {
       v->rank = 1;
       v->dims[0] = cc->m;
       v->is_const = 1;
+    } else { /* the scale, computed: [N, C, 1.., 1] */
+      v->rank = 2 + ns;
+      v->dims[0] = cc->n;
+      v->dims[1] = cc->c;
+      for (int a = 0; a < ns; a++) v->dims[2 + a] = 1;
     }
     int64_t ne = kiln_value_numel(v);
     v->data = malloc(kiln_value_bytes(v) + 8);
@@ -147,6 +156,19 @@ int main(int argc, char **argv) {
     {"3x3 s1 C=4 M=1 wide", F, 2, 1, 4, 1, {3, 40}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 1, 1, 1},
     {"double 3x3 s1 p1", D, 2, 1, 5, 7, {9, 8}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 1, 1, 1},
     {"double 1x1 s2", D, 2, 1, 6, 5, {7, 7}, {1, 1}, {2, 2}, {0}, {0}, 1, 0, 1},
+    /* dwr's interior (whole vectors of 16 and 4 along rows of 70 and 75),
+     * its row blocks past OH (13 rows in blocks of 2 and 4), stride 2 */
+    {"depthwise 3x3 s1 p1 wide rows", F, 2, 1, 3, 3, {13, 70}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 3, 1, 1},
+    {"depthwise 3x3 s2 p1 wide rows N=2", F, 2, 2, 4, 4, {15, 75}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 4, 1, 1},
+    {"depthwise 5x5 s1 p2 no bias", F, 2, 1, 2, 2, {9, 40}, {5, 5}, {0}, {0}, {2, 2, 2, 2}, 2, 0, 1},
+    {"double depthwise 3x3 s2 p1 wide", D, 2, 1, 3, 3, {9, 70}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 3, 1, 1},
+    /* what dwr leaves to dw and dwv: more taps than it holds, and 3-D */
+    {"depthwise 9x9 s1 p4", F, 2, 1, 3, 3, {12, 21}, {9, 9}, {0}, {0}, {4, 4, 4, 4}, 3, 1, 1},
+    {"3-D depthwise 3x3x3 p1", F, 3, 1, 4, 4, {5, 6, 7}, {3, 3, 3}, {0}, {0}, {1, 1, 1, 1, 1, 1}, 4, 1, 1},
+    /* the squeeze-excite gate read by conv_pw (panel on 1x1 stride 1) */
+    {"1x1 s1 input scaled N=2", F, 2, 2, 24, 40, {9, 13}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 1},
+    {"1x1 s1 input scaled no bias", F, 2, 1, 16, 20, {7, 7}, {1, 1}, {0}, {0}, {0}, 1, 0, 1, 1},
+    {"double 1x1 s1 input scaled", D, 2, 1, 8, 6, {5, 9}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 1},
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     if (cases[i].dtype == D && !dev->has_fp64) continue;

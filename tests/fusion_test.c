@@ -118,7 +118,7 @@ static int head_vectors(kiln_tunable *t, int (*p)[KILN_MAX_KPARAMS], int cap) {
   cnt = 1;
   if (!strcmp(t->family, "conv")) {
     static const char *alt[] = {"", "GEMM_TM=8,GEMM_TN=16,GEMM_ORDER=1"};
-    for (int a = 0; a < 9 && cnt < cap; a++)
+    for (int a = 0; a < t->params[0].nvals && cnt < cap; a++)
       for (int s = 0; s < 2 && cnt < cap; s++) {
         int q[KILN_MAX_KPARAMS];
         for (int i = 0; i < t->nparams; i++) q[i] = t->params[i].dflt;
@@ -324,6 +324,13 @@ int main(int argc, char **argv) {
     node(t, "Clip", 3, ins, 0, NULL);
   }
   run(t, "depthwise Conv + Clip(0, 6)", 1);
+
+  /* rows of 41: dwr's whole-vector interior and a partial last vector */
+  y = conv(t, 1, 4, 4, 40, 3, 1, 1, 4, &x);
+  z = un(t, "Sigmoid", y);
+  z = bin(t, "Mul", y, z);
+  bin(t, "Add", z, x);
+  run(t, "depthwise Conv wide + SiLU + Add(residual x)", 3);
 
   y = conv(t, 1, 16, 10, 8, 1, 1, 0, 1, NULL);
   z = un(t, "Sigmoid", y);

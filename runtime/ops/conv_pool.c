@@ -166,6 +166,13 @@ static int conv_infer(kiln_graph *g, kiln_node *n, kiln_error *err) {
   if (rc) return rc;
   kiln_value *x = kiln_in(g, n, 0), *wt = kiln_in(g, n, 1);
   if (wt->dtype != x->dtype) return kiln__err(err, KILN_ESHAPE, "weight dtype %s differs from input dtype %s", kiln_dtype_name(wt->dtype), kiln_dtype_name(x->dtype));
+  if (n->nin > 3) { /* internal: input 3 scales X per (n, c) (a squeeze-excite gate, runtime/passes.c) */
+    kiln_value *s = kiln_in(g, n, 3);
+    if (!kiln_attr_find(n, "kiln_xscale") || !s || strcmp(n->op_type, "Conv")) return kiln__err(err, KILN_EINVAL, "%s takes at most 3 inputs", n->op_type);
+    bool ok = s->dtype == x->dtype && s->rank == x->rank && s->dims[0] == x->dims[0] && s->dims[1] == x->dims[1];
+    for (int i = 2; i < s->rank && ok; i++) ok = s->dims[i] == 1;
+    if (!ok) return kiln__err(err, KILN_ESHAPE, "input scale '%s' is not one value per image and channel of '%s'", s->name, x->name);
+  }
   int64_t d[KILN_MAX_RANK];
   win_out_dims(&w, w.oc, d);
   kiln_set_out(g, n, 0, x->dtype, x->rank, d);
@@ -259,9 +266,17 @@ static int conv_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
   size_t cnt = (size_t)(tr ? w.n * w.oc * osz : osz);
   double *acc = malloc((cnt ? cnt : 1) * sizeof *acc);
   if (!acc) return kiln__err(err, KILN_ENOMEM, "out of memory");
-  if (dt == KILN_DT_FLOAT) (tr ? convt_ref_float : conv_ref_float)(&w, in[0], in[1], in[2], out[0], acc);
-  else (tr ? convt_ref_double : conv_ref_double)(&w, in[0], in[1], in[2], out[0], acc);
+  void *x = in[0], *xs = NULL;
+  if (!tr && kiln_has_in(n, 3)) { /* X scaled per (n, c) by input 3 (conv_infer checked its shape) */
+    int64_t plane = w.in[0] * w.in[1] * w.in[2], ne = w.n * w.c * plane;
+    if (!(xs = malloc((size_t)(ne ? ne : 1) * kiln_dtype_size(dt)))) { free(acc); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
+    for (int64_t i = 0; i < ne; i++) kiln_store_f(xs, dt, i, kiln_load_f(in[0], dt, i) * kiln_load_f(in[3], dt, i / plane));
+    x = xs;
+  }
+  if (dt == KILN_DT_FLOAT) (tr ? convt_ref_float : conv_ref_float)(&w, x, in[1], in[2], out[0], acc);
+  else (tr ? convt_ref_double : conv_ref_double)(&w, x, in[1], in[2], out[0], acc);
   free(acc);
+  free(xs);
   return 0;
 }
 
@@ -549,6 +564,23 @@ static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   return 0;
 }
 
+/* A global pool of float type by gpool_plane: a work-item per plane, vw
+ * elements at a time, groups of up to 64 planes while 8 groups remain. */
+static int gpool_plane(kiln_exec *x, kiln_node *n, const win_geom *w, int mode, cl_float p, int vw, kiln_error *err) {
+  char opts[400], tb[256];
+  snprintf(opts, sizeof opts, "%s -DPL_MODE=%d -DPL_VW=%d", kiln_cl_type_opts(kiln_dev_dtype(kiln_in(x->g, n, 0)), tb, sizeof tb), mode, vw);
+  cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", opts, "gpool_plane", err);
+  if (!k) return err->status;
+  cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
+  cl_long S = w->in[0] * w->in[1] * w->in[2], planes = w->n * w->c;
+  if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(S), KARG(planes), KARG(p), KEND)) return err->status;
+  size_t lws = 64;
+  while (lws > 1 && (size_t)planes < 8 * lws) lws /= 2;
+  if (lws > x->d->info.max_work_group) lws = 1;
+  size_t gws = ((size_t)planes + lws - 1) / lws * lws;
+  return kiln_exec_launch(x, k, 1, &gws, &lws, err);
+}
+
 static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   int mode;
@@ -576,6 +608,8 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     size_t gws = (size_t)(w.n * w.c) * (size_t)pa, lws = (size_t)pa;
     return kiln_exec_launch(x, k, 1, &gws, &lws, err);
   }
+  int xdt = kiln_in(g, n, 0)->dtype;
+  if (global && (xdt == KILN_DT_FLOAT || xdt == KILN_DT_DOUBLE)) return gpool_plane(x, n, &w, mode, p, pb, err); /* PL_WG = 1 */
   int wpi = global ? 1 : pa, wg = global ? 0 : pb;
   cl_int m[27], pm[23];
   if ((rc = kiln__win_meta(&w, m, 27, err))) return rc;
