@@ -990,6 +990,8 @@ cl_mem kiln_exec_param(kiln_exec *x, kiln_node *n, int slot, const void *data, s
     return n->param[slot];
   }
   if (n->param[slot]) clReleaseMemObject(n->param[slot]);
+  n->param[slot] = NULL; /* the budget guard must not count the block it replaces */
+  n->param_bytes[slot] = 0;
   if (x->budget_s) kiln__stream_make_room(x->budget_s, x->cur, bytes);
   n->param[slot] = kiln_cl_alloc(x->d, bytes, err);
   if (!n->param[slot]) return NULL;
@@ -1006,6 +1008,8 @@ cl_mem kiln_exec_scratch(kiln_exec *x, kiln_node *n, int slot, size_t bytes, kil
   if (slot < 0 || slot >= 4) { kiln__err(err, KILN_EINTERNAL, "scratch slot %d", slot); return NULL; }
   if (n->scratch[slot] && n->scratch_bytes[slot] >= bytes) return n->scratch[slot];
   if (n->scratch[slot]) clReleaseMemObject(n->scratch[slot]);
+  n->scratch[slot] = NULL;
+  n->scratch_bytes[slot] = 0;
   if (x->budget_s) kiln__stream_make_room(x->budget_s, x->cur, bytes);
   n->scratch[slot] = kiln_cl_alloc(x->d, bytes, err);
   n->scratch_bytes[slot] = n->scratch[slot] ? bytes : 0;
