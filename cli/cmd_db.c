@@ -461,15 +461,16 @@ static int cmd_verify(dbargs *a) {
           if (retimed > 1) putchar(',');
           kiln_cli__jprintf(stdout, "{\"model\":%s,\"family\":%s,\"shape_key\":%s,\"params\":%s,\"recorded_ns\":%g,\"measured_ns\":%g,",
                             a->retime.v[k], r->family, r->shape_key, r->params, r->recorded_ns, r->measured_ns);
-          kiln_cli__jprintf(stdout, "\"tolerance\":%g,\"measured_min_ns\":%g,\"rival\":%s,\"rival_ns\":%g,\"rival_min_ns\":%g,\"passed\":%b}",
+          kiln_cli__jprintf(stdout, "\"tolerance\":%g,\"measured_min_ns\":%g,\"rival\":%s,\"rival_ns\":%g,\"rival_min_ns\":%g,\"noisy\":%b,\"passed\":%b}",
                             r->tolerance, r->measured_min_ns, r->rival, r->rival_ns > 0 ? r->rival_ns : NAN,
-                            r->rival_min_ns > 0 ? r->rival_min_ns : NAN, r->passed != 0);
+                            r->rival_min_ns > 0 ? r->rival_min_ns : NAN, r->noisy != 0, r->passed != 0);
         } else
           printf("retime %-7s %s%s%s: %s\n    typical %.1f us vs %.1f us for %s in the same rounds (fastest %.1f vs %.1f us; margin %.0f%%;"
                  " recorded %.1f us): %s\n",
                  r->family, r->shape_key, r->epilogue[0] ? " + " : "", r->epilogue, r->params, r->measured_ns / 1e3, r->rival_ns / 1e3,
                  r->rival[0] ? r->rival : "(no rival)", r->measured_min_ns / 1e3, r->rival_min_ns / 1e3, r->tolerance * 100, r->recorded_ns / 1e3,
-                 r->passed ? "holds" : r->max_err > 1e-3 ? "WRONG" : "SLOWER than its rival");
+                 !r->passed ? (r->max_err > 1e-3 ? "WRONG" : "SLOWER than its rival")
+                 : r->noisy ? "holds (noise-dominated rounds, another process busy: not judged on time)" : "holds");
       }
       free(vr);
       kiln_session_free(s);

@@ -318,6 +318,8 @@ typedef struct kiln_verify_result {
   double max_err;                  /* vs the CPU reference */
   int passed;                      /* 0 (demoted): wrong, or slower than the rival beyond the margin */
   double rival_min_ns;             /* the rival's fastest time in the same rounds; < 0 if none */
+  int noisy;                       /* 1: the rounds stayed noise-dominated (a typical time over 1.5x
+                                      the fastest, after retries): not judged on time */
 } kiln_verify_result;
 typedef struct kiln_verify_options {
   int dry_run;       /* only report; write nothing */

@@ -469,9 +469,12 @@ double kiln__tune_run_once(kiln_exec *x, kiln_node *n, kiln_error *err);
 double kiln__tune_output_error(kiln_exec *x, kiln_node *n, void **ref, kiln_error *err);
 /* Candidates p[0..k) of node n timed back to back in alternating rounds
  * (tuner/tuner.c): med, mn, spread ((p90 - p10) / median, or NULL) and cnt
- * (or NULL) per candidate; < 0 when none of its runs succeeded. */
-void kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
-                              int *cnt);
+ * (or NULL) per candidate; < 0 when none of its runs succeeded. Short rounds
+ * dominated by noise are timed again (up to 3 times); returns 1 when the
+ * rounds kept are still noise-dominated (a typical time over 1.5x the
+ * fastest), else 0. */
+int kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
+                             int *cnt);
 
 /* ---- op registry -------------------------------------------------------- */
 

@@ -152,6 +152,24 @@ for r, (head, row) in zip(recs, zip(lines[0::2], lines[1::2])):
 print("db show: %d instances, min and median columns and full keys as in the JSON" % len(recs))
 EOF
 
+# B re-times A's choices on the read-only file (`db verify --retime` writes nothing): every
+# tuned instance is timed against its runner-up, and the JSON says whether the rounds were
+# noise-dominated (then the record is not judged on time) beside the verdict
+asB "$KILN" db verify "$S" --retime "$T/m/cnn.onnx" --json >"$T/retime.json" 2>"$T/retime.err"
+rc=$?
+python3 - "$T/retime.json" "$rc" <<'EOF' || { cat "$T/retime.err"; fail "user B: kiln db verify --retime on the read-only file"; }
+import json, sys
+rt = json.load(open(sys.argv[1]))["retimed"]
+assert rt, "nothing re-timed"
+for r in rt:
+    assert isinstance(r["noisy"], bool) and isinstance(r["passed"], bool), r
+    assert r["measured_ns"] > 0 and 0 < r["measured_min_ns"] <= r["measured_ns"], r
+    assert not (r["noisy"] and not r["passed"] and r["rival"]), "demoted on noise-dominated rounds: %s" % r
+want = 0 if all(r["passed"] for r in rt) else 1
+assert int(sys.argv[2]) == want, "exit %s with %d of %d holding" % (sys.argv[2], sum(r["passed"] for r in rt), len(rt))
+print("db verify --retime: %d records, %d noisy, %d hold" % (len(rt), sum(r["noisy"] for r in rt), sum(r["passed"] for r in rt)))
+EOF
+
 # writing commands on the shared file: exit 2, saying why, before any work
 asB "$KILN" tune "$T/m/cnn.onnx" --db "$S" --max-trials 1 >"$T/tuneB.log" 2>&1
 rc=$?

@@ -455,8 +455,8 @@ static double meas_replay(void *ctx, int k) { const replay_ctx *r = ctx; return 
  * counts not at all), mn[i] the fastest (both < 0 when none succeeded),
  * spread[i] (if not NULL) (p90 - p10) / typical, cnt[i] (if not NULL) how
  * many runs succeeded. */
-void kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
-                              int *cnt) {
+static void time_rounds(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
+                        int *cnt) {
   double v[TOGETHER_MAX][TOGETHER_REPS * (TOGETHER_BLOCK - 1)];
   int nv[TOGETHER_MAX] = {0};
   if (k > TOGETHER_MAX) k = TOGETHER_MAX;
@@ -483,6 +483,54 @@ void kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *c
     if (spread) spread[i] = nv[i] ? (v[i][nv[i] - 1 - nv[i] / 10] - v[i][nv[i] / 10]) / med[i] : 0;
     if (cnt) cnt[i] = nv[i];
   }
+}
+
+/* Noise. On a shared machine a POCL kernel spread over every core waits for
+ * whichever of its worker threads another process has descheduled: while
+ * one core was busy elsewhere, the transformer demo's 16x64 LayerNorm, 1.3 us
+ * alone, read 10-14 us typical in the tuner's rounds (fastest 1.3-5.7 us;
+ * spreads of 66-280%), a 23 us 16x16 Winograd conv 52-58 us, and the duels
+ * compared that noise: the demo database so tuned kept a LayerNorm 1.3x slower
+ * than its runner-up and failed `kiln db verify --retime` in 9 of 10 idle
+ * runs. Rounds in which any candidate's typical time is more than NOISY_RATIO
+ * times its fastest are noise-dominated (quiet rounds read 1.03-1.15); short
+ * ones are timed again, up to NOISY_RETRIES times after a pause, and the
+ * quietest attempt is kept. verify does not judge a record on rounds that
+ * stay noise-dominated. */
+#define NOISY_RATIO 1.5
+#define NOISY_RETRIES 3
+#define NOISY_RETRY_S 0.25 /* only rounds shorter than this are timed again */
+
+static double noise_of(const double *med, const double *mn, int k) {
+  double w = 0;
+  for (int i = 0; i < k; i++)
+    if (med[i] > 0 && mn[i] > 0 && med[i] / mn[i] > w) w = med[i] / mn[i];
+  return w;
+}
+
+int kiln__tune_time_together(kiln_exec *x, kiln_node *n, int node, const int *const *p, int k, int reps, double *med, double *mn, double *spread,
+                             int *cnt) {
+  if (k > TOGETHER_MAX) k = TOGETHER_MAX;
+  double m2[TOGETHER_MAX], n2[TOGETHER_MAX], s2[TOGETHER_MAX];
+  int c2[TOGETHER_MAX];
+  double t = now_s();
+  time_rounds(x, n, node, p, k, reps, med, mn, spread, cnt);
+  double w = noise_of(med, mn, k);
+  for (int a = 1; a <= NOISY_RETRIES && w > NOISY_RATIO && now_s() - t < NOISY_RETRY_S; a++) {
+    struct timespec pause = {0, 50000000L << (a - 1)}; /* 50, 100, 200 ms: let a spell of contention pass */
+    nanosleep(&pause, NULL);
+    t = now_s();
+    time_rounds(x, n, node, p, k, reps, m2, n2, s2, c2);
+    double w2 = noise_of(m2, n2, k);
+    if (w2 > 0 && w2 < w) {
+      w = w2;
+      memcpy(med, m2, sizeof(double) * (size_t)k);
+      memcpy(mn, n2, sizeof(double) * (size_t)k);
+      if (spread) memcpy(spread, s2, sizeof(double) * (size_t)k);
+      if (cnt) memcpy(cnt, c2, sizeof(int) * (size_t)k);
+    }
+  }
+  return w > NOISY_RATIO;
 }
 
 /* ---- more looks (compare mode) ----
@@ -623,6 +671,10 @@ static int duel_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_node 
     const int *pq[2] = {p[lead], p[order[j]]};
     double typ[2], mn[2], spread[2];
     int got[2];
+    /* rounds that stay noise-dominated after the retries still compare typical
+     * times: their fastest runs are no better (the demo's LayerNorm under
+     * contention: fastest 6.0 us for the candidate that takes 2.3 us quiet,
+     * 12.5 us for the one that takes 1.2 us) */
     kiln__tune_time_together(x, n, node, pq, 2, FINAL_ROUNDS, typ, mn, spread, got);
     int won = got[0] >= 3 && got[1] >= 3 && typ[1] < typ[0];
     if (order[j] == di && got[0] >= 3 && got[1] >= 3) {
