@@ -40,7 +40,7 @@
 #endif
 
 #ifndef PL_WPI
-  #define PL_WPI 1 // pool_fwd: consecutive outputs per work-item (1, 2, 4, 8)
+  #define PL_WPI 8 // pool_fwd / pool_row: consecutive outputs per work-item (1, 2, 4, 8)
 #endif
 #ifndef PL_WG
   #define PL_WG 64 // the host always sets it (pool: a launch size, gpool: this kernel's); gpool_wg: work-items per (n, c) plane (power of two)
@@ -164,6 +164,67 @@ __kernel void pool_fwd(__global const ST *x, __global ST *y, __global long *ind,
     pool_at(x, y, ind, m, mode, p, with_ind, storage_order, q0 + t, nc);
   }
 }
+
+#ifdef PL_GEOM
+/* 2-D windows (KD = 1) along rows: work-item (g0, oh, nc) computes the
+ * PL_WPI consecutive outputs ow0 = g0 * PL_WPI .. of output row oh. A block
+ * whose windows lie wholly inside the input reads each window row as vectors
+ * (stride 1: PL_WPI elements per tap; stride 2: 2 * PL_WPI elements, the even
+ * lanes) and stores a vector; edge blocks, dilated or other strides, indices
+ * and Lp pools go through pool_at one output at a time. The host launches it
+ * (runtime/ops/conv_pool.c) for max and average pools with ID = OD = 1 and
+ * DW = 1; grid (ceil(OW / PL_WPI), OH, N*C). */
+#define PR_CAT_(a, b) a##b
+#define PR_CAT(a, b) PR_CAT_(a, b)
+#if PL_WPI == 2
+#define PR_W2 4
+#elif PL_WPI == 4
+#define PR_W2 8
+#else
+#define PR_W2 16
+#endif
+#if PL_WPI > 1
+#define PRV PR_CAT(T, PL_WPI)
+#define PRV2 PR_CAT(T, PR_W2)
+#if defined(T_DTYPE) && T_DTYPE == 10
+#define PR_LOAD PR_CAT(vload_half, PL_WPI)
+#define PR_LOAD2 PR_CAT(vload_half, PR_W2)
+#define PR_STORE PR_CAT(PR_CAT(vstore_half, PL_WPI), _rte)
+#else
+#define PR_LOAD PR_CAT(vload, PL_WPI)
+#define PR_LOAD2 PR_CAT(vload, PR_W2)
+#define PR_STORE PR_CAT(vstore, PL_WPI)
+#endif
+#endif
+__kernel void pool_row(__global const ST *x, __global ST *y, __global long *ind, __global const int *m,
+                       int mode, float p, int with_ind, int storage_order) {
+  const int IH = PM(3), IW = PM(4), OH = PM(6), OW = PM(7), KH = PM(9), KW = PM(10), SH = PM(12), SW = PM(13), DH = PM(15);
+  const int ow0 = (int)get_global_id(0) * PL_WPI, oh = (int)get_global_id(1);
+  const long nc = get_global_id(2);
+  if (ow0 >= OW || oh >= OH || nc >= (long)PM(0) * PM(1)) return;
+  const int h0 = oh * SH - PM(18), w0 = ow0 * SW - PM(19);
+#if PL_WPI > 1
+  /* the last element a block reads: stride 1, tap KW-1's vector; stride 2, its 2*PL_WPI elements */
+  const int wlast = w0 + KW - 1 + (SW == 1 ? PL_WPI - 1 : 2 * PL_WPI - 1);
+  const bool vec_ok = (MODE == 0 && !WITH_IND) || MODE == 1 || MODE == 2;
+  if (vec_ok && (SW == 1 || SW == 2) && PM(16) == 1 && h0 >= 0 && h0 + (KH - 1) * DH < IH && w0 >= 0 && wlast < IW && ow0 + PL_WPI <= OW) {
+    __global const ST *xr = x + nc * ((long)IH * IW) + (long)h0 * IW + w0;
+    PRV acc = SW == 1 ? PR_LOAD(0, xr) : PR_LOAD2(0, xr).even; /* max: the first tap (as pool_at: a NaN there stays) */
+    if (MODE != 0) acc = (PRV)0;
+    for (int kh = 0; kh < KH; kh++, xr += (long)DH * IW)
+      for (int kw = 0; kw < KW; kw++) {
+        const PRV v = SW == 1 ? PR_LOAD(0, xr + kw) : PR_LOAD2(0, xr + kw).even;
+        if (MODE == 0) acc = v > acc ? v : acc;
+        else acc += v;
+      }
+    if (MODE != 0) acc /= (T)(KH * KW); /* inside the input: every position counts in both modes */
+    PR_STORE(acc, 0, y + nc * ((long)OH * OW) + (long)oh * OW + ow0);
+    return;
+  }
+#endif
+  for (int t = 0; t < PL_WPI && ow0 + t < OW; t++) pool_at(x, y, ind, m, mode, p, with_ind, storage_order, (long)oh * OW + ow0 + t, nc);
+}
+#endif
 
 #if T_IS_FLOAT
 /* Global pools over planes of S elements: one work-group of PL_WG items per

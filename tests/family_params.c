@@ -214,6 +214,10 @@ int main(int argc, char **argv) {
     {"MaxPool indices 1x2x9x7 k2 s1", "MaxPool", 12, 1, 2, {0}, {4}, {{1, 2, 9, 7}}, "kernel_shape=is:2,2", -1},
     {"AveragePool 1x4x9x10 k2 s2 incl pad", "AveragePool", 19, 1, 1, {0}, {4}, {{1, 4, 9, 10}}, "kernel_shape=is:2,2;strides=is:2,2;pads=is:0,1,1,0;count_include_pad=i:1", -1},
     {"LpPool 1x3x8x8 k3", "LpPool", 18, 1, 1, {0}, {4}, {{1, 3, 8, 8}}, "kernel_shape=is:3,3;p=i:3", -1},
+    /* pool_row's vector blocks (whole windows inside, 8 outputs of a row) beside its edge blocks */
+    {"MaxPool 1x2x20x41 k3 s2 (row vectors)", "MaxPool", 12, 1, 1, {0}, {4}, {{1, 2, 20, 41}}, "kernel_shape=is:3,3;strides=is:2,2", -1},
+    {"AveragePool 1x3x12x30 k3 s1 p1 (row vectors)", "AveragePool", 19, 1, 1, {0}, {4}, {{1, 3, 12, 30}}, "kernel_shape=is:3,3;pads=is:1,1,1,1", -1},
+    {"AveragePool 1x2x9x37 k2x3 s2 incl pad", "AveragePool", 19, 1, 1, {0}, {4}, {{1, 2, 9, 37}}, "kernel_shape=is:2,3;strides=is:2,2;pads=is:0,1,1,1;count_include_pad=i:1", -1},
     {"GlobalAveragePool 2x5x7x9", "GlobalAveragePool", 1, 1, 1, {0}, {4}, {{2, 5, 7, 9}}, NULL, -1},
     {"GlobalMaxPool 1x3x33x33", "GlobalMaxPool", 1, 1, 1, {0}, {4}, {{1, 3, 33, 33}}, NULL, -1},
     {"GlobalLpPool 1x4x5x3", "GlobalLpPool", 2, 1, 1, {0}, {4}, {{1, 4, 5, 3}}, "p=i:2", -1},

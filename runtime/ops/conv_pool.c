@@ -623,7 +623,7 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (!mb) return err->status;
   /* the defaults build the program every pool.cl kernel shares */
   kiln_cl_type_opts(kiln_dev_dtype(kiln_in(g, n, 0)), opts, sizeof opts);
-  if (wpi > 1) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_WPI=%d", wpi);
+  snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_WPI=%d", wpi);
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0), bi = kiln_out_buf(x, n, 1);
   cl_int with_ind = bi != NULL, order = (cl_int)kiln_attr_int(n, "storage_order", 0);
   if (!global) {
@@ -634,10 +634,24 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     o += (size_t)snprintf(opts + o, sizeof opts - o, " -DPL_MODE=%d -DPL_IND=%d -DPL_ORDER=%d -DPL_GEOM=", mode, with_ind, order);
     for (int i = 0; i < 23 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", pm[i]);
   }
-  cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", opts, "pool_fwd", err);
+  /* 2-D windows go along output rows (pool_row: PL_WPI outputs of a row per
+   * work-item, vector loads inside the input); others by flat index */
+  const bool rows = !global && w.in[0] == 1 && w.out[0] == 1 && w.k[0] == 1 && w.pb[0] == 0;
+  cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", opts, rows ? "pool_row" : "pool_fwd", err);
   if (!k) return err->status;
   if (!bi) bi = by;
   if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(bi), KARG(mb), KARG(cm), KARG(p), KARG(with_ind), KARG(order), KEND)) return err->status;
+  if (rows) {
+    /* PL_WG work-items per group: along the row first, then rows */
+    size_t r0 = (size_t)((w.out[2] + wpi - 1) / wpi), OH = (size_t)w.out[1], l0 = 1, l1 = 1;
+    if (wg > 0) {
+      while (l0 * 2 <= (size_t)wg && l0 * 2 <= r0) l0 *= 2;
+      l1 = (size_t)wg / l0;
+      while (l1 > 1 && l1 / 2 >= OH) l1 /= 2;
+    }
+    size_t gws[3] = {(r0 + l0 - 1) / l0 * l0, (OH + l1 - 1) / l1 * l1, (size_t)(w.n * w.c)}, lws[3] = {l0, l1, 1};
+    return kiln_exec_launch(x, k, 3, gws, wg > 0 ? lws : NULL, err);
+  }
   size_t P = (size_t)(w.out[0] * w.out[1] * w.out[2]), g0 = (P + (size_t)wpi - 1) / (size_t)wpi;
   if (wg > 0) g0 = (g0 + (size_t)wg - 1) / (size_t)wg * (size_t)wg; /* the kernel skips items past the plane */
   size_t gws[2] = {g0, (size_t)(w.n * w.c)}, lws[2] = {(size_t)wg, 1};
