@@ -281,7 +281,9 @@ inline void gemm_body(__global const ST *A, __global const ST *B, __global const
     if (epi) {
       T tmp[GEMM_TN];
       for (int j = 0; j < GEMM_NV; j++) vstore8(acc[i][j] + (T8)bs, j, tmp);
-      for (int q = 0; q < GEMM_TN; q++) tmp[q] = EPI(tmp[q], yo + q, bi * M + m);
+      /* the lanes that are outputs only (past P the index leaves the row,
+       * and past Y's last row a full-size operand's buffer) */
+      for (int q = 0; q < GEMM_TN && p0 + q < P; q++) tmp[q] = EPI(tmp[q], yo + q, bi * M + m);
       if (full) {
         for (int j = 0; j < GEMM_NV; j++) VSTORE8G(vload8(j, tmp), j, yr);
       } else {
@@ -965,8 +967,11 @@ inline void pw_block(__global const ST *xb, __global const ST *xsb, __global con
       T *ro = (T *)&o;
 #ifdef KILN_EPI
       /* a loop, not unrolled: an epilogue with exp (SiLU) unrolled over the
-       * whole tile ran twice as slow on efficientnet_b0 */
-      for (int e = 0; e < PW_VW; e++) ro[e] = EPI(ro[e], yo + v * PW_VW + e, cbase + m);
+       * whole tile ran twice as slow on efficientnet_b0. Only the lanes that
+       * are outputs: past P the flat index runs into the next row, and past
+       * the last row of Y out of a full-size operand's buffer. */
+      const int ne = full ? PW_VW : clamp(P - p0 - v * PW_VW, 0, PW_VW);
+      for (int e = 0; e < ne; e++) ro[e] = EPI(ro[e], yo + v * PW_VW + e, cbase + m);
 #endif
       if (full) PW_STOREG(o, v, y + yo);
       else
