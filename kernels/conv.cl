@@ -133,6 +133,10 @@
 #else
 #define EPI(v, i, c) (v)
 #endif
+/* KILN_EPIV: the epilogue also comes as kiln_epi4/8/16(v, i, c, e0, e1) on
+ * a vector of W outputs of channel c at flat indices i..i+W-1; whole-vector
+ * stores pass their vector through it at once (float heads) */
+#define EPIV(W, v, i, c) CAT(kiln_epi, W)((v), (i), (c), e0, e1)
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #define T8 CAT(T, 8)
@@ -280,8 +284,16 @@ inline void gemm_body(__global const ST *A, __global const ST *B, __global const
 #ifdef KILN_EPI
     if (epi) {
       T tmp[GEMM_TN];
+#ifdef KILN_EPIV
+      if (full) {
+        for (int j = 0; j < GEMM_NV; j++) VSTORE8G(EPIV(8, acc[i][j] + (T8)bs, yo + 8 * j, bi * M + m), j, yr);
+        continue;
+      }
+#endif
       for (int j = 0; j < GEMM_NV; j++) vstore8(acc[i][j] + (T8)bs, j, tmp);
-      for (int q = 0; q < GEMM_TN; q++) tmp[q] = EPI(tmp[q], yo + q, bi * M + m);
+      /* the lanes that are outputs only (past P the index leaves the row,
+       * and past Y's last row a full-size operand's buffer) */
+      for (int q = 0; q < GEMM_TN && p0 + q < P; q++) tmp[q] = EPI(tmp[q], yo + q, bi * M + m);
       if (full) {
         for (int j = 0; j < GEMM_NV; j++) VSTORE8G(vload8(j, tmp), j, yr);
       } else {
@@ -821,7 +833,9 @@ inline __attribute__((always_inline)) void dwr_block(__global const ST *xc, cons
     TDV o = acc[r];
     T *ro = (T *)&o;
     if (ow0 + CONVDW_VW <= OW) {
-#ifdef KILN_EPI
+#if defined(KILN_EPIV)
+      o = EPIV(CONVDW_VW, o, yo, c);
+#elif defined(KILN_EPI)
       for (int j = 0; j < CONVDW_VW; j++) ro[j] = EPI(ro[j], yo + j, c);
 #endif
       TDV_STOREG(o, 0, y + yo);
@@ -965,8 +979,15 @@ inline void pw_block(__global const ST *xb, __global const ST *xsb, __global con
       T *ro = (T *)&o;
 #ifdef KILN_EPI
       /* a loop, not unrolled: an epilogue with exp (SiLU) unrolled over the
-       * whole tile ran twice as slow on efficientnet_b0 */
-      for (int e = 0; e < PW_VW; e++) ro[e] = EPI(ro[e], yo + v * PW_VW + e, cbase + m);
+       * whole tile ran twice as slow on efficientnet_b0. Only the lanes that
+       * are outputs: past P the flat index runs into the next row, and past
+       * the last row of Y out of a full-size operand's buffer. */
+      const int ne = full ? PW_VW : clamp(P - p0 - v * PW_VW, 0, PW_VW);
+#ifdef KILN_EPIV
+      if (full) o = EPIV(PW_VW, o, yo + v * PW_VW, cbase + m);
+      else
+#endif
+        for (int e = 0; e < ne; e++) ro[e] = EPI(ro[e], yo + v * PW_VW + e, cbase + m);
 #endif
       if (full) PW_STOREG(o, v, y + yo);
       else

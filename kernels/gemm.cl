@@ -174,8 +174,13 @@ inline void store_vec(TV acc, const int m, const int n0, const int N, const T al
   const T cb = has_c ? beta * LD(C, ch) : (T)0;
   TV o = alpha * acc + (TV)(cb);
   T *ro = (T *)&o;
+#if defined(KILN_EPIV) && VW > 1
+  if (n0 + VW <= N) { GVSTORE(CAT(kiln_epi, VW)(o, ybase + (long)m * N + n0, ch, e0, e1), 0, Y + (long)m * N + n0); return; } /* a whole vector at once */
+#endif
 #ifdef KILN_EPI
-  for (int e = 0; e < VW; e++) ro[e] = EPI(ro[e], ybase + (long)m * N + n0 + e, ch);
+  /* the lanes that are outputs only: past N a full-size operand's index
+   * leaves the row (and, at Y's last row, the operand's buffer) */
+  for (int e = 0; e < VW && n0 + e < N; e++) ro[e] = EPI(ro[e], ybase + (long)m * N + n0 + e, ch);
 #endif
   if (n0 + VW <= N) { GVSTORE(o, 0, Y + (long)m * N + n0); return; }
   for (int e = 0; e < VW && n0 + e < N; e++) SV(Y, (long)m * N + n0 + e, ro[e]);

@@ -46,7 +46,7 @@
   #define PL_WG 64 // the host always sets it (pool: a launch size, gpool: this kernel's); gpool_wg: work-items per (n, c) plane (power of two)
 #endif
 #ifndef PL_VW
-  #define PL_VW 1  // gpool_wg: consecutive elements per work-item step
+  #define PL_VW 8  // gpool_wg, gpool_plane: consecutive elements per work-item step (gpool_plane: a vector)
 #endif
 
 /* With -DPL_GEOM=<the 23 ints of m> -DPL_MODE=.. -DPL_IND=.. -DPL_ORDER=..
@@ -276,12 +276,22 @@ void gpool_wg(__global const ST *x, __global ST *y, const long S, int mode, floa
 #define GP_LOAD GP_CAT(vload, PL_VW)
 #endif
 #endif
+/* r takes element v (a scalar step of the mode) */
+#define GP_STEP(r, v) ((r) = PL_MODE == 0 ? fmax((r), (v)) : PL_MODE == 3 ? (r) + pow(fabs(v), (ACC)p) : (r) + (v))
 __kernel void gpool_plane(__global const ST *x, __global ST *y, const long S, const long planes, float p) {
   const long nc = get_global_id(0);
   if (nc >= planes) return;
   __global const ST *xc = x + nc * S;
   GPV acc = (GPV)(PL_MODE == 0 ? -INFINITY : 0);
+  ACC h = PL_MODE == 0 ? -INFINITY : 0;
   long j = 0;
+#if defined(T_DTYPE) && T_DTYPE == 10 && PL_VW > 1
+  /* POCL 3.1 compiles vload_halfN to an aligned load (vmovdqa: a fault when
+   * the address is off a 2*PL_VW-byte boundary, as the planes after the
+   * first are for any S not a multiple of PL_VW): the plane's first elements
+   * one by one up to that boundary */
+  for (; j < S && ((ulong)(xc + j) & (2 * PL_VW - 1)); j++) GP_STEP(h, (ACC)LD(xc, j));
+#endif
   for (; j + PL_VW <= S; j += PL_VW) {
     const GPV v = GP_LOAD(0, xc + j);
     if (PL_MODE == 0) acc = fmax(acc, v);
@@ -291,12 +301,8 @@ __kernel void gpool_plane(__global const ST *x, __global ST *y, const long S, co
   const ACC *a = (const ACC *)&acc;
   ACC r = a[0];
   for (int k = 1; k < PL_VW; k++) r = PL_MODE == 0 ? fmax(r, a[k]) : r + a[k];
-  for (; j < S; j++) {
-    const ACC v = (ACC)LD(xc, j);
-    if (PL_MODE == 0) r = fmax(r, v);
-    else if (PL_MODE == 3) r += pow(fabs(v), (ACC)p);
-    else r += v;
-  }
+  r = PL_MODE == 0 ? fmax(r, h) : r + h;
+  for (; j < S; j++) GP_STEP(r, (ACC)LD(xc, j));
   SV(y, nc, (T)(PL_MODE == 0 ? r : PL_MODE == 3 ? pow(r, (ACC)1 / (ACC)p) : S ? r / (ACC)S : (ACC)0));
 }
 #endif

@@ -346,8 +346,15 @@ typedef struct kiln_tunable {
 } kiln_tunable;
 
 /* Valid candidates of t on a device, default first (malloc'd rows of
- * t->nparams ints in *out); returns the count. */
+ * t->nparams ints in *out); returns the count. Where the descriptor's
+ * defaults are not valid for t on dev, the valid candidate nearest to them
+ * (fewest parameters changed) comes first instead. */
 int kiln_tunable_enumerate(const kiln_tunable *t, const kiln_device_info *dev, int **out);
+/* The parameters that run when nothing was tuned or predicted, into p
+ * (t->nparams ints): the descriptor's defaults, or where they are invalid
+ * for t on dev the first of kiln_tunable_enumerate. 0, or -1 when no vector
+ * is valid (p then holds the defaults). */
+int kiln_tunable_defaults(const kiln_tunable *t, const kiln_device_info *dev, int *p);
 
 /* Cost-model state of a session (costmodel/): the device model and fitted
  * corrections. kiln_cm_choose picks the candidate with the lowest prediction. */

@@ -1,6 +1,7 @@
 /* tunable.c: parameter vectors of tunable kernels (text form, build options)
  * and the choice of parameters for a node at run time: tuner override, then
- * the tuning database's best record for this device, then the defaults. */
+ * the tuning database's best record for this device, then the cost model's
+ * choice, then the defaults (made valid: kiln_tunable_defaults). */
 #include "kiln_internal.h"
 #include "kiln_db.h"
 
@@ -82,15 +83,43 @@ int kiln_tunable_enumerate(const kiln_tunable *t, const kiln_device_info *dev, i
     memcpy(all + (size_t)n * (size_t)np, p, sizeof(int) * (size_t)np);
     n++;
   }
+  /* defaults that are invalid here (a family's default that suits most of
+   * its instances but not this one, or not this device): the valid vector
+   * nearest to them (fewest parameters changed; the first such in the walk)
+   * stands first, as what runs when nothing was measured */
+  if (n > 1 && t->valid && t->valid(t, dflt, dev) != 0) {
+    int best = 0, bd = np + 1;
+    for (int k = 0; k < n && bd > 1; k++) {
+      int d = 0;
+      for (int i = 0; i < np; i++) d += all[(size_t)k * (size_t)np + (size_t)i] != dflt[i];
+      if (d < bd) { bd = d; best = k; }
+    }
+    memcpy(p, all + (size_t)best * (size_t)np, sizeof(int) * (size_t)np);
+    memmove(all + (size_t)np, all, sizeof(int) * (size_t)np * (size_t)best);
+    memcpy(all, p, sizeof(int) * (size_t)np);
+  }
   *out = all;
   return n;
+}
+
+int kiln_tunable_defaults(const kiln_tunable *t, const kiln_device_info *dev, int *p) {
+  for (int i = 0; i < t->nparams; i++) p[i] = t->params[i].dflt;
+  if (!t->valid || t->valid(t, p, dev) == 0) return 0;
+  int *all = NULL, n = kiln_tunable_enumerate(t, dev, &all);
+  if (n > 0) memcpy(p, all, sizeof(int) * (size_t)t->nparams);
+  free(all);
+  return n > 0 ? 0 : -1;
 }
 
 const int *kiln_exec_tparams(kiln_exec *x, kiln_node *n, const kiln_tunable *t) {
   int idx = (int)(n - x->g->nodes);
   if (x->ov_params && x->ov_node == idx) return x->ov_params;
   if (n->tparams_origin) return n->tparams;
-  for (int i = 0; i < t->nparams; i++) n->tparams[i] = t->params[i].dflt;
+  /* the defaults, or where they are invalid for this instance or device the
+   * valid vector nearest to them: a kernel never runs parameters its
+   * descriptor rejects (none valid at all: the defaults, and the op reports
+   * what fails) */
+  kiln_tunable_defaults(t, &x->d->info, n->tparams);
   n->tparams_origin = "default";
   if (x->db && x->recs) {
     kiln_lookup lk; /* measured here, else imported / shared files (KILN_DB_PATH), else the device family */

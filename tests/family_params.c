@@ -15,7 +15,11 @@
  * family, vectors that together take every value of every parameter the
  * solver reads where the descriptor's constraints allow it
  * (tests/solver_cover.h), compared with the CPU reference: max |dev - ref|
- * <= 1e-4 * max |ref| + 1e-5 (exact for integer outputs). Fails too when a
+ * <= 1e-4 * max |ref| + 1e-5 (exact for integer outputs). The vector a
+ * node runs untuned (kiln_exec_tparams without a database) must be valid
+ * for it: the descriptor's defaults, or in cases that expect them invalid
+ * (gpool's vectors of 8 on planes of 4 or on integers) the valid vector
+ * nearest to them. Fails too when a
  * registered tunable family has no case here (solvers valid for no case on
  * this device are noted). Exit 0 = pass, 1 = fail, 77 = skipped.
  *
@@ -51,6 +55,7 @@ typedef struct {
   const char *attrs;         /* "name=i:3;name=f:0.5;name=s:SiLU;name=is:1,2" */
   int cond_input;            /* index of a bool input (Where), -1 none */
   unsigned consts;           /* inputs that are constants (bit i: input i; weights packed at plan time) */
+  int dflt_invalid;          /* the family's defaults are not valid for this instance (it runs the nearest valid vector) */
 } case_t;
 
 static int parse_attrs(const char *s, kiln_attr *a, int64_t (*ints)[8]) {
@@ -81,6 +86,51 @@ static int parse_attrs(const char *s, kiln_attr *a, int64_t (*ints)[8]) {
     n++;
   }
   return n;
+}
+
+/* The parameters node n runs with nothing tuned or predicted (no override,
+ * no database: kiln_exec_tparams) must be valid for its instance t; where
+ * the descriptor's defaults are not, the valid vector nearest to them. The
+ * descriptor's defaults themselves may be invalid only in cases that expect
+ * it (cc->dflt_invalid). 0 if so, else prints a FAIL line. */
+static int check_defaults(kiln_graph *g, kiln_node *n, const kiln_tunable *t, const case_t *cc) {
+  int dflt[KILN_MAX_KPARAMS];
+  char ds[256], rs[256];
+  for (int i = 0; i < t->nparams; i++) dflt[i] = t->params[i].dflt;
+  bool invalid = t->valid && t->valid(t, dflt, &dev->info);
+  kiln_exec x = {.d = dev, .g = g, .ov_node = -1};
+  n->tparams_origin = NULL;
+  const int *p = kiln_exec_tparams(&x, n, t);
+  kiln_tunable_str(t, dflt, ds, sizeof ds);
+  kiln_tunable_str(t, p, rs, sizeof rs);
+  n->tparams_origin = NULL;
+  if (t->valid && t->valid(t, p, &dev->info)) { printf("FAIL %-44s runs invalid parameters untuned: %s\n", cc->label, rs); return 1; }
+  if (invalid && !cc->dflt_invalid) { /* a fallback meant as the exception: cases say where they expect it */
+    printf("FAIL %-44s the descriptor's defaults %s are not valid here (runs %s)\n", cc->label, ds, rs);
+    return 1;
+  }
+  if (invalid) printf("     %-44s defaults %s not valid here: runs %s\n", cc->label, ds, rs);
+  else if (cc->dflt_invalid) printf("note %-44s defaults %s valid here: the fallback is not exercised\n", cc->label, ds);
+  return 0;
+}
+
+/* gpool's kernel that runs untuned, gpool_plane (PL_WG=1), at every vector
+ * width valid for the case, in its mode and storage: the cover takes each
+ * PL_VW value once, not necessarily with PL_WG=1 (a max pool stored as half
+ * at PL_VW=8 faulted on POCL, an aligned load on a plane off the boundary,
+ * while the cover had run that width only in gpool_wg). Returns the number
+ * that failed; *nrun counts the runs. */
+static int gpool_plane_widths(kiln_graph *g, kiln_node *n, void **host, const kiln_tunable *t, const char *label, int *nrun) {
+  int bad = 0, p[KILN_MAX_KPARAMS];
+  for (int k = 0; k < t->params[PP_B].nvals; k++) {
+    for (int i = 0; i < t->nparams; i++) p[i] = t->params[i].dflt;
+    p[PP_A] = 1;
+    p[PP_B] = t->params[PP_B].vals[k];
+    if (t->valid && t->valid(t, p, &dev->info)) continue;
+    bad += sc_run(dev, g, n, host, t, p, label);
+    (*nrun)++;
+  }
+  return bad;
 }
 
 static void run_case(const case_t *cc) {
@@ -159,11 +209,10 @@ static void run_case(const case_t *cc) {
   }
   if (!n.op->tunable || n.op->tunable(&g, &n, &t)) { printf("FAIL %-44s no tunable descriptor\n", cc->label); fails++; goto done; }
   if (cl_defaults_check(&t, cc->label)) fails++;
-  int dflt[KILN_MAX_KPARAMS];
-  for (int i = 0; i < t.nparams; i++) dflt[i] = t.params[i].dflt;
-  if (t.valid && t.valid(&t, dflt, &dev->info)) { printf("FAIL %-44s defaults are not valid\n", cc->label); fails++; goto done; }
+  if (check_defaults(&g, &n, &t, cc)) { fails++; goto done; }
   int nsolv;
   bad = sc_run_all(dev, &g, &n, host, &t, &t, &dev->info, cc->label, &tested, &nsolv);
+  if (!strcmp(t.family, "gpool")) bad += gpool_plane_widths(&g, &n, host, &t, cc->label, &tested);
   runs += tested;
   if (bad) fails++;
   printf("%s %-44s %-8s %d parameter vectors%s\n", bad ? "FAIL" : "ok  ", cc->label, t.family, tested, sc_half ? " (fp16 storage)" : "");
@@ -222,6 +271,10 @@ int main(int argc, char **argv) {
     {"GlobalMaxPool 1x3x33x33", "GlobalMaxPool", 1, 1, 1, {0}, {4}, {{1, 3, 33, 33}}, NULL, -1},
     {"GlobalLpPool 1x4x5x3", "GlobalLpPool", 2, 1, 1, {0}, {4}, {{1, 4, 5, 3}}, "p=i:2", -1},
     {"double GlobalAveragePool 1x3x10x10", "GlobalAveragePool", 1, 1, 1, {D}, {4}, {{1, 3, 10, 10}}, NULL, -1},
+    /* gpool's default vectors of 8 do not fit these: planes of 4, and an
+     * integer type (pool_fwd, one element at a time) */
+    {"GlobalAveragePool 2x5x2x2 (plane < PL_VW)", "GlobalAveragePool", 1, 1, 1, {0}, {4}, {{2, 5, 2, 2}}, NULL, -1, 0, 1},
+    {"GlobalMaxPool int8 1x3x7x5", "GlobalMaxPool", 1, 1, 1, {KILN_DT_INT8}, {4}, {{1, 3, 7, 5}}, NULL, -1, 0, 1},
     /* eltwise */
     {"Add 3x37 + 37", "Add", 14, 2, 1, {0}, {2, 1}, {{3, 37}, {37}}, NULL, -1},
     {"Mul 2x3x5 * 2x1x5", "Mul", 14, 2, 1, {0}, {3, 3}, {{2, 3, 5}, {2, 1, 5}}, NULL, -1},

@@ -7,10 +7,16 @@
  * value escapes), then runs the graph on the device with the head's
  * parameters forced to every Conv algorithm / GEMM kernel that applies and
  * compares the group's output with the reference of the unfused nodes:
- * max |dev - ref| <= 1e-4 * max |ref| + 1e-5.
+ * max |dev - ref| <= 1e-4 * max |ref| + 1e-5. Residual operands of two
+ * cases end where an inaccessible page begins (guarded_buf): a kernel that
+ * runs the epilogue on lanes past the output's end (a partial last column
+ * block) reads past the operand and the test dies with SIGSEGV (on POCL;
+ * under Oclgrind, an invalid read). --case LABEL runs one case.
  * Exit 0 = pass, 1 = fail, 77 = skipped (no device). */
 #include "kiln_internal.h"
 #include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define SKIP 77
 #define MAXN 16
@@ -18,6 +24,7 @@
 
 static kiln_device *dev;
 static int quick; /* --quick (default suite): fewer tile variants per algorithm / kernel */
+static const char *only; /* --case LABEL: only that case (tests/oclgrind.sh) */
 static uint64_t rng = 0xf05e;
 static int fails, runs;
 
@@ -30,6 +37,9 @@ typedef struct {
   int ins[MAXN][3], outs[MAXN][1];
   kiln_attr attrs[MAXN][4];
   int head;
+  int guard; /* a value whose device buffer ends at an inaccessible page (-1: none), see guarded_buf */
+  void *gmap;
+  size_t glen;
 } tgraph;
 
 static int val(tgraph *t, const char *name, int rank, const int64_t *dims, int is_const, double scale) {
@@ -54,6 +64,25 @@ static int scalar(tgraph *t, const char *name, float f) {
   int v = val(t, name, 0, &one, 1, 0);
   ((float *)t->g.vals[v].data)[0] = f;
   return v;
+}
+
+/* A device buffer of b bytes (b a multiple of 128) on host memory that ends
+ * where an inaccessible page begins: on a CPU device that uses the host
+ * memory itself (POCL does with CL_MEM_USE_HOST_PTR) a kernel that reads
+ * past the buffer's end faults (SIGSEGV) instead of reading whatever
+ * follows. The mapping goes to *map, *len (munmap them after the buffer). */
+static cl_mem guarded_buf(size_t b, const void *data, void **map, size_t *len, kiln_error *err) {
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE), body = (b + pg - 1) / pg * pg;
+  *len = body + pg;
+  *map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (*map == MAP_FAILED) { *map = NULL; kiln__err(err, KILN_ENOMEM, "mmap"); return NULL; }
+  char *at = (char *)*map + body - b;
+  mprotect((char *)*map + body, pg, PROT_NONE);
+  memcpy(at, data, b);
+  cl_int e;
+  cl_mem m = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, b, at, &e);
+  if (e != CL_SUCCESS) kiln__err(err, KILN_ECL, "clCreateBuffer(USE_HOST_PTR): %d", e);
+  return e == CL_SUCCESS ? m : NULL;
 }
 
 /* Adds node op(ins...) -> new value; returns the output value id. */
@@ -171,6 +200,7 @@ static void run(tgraph *t, const char *label, int want_members) {
   void *got = NULL;
   kiln_fusion_decision *dec = NULL;
   int ndec = 0;
+  if (only && strcmp(label, only)) goto done;
   for (int i = 0; i < g->nnodes; i++) {
     if (g->nodes[i].op->infer(g, &g->nodes[i], &err)) { printf("FAIL %-40s infer: %s\n", label, err.msg); fails++; goto done; }
   }
@@ -191,6 +221,10 @@ static void run(tgraph *t, const char *label, int want_members) {
   for (int v = 0; v < g->nvals; v++) {
     kiln_value *x = &g->vals[v];
     size_t b = kiln_value_bytes(x);
+    if (v == t->guard && x->data && b % 128 == 0) {
+      if (!(x->buf = guarded_buf(b, x->data, &t->gmap, &t->glen, &err))) { printf("FAIL %-40s %s\n", label, err.msg); fails++; goto done; }
+      continue;
+    }
     x->buf = kiln_cl_alloc(dev, b ? b : 16, &err);
     if (x->data && b) kiln_cl_write(dev, x->buf, x->data, b, &err);
   }
@@ -207,6 +241,7 @@ static void run(tgraph *t, const char *label, int want_members) {
     char ps[256];
     kiln_tunable_str(&tt, vec[vi], ps, sizeof ps);
     kiln_exec x = {.d = dev, .g = g, .ov_node = t->head, .ov_params = vec[vi]};
+    if (t->gmap) { printf("     %-40s %s (an operand ends at an inaccessible page)\n", label, ps); fflush(stdout); } /* what ran, should it fault */
     float nanv = NAN;
     clEnqueueFillBuffer(dev->q, y->buf, &nanv, sizeof nanv, 0, yb, 0, NULL, NULL);
     int rc = 0;
@@ -259,7 +294,9 @@ done:
   }
   free(host);
   free(g->vals);
+  if (t->gmap) munmap(t->gmap, t->glen);
   memset(t, 0, sizeof *t);
+  t->guard = -1;
 }
 
 /* Conv head: x [n,c,h,w] * w [m,c/group,k,k] (+ bias), pad p, stride s. */
@@ -293,13 +330,17 @@ int main(int argc, char **argv) {
   const char *devsel = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--case") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) devsel = argv[++i];
   }
   if (kiln_device_open(devsel, &dev, &err)) {
     printf("skipped: %s\n", err.msg);
     return SKIP;
   }
+  kiln_options env; /* KILN_CACHE_DIR, KILN_KERNEL_DIR and the rest, as the kiln command reads them */
+  if (kiln_options_from_env(&env, &err) || kiln_device_set_options(dev, &env, &err)) { printf("FAIL: %s\n", err.msg); return 1; }
   tgraph *t = calloc(1, sizeof *t);
+  t->guard = -1;
   int x, y, z, r;
 
   y = conv(t, 1, 8, 12, 9, 3, 1, 1, 1, NULL);
@@ -336,6 +377,20 @@ int main(int argc, char **argv) {
   z = un(t, "Sigmoid", y);
   bin(t, "Mul", y, z);
   run(t, "Conv 1x1 + SiLU (Mul(x, Sigmoid(x)))", 2);
+
+  /* a residual operand read by the epilogue at the flat output index: 5x6
+   * pixels leave every column block size a partial last block, and the
+   * operand's buffer ends at an inaccessible page (guarded_buf), so an
+   * epilogue run on the lanes past the last row's end reads outside it */
+  y = conv(t, 1, 16, 16, 5, 1, 1, 0, 1, &x);
+  t->guard = x;
+  z = bin(t, "Add", y, x);
+  un(t, "Relu", z);
+  run(t, "Conv 1x1 + Add(residual x, guarded) + Relu", 2);
+  y = conv(t, 1, 16, 16, 5, 3, 1, 1, 1, &x);
+  t->guard = x;
+  bin(t, "Add", y, x);
+  run(t, "Conv 3x3 + Add(residual x, guarded)", 1);
 
   y = conv(t, 1, 7, 9, 6, 3, 1, 1, 1, NULL);
   gelu(t, y);

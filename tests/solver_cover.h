@@ -4,7 +4,8 @@
  * CPU reference. No list of families, solvers or parameter values lives in
  * the tests: a solver or parameter added to a family is run by them.
  *
- * The vectors of an instance t (sc_vectors): its defaults; then for every
+ * The vectors of an instance t (sc_vectors): its defaults (as they run:
+ * kiln_tunable_defaults, valid for t); then for every
  * solver of t's family a small set of valid vectors that together take
  * every value of every parameter the solver reads (a greedy cover over
  * candidates: sample k setting each parameter read to its k-th candidate,
@@ -118,7 +119,7 @@ static void sc_cover_solver(const kiln_family *f, const kiln_tunable *t, const k
  * only saves tuning time) on info. Returns the count. */
 static int sc_vectors(const kiln_family *f, const kiln_tunable *t, const kiln_tunable *tv, const kiln_device_info *info, sc_vec *v) {
   int n = 0, p[KILN_MAX_KPARAMS];
-  for (int j = 0; j < t->nparams; j++) p[j] = t->params[j].dflt;
+  kiln_tunable_defaults(t, info, p); /* what runs untuned: the descriptor's defaults, or the valid vector nearest to them */
   sc_push(v, &n, p, t->nparams);
   for (int si = 0; si < f->nsolvers; si++) sc_cover_solver(f, t, tv, info, si, v, &n);
   return n;

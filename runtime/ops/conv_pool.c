@@ -589,7 +589,7 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   int rc = pool_setup(g, n, &mode, &global, &w, err);
   if (rc) return rc;
   kiln_tunable t;
-  int pa = 1, pb = global ? 1 : 0; /* the descriptor defaults */
+  int pa = 1, pb = global ? 1 : 0; /* without a descriptor: one element per work-item, the driver's work-group */
   if (pool_tunable(g, n, &t) == 0) {
     const int *p = kiln_exec_tparams(x, n, &t);
     pa = p[PP_A];
