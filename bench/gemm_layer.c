@@ -12,9 +12,12 @@
  * The product is a MatMul node Y[Z,M,N] = A[Z,M,K] * B, B a constant
  * [K,N] (weights, packed once as in a plan) or with --shared-b 0 a
  * variable [Z,K,N] (attention's products, packed every run); --bias adds a
- * constant bias of N through a Gemm node (Z must be 1).
+ * constant bias of N through a Gemm node (Z must be 1). With --fp16 every
+ * device vector runs twice, on the node in fp32 storage and on a copy in
+ * fp16 storage (all its tensors half on the device, as an fp16 plan stores
+ * them), alternated in each round; the fp16 run is checked to 1e-2 max |ref|.
  *
- * usage: bench_gemm_layer M,N,K[,Z] [--shared-b 0|1] [--bias] [--rounds R] [--device SEL] PARAMS...
+ * usage: bench_gemm_layer M,N,K[,Z] [--shared-b 0|1] [--bias] [--fp16] [--rounds R] [--device SEL] PARAMS...
  *   PARAMS: "TM=12,NV=2" (others at the descriptor's defaults; the vector
  *   must be valid for the shape), "default", or "openblas".
  * Exit 0 ok, 1 a wrong result or failure, 2 usage. */
@@ -39,7 +42,7 @@ static int cmp_d(const void *a, const void *b) {
 
 typedef struct {
   long long M, N, K, Z;
-  int shared_b, bias;
+  int shared_b, bias, fp16;
 } gl_shape;
 
 /* Runs node n once with parameters p (NULL: OpenBLAS on the host, into
@@ -58,7 +61,7 @@ static int run_once(kiln_device *d, kiln_graph *g, kiln_node *n, const int *p, c
   return 0;
 }
 
-static int check(kiln_device *d, kiln_graph *g, void **host, int yi, const char *ps) {
+static int check(kiln_device *d, kiln_graph *g, void **host, int yi, const char *ps, double tol) {
   kiln_value *y = &g->vals[yi];
   int64_t ne = kiln_value_numel(y);
   float *got = malloc((size_t)ne * sizeof(float));
@@ -72,7 +75,7 @@ static int check(kiln_device *d, kiln_graph *g, void **host, int yi, const char 
     if (!(de <= maxd)) maxd = de;
   }
   free(got);
-  if (!(maxd <= 1e-4 * maxref + 1e-5)) { printf("WRONG %s: max err %.3g (max |ref| %.3g)\n", ps, maxd, maxref); return 1; }
+  if (!(maxd <= tol * maxref + 1e-5)) { printf("WRONG %s: max err %.3g (max |ref| %.3g)\n", ps, maxd, maxref); return 1; }
   return 0;
 }
 
@@ -125,10 +128,31 @@ static int parse_args(int argc, char **argv, gl_shape *s, int *rounds, const cha
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) *devsel = argv[++i];
     else if (!strcmp(argv[i], "--shared-b") && i + 1 < argc) s->shared_b = atoi(argv[++i]) != 0;
     else if (!strcmp(argv[i], "--bias")) s->bias = 1;
+    else if (!strcmp(argv[i], "--fp16")) s->fp16 = 1;
     else if (*nv < MAXV) vecs[(*nv)++] = argv[i];
   }
   if (s->M < 1 || s->N < 1 || s->K < 1 || s->Z < 1 || (s->bias && (s->Z != 1 || !s->shared_b)) || *nv == 0 || *rounds < 1) return 2;
   if (*rounds > MAXROUNDS) *rounds = MAXROUNDS;
+  return 0;
+}
+
+/* The node of shape s in g (half: every tensor in fp16 storage), its CPU
+ * reference in host[] and its device buffers, uploaded; 0 ok. */
+static int setup(kiln_device *dev, kiln_graph *g, kiln_node *n, int *in, int *out, const gl_shape *s, int half, void ***host, kiln_tunable *t) {
+  kiln_error err = {0};
+  build_node(g, n, in, out, s);
+  if (!(*host = calloc((size_t)g->nvals, sizeof(void *))) || n->op->infer(g, n, &err) || n->op->dev_check(g, n, &err) ||
+      kiln_node_run_ref_host(g, n, *host, &err) || n->op->tunable(g, n, t)) {
+    fprintf(stderr, "setup: %s\n", err.msg);
+    return 1;
+  }
+  n->half = half;
+  for (int i = 0; i < g->nvals; i++) {
+    kiln_value *v = &g->vals[i];
+    v->half = half;
+    size_t b = kiln_value_dev_bytes(v);
+    if (!(v->buf = kiln_cl_alloc(dev, b ? b : 16, &err)) || (v->data && b && kiln__value_upload(dev, v, &err))) { fprintf(stderr, "%s\n", err.msg); return 1; }
+  }
   return 0;
 }
 
@@ -137,29 +161,22 @@ int main(int argc, char **argv) {
   int rounds = 20, nv = 0;
   const char *devsel = NULL, *vecs[MAXV];
   if (parse_args(argc, argv, &s, &rounds, &devsel, vecs, &nv)) {
-    fprintf(stderr, "usage: %s M,N,K[,Z] [--shared-b 0|1] [--bias] [--rounds R] [--device SEL] PARAMS|default|openblas...\n", argv[0]);
+    fprintf(stderr, "usage: %s M,N,K[,Z] [--shared-b 0|1] [--bias] [--fp16] [--rounds R] [--device SEL] PARAMS|default|openblas...\n", argv[0]);
     return 2;
   }
   kiln_device *dev;
   kiln_error err = {0};
   if (kiln_device_open(devsel, &dev, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-  kiln_graph g = {0};
-  kiln_node n = {0};
-  int in[3], out[1];
-  build_node(&g, &n, in, out, &s);
-  void **host = calloc((size_t)g.nvals, sizeof(void *));
-  kiln_tunable t;
-  if (!host || n.op->infer(&g, &n, &err) || n.op->dev_check(&g, &n, &err) || kiln_node_run_ref_host(&g, &n, host, &err) || n.op->tunable(&g, &n, &t)) {
-    fprintf(stderr, "setup: %s\n", err.msg);
-    return 1;
-  }
-  for (int i = 0; i < g.nvals; i++) {
-    kiln_value *v = &g.vals[i];
-    size_t b = kiln_value_dev_bytes(v);
-    if (!(v->buf = kiln_cl_alloc(dev, b ? b : 16, &err)) || (v->data && b && kiln__value_upload(dev, v, &err))) { fprintf(stderr, "%s\n", err.msg); return 1; }
-  }
+  /* gs[0]: fp32 storage; gs[1]: fp16 (--fp16) */
+  kiln_graph gs[2] = {{0}};
+  kiln_node ns[2] = {{0}};
+  int in[2][3], out[2][1], np = s.fp16 ? 2 : 1;
+  void **host[2] = {NULL, NULL};
+  kiln_tunable t, t16;
+  if (setup(dev, &gs[0], &ns[0], in[0], out[0], &s, 0, &host[0], &t)) return 1;
+  if (s.fp16 && setup(dev, &gs[1], &ns[1], in[1], out[1], &s, 1, &host[1], &t16)) return 1;
   static int p[MAXV][KILN_MAX_KPARAMS];
-  static double tm[MAXV][MAXROUNDS];
+  static double tm[MAXV][2][MAXROUNDS];
   int host_blas[MAXV] = {0};
   char ps[MAXV][256];
   float *ybuf = malloc(sizeof(float) * (size_t)(s.Z * s.M * s.N));
@@ -169,25 +186,31 @@ int main(int argc, char **argv) {
     if (kiln_tunable_parse(&t, strcmp(vecs[v], "default") ? vecs[v] : "", p[v])) { fprintf(stderr, "bad parameters %s\n", vecs[v]); return 2; }
     kiln_tunable_str(&t, p[v], ps[v], sizeof ps[v]);
     if (t.valid && t.valid(&t, p[v], &dev->info)) { fprintf(stderr, "not valid for the shape: %s\n", ps[v]); return 2; }
-    if (run_once(dev, &g, &n, p[v], &s, ybuf, &err)) { fprintf(stderr, "%s: %s\n", ps[v], err.msg); return 1; }
-    if (check(dev, &g, host, out[0], ps[v])) return 1;
-    run_once(dev, &g, &n, p[v], &s, ybuf, &err); /* warm */
+    for (int h = 0; h < np; h++) {
+      if (run_once(dev, &gs[h], &ns[h], p[v], &s, ybuf, &err)) { fprintf(stderr, "%s%s: %s\n", h ? "fp16 " : "", ps[v], err.msg); return 1; }
+      if (check(dev, &gs[h], host[h], out[h][0], ps[v], h ? 1e-2 : 1e-4)) return 1;
+      run_once(dev, &gs[h], &ns[h], p[v], &s, ybuf, &err); /* warm */
+    }
   }
   for (int r = 0; r < rounds; r++)
-    for (int v = 0; v < nv; v++) {
-      double t0 = now_us();
-      if (run_once(dev, &g, &n, host_blas[v] ? NULL : p[v], &s, ybuf, &err)) { fprintf(stderr, "%s: %s\n", ps[v], err.msg); return 1; }
-      tm[v][r] = now_us() - t0;
-    }
+    for (int v = 0; v < nv; v++)
+      for (int h = 0; h < (host_blas[v] ? 1 : np); h++) {
+        double t0 = now_us();
+        if (run_once(dev, &gs[h], &ns[h], host_blas[v] ? NULL : p[v], &s, ybuf, &err)) { fprintf(stderr, "%s: %s\n", ps[v], err.msg); return 1; }
+        tm[v][h][r] = now_us() - t0;
+      }
   double flops = 2.0 * (double)(s.Z * s.M) * (double)s.N * (double)s.K;
   printf("%s Z=%lld M=%lld N=%lld K=%lld%s%s: %.1f MFLOP, %d rounds alternated\n", s.bias ? "Gemm" : "MatMul", s.Z, s.M, s.N, s.K,
          s.shared_b ? " B constant" : " B per batch", s.bias ? " +bias" : "", flops / 1e6, rounds);
-  for (int v = 0; v < nv; v++) {
-    qsort(tm[v], (size_t)rounds, sizeof(double), cmp_d);
-    double med = tm[v][rounds / 2];
-    double q1 = tm[v][rounds / 4];
-    printf("  median %8.1f us  p25 %8.1f us  min %8.1f us  %6.1f GFLOP/s (p25 %6.1f)  %s\n", med, q1, tm[v][0], flops / med / 1e3, flops / q1 / 1e3, ps[v]);
-  }
+  for (int v = 0; v < nv; v++)
+    for (int h = 0; h < (host_blas[v] ? 1 : np); h++) {
+      qsort(tm[v][h], (size_t)rounds, sizeof(double), cmp_d);
+      double med = tm[v][h][rounds / 2];
+      double q1 = tm[v][h][rounds / 4];
+      printf("  median %8.1f us  p25 %8.1f us  min %8.1f us  %6.1f GFLOP/s (p25 %6.1f)  %s%s\n", med, q1, tm[v][h][0], flops / med / 1e3,
+             flops / q1 / 1e3, s.fp16 && !host_blas[v] ? (h ? "fp16 " : "fp32 ") : "", ps[v]);
+    }
   free(ybuf);
+  (void)t16;
   return 0;
 }

@@ -67,7 +67,7 @@
 /* fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): every
  * __global buffer of the float kernels (input, weights as packed, bias,
  * scratch, output, epilogue operands) holds halfs (ST), read with
- * vload_half(8) and written with vstore_half(8)_rte; arithmetic, private
+ * kiln_ldh / vload_half8 and written with kiln_svh / vstore_half8_rte; arithmetic, private
  * and local arrays are T = float. LD / SV: one element's load and store;
  * VLOAD8G / VSTORE8G and VLOADG / VSTOREG (CONVDW_VW wide): vectors. */
 #if defined(T_DTYPE) && T_DTYPE == 10
@@ -76,19 +76,32 @@
 #undef T_IS_FLOAT
 #define T_IS_FLOAT 1
 #define ST half
-#define LD(p, i) vload_half((i), (p))
-#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#define RT ushort /* a half's bits: copies without conversion */
+/* kiln_ldh / kiln_svh: kernels/half_io.cl (prepended by runtime/cl.c) */
+#define LD(p, i) kiln_ldh((p), (i))
+#define SV(p, i, v) kiln_svh((p), (i), (v))
 #define VLOAD8G(i, p) vload_half8((i), (p))
 #define VSTORE8G(v, i, p) vstore_half8_rte((v), (i), (p))
+/* a[0..n-1] = p[0..n-1] (n a constant): vectors of 4 converted at once */
+#define LDROW(a, p, n)                                                                              \
+  do {                                                                                              \
+    _Pragma("unroll") for (int c_ = 0; c_ < (n) / 4 * 4; c_ += 4) vstore4(vload_half4(0, (p) + c_), 0, (a) + c_); \
+    _Pragma("unroll") for (int c_ = (n) / 4 * 4; c_ < (n); c_++) (a)[c_] = kiln_ldh((p), c_);     \
+  } while (0)
 #define WST float /* winop4's transformed tiles stay fp32: the output transform amplifies their rounding (up to 1.3e-2 of max |y| in half) */
 #else
 #define WST T
 #define ST T
+#define RT T
 #define LD(p, i) ((p)[i])
 #define SV(p, i, v) ((p)[i] = (v))
 #define VLOAD8G(i, p) vload8((i), (p))
 #define VSTORE8G(v, i, p) vstore8((v), (i), (p))
+#define LDROW(a, p, n) _Pragma("unroll") for (int c_ = 0; c_ < (n); c_++) (a)[c_] = (p)[c_]
 #endif
+/* copies of stored elements (im2col): RT, a half's bits under fp16 storage */
+#define CP(d, di, s, si) (((__global RT *)(d))[di] = ((__global const RT *)(s))[si])
+#define CP0(d, di) (((__global RT *)(d))[di] = (RT)0)
 
 /* A program built for one algorithm (-DCONV_ALGO=a, as the tuned Conv
  * family's programs are) compiles only the kernels that algorithm launches:
@@ -251,8 +264,10 @@ inline void gemm_body(__global const ST *A, __global const ST *B, __global const
     for (int k = 0; k < K; k++, bp += ldb, a += GEMM_TM) {
       T8 bv[GEMM_NV];
       for (int j = 0; j < GEMM_NV; j++) bv[j] = VLOAD8G(j, bp);
+      T ar[GEMM_TM];
+      LDROW(ar, a, GEMM_TM);
       for (int i = 0; i < GEMM_TM; i++) {
-        const T8 av = (T8)(LD(a, i));
+        const T8 av = (T8)(ar[i]);
         for (int j = 0; j < GEMM_NV; j++) acc[i][j] = mad(av, bv[j], acc[i][j]);
       }
     }
@@ -268,8 +283,10 @@ inline void gemm_body(__global const ST *A, __global const ST *B, __global const
       for (int q = 0; q < GEMM_TN; q++) tmp[q] = off[q] >= 0 ? LD(bp, off[q]) : (T)0;
       T8 bv[GEMM_NV];
       for (int j = 0; j < GEMM_NV; j++) bv[j] = vload8(j, tmp);
+      T ar[GEMM_TM];
+      LDROW(ar, a, GEMM_TM);
       for (int i = 0; i < GEMM_TM; i++) {
-        const T8 av = (T8)(LD(a, i));
+        const T8 av = (T8)(ar[i]);
         for (int j = 0; j < GEMM_NV; j++) acc[i][j] = mad(av, bv[j], acc[i][j]);
       }
     }
@@ -350,12 +367,12 @@ __kernel void conv_im2col(__global const ST *x, __global ST *col, __global const
   const int oh = r % OH, od = r / OH;
   __global ST *cr = col + ((long)b * K + k) * ldb;
   if (r == 0)
-    for (int p = OD * OH * OW; p < ldb; p++) SV(cr, p, (T)0);
+    for (int p = OD * OH * OW; p < ldb; p++) CP0(cr, p);
   cr += (long)r * OW;
   const int id = od * m[M_S] - m[M_P] + kd * m[M_DL];
   const int ih = oh * m[M_S + 1] - m[M_P + 1] + kh * m[M_DL + 1];
   if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
-    for (int ow = 0; ow < OW; ow++) SV(cr, ow, (T)0);
+    for (int ow = 0; ow < OW; ow++) CP0(cr, ow);
     return;
   }
   __global const ST *xr = x + ((long)n * C + (long)g * ICg + ic) * ((long)ID * IH * IW) + ((long)id * IH + ih) * IW;
@@ -363,12 +380,12 @@ __kernel void conv_im2col(__global const ST *x, __global ST *col, __global const
   /* ow range whose iw = ow*SW + iw0 lies inside [0, IW) */
   const int lo = iw0 >= 0 ? 0 : min(OW, (-iw0 + SW - 1) / SW);
   const int hi = iw0 >= IW ? 0 : min(OW, (IW - 1 - iw0) / SW + 1);
-  for (int ow = 0; ow < lo; ow++) SV(cr, ow, (T)0);
+  for (int ow = 0; ow < lo; ow++) CP0(cr, ow);
   if (SW == 1)
-    for (int ow = lo; ow < hi; ow++) SV(cr, ow, LD(xr, ow + iw0));
+    for (int ow = lo; ow < hi; ow++) CP(cr, ow, xr, ow + iw0);
   else
-    for (int ow = lo; ow < hi; ow++) SV(cr, ow, LD(xr, ow * SW + iw0));
-  for (int ow = max(lo, hi); ow < OW; ow++) SV(cr, ow, (T)0);
+    for (int ow = lo; ow < hi; ow++) CP(cr, ow, xr, ow * SW + iw0);
+  for (int ow = max(lo, hi); ow < OW; ow++) CP0(cr, ow);
 }
 #endif
 
@@ -395,7 +412,7 @@ __kernel void conv_im2col_p(__global const ST *x, __global ST *col, __global con
   const int oh = r % OH, od = r / OH;
   __global ST *cb = col + (long)b * NP * K * GEMM_TN + (long)k * GEMM_TN;
   if (r == OD * OH - 1)
-    for (int p = P; p < NP * GEMM_TN; p++) SV(cb, (long)(p / GEMM_TN) * K * GEMM_TN + p % GEMM_TN, (T)0);
+    for (int p = P; p < NP * GEMM_TN; p++) CP0(cb, (long)(p / GEMM_TN) * K * GEMM_TN + p % GEMM_TN);
   const int id = od * m[M_S] - m[M_P] + kd * m[M_DL];
   const int ih = oh * m[M_S + 1] - m[M_P + 1] + kh * m[M_DL + 1];
   const bool row_in = id >= 0 && id < ID && ih >= 0 && ih < IH;
@@ -405,7 +422,8 @@ __kernel void conv_im2col_p(__global const ST *x, __global ST *col, __global con
   __global ST *dst = cb + (long)(p / GEMM_TN) * K * GEMM_TN;
   for (int ow = 0; ow < OW; ow++) {
     const int iw = ow * SW + iw0;
-    SV(dst, pj, row_in && iw >= 0 && iw < IW ? LD(xr, iw) : (T)0);
+    if (row_in && iw >= 0 && iw < IW) CP(dst, pj, xr, iw);
+    else CP0(dst, pj);
     if (++pj == GEMM_TN) { pj = 0; dst += (long)K * GEMM_TN; }
   }
 }
@@ -962,11 +980,14 @@ inline void pw_block(__global const ST *xb, __global const ST *xsb, __global con
     const PWV sk = (PWV)(LD(xsb, k));
     _Pragma("unroll") for (int v = 0; v < PW_NV; v++) b[v] *= sk;
 #endif
-    _Pragma("unroll") for (int u = 0; u < PW_RB; u++)
+    _Pragma("unroll") for (int u = 0; u < PW_RB; u++) {
+      T ar[GEMM_TM];
+      LDROW(ar, pa[u], GEMM_TM);
       _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) {
-        const PWV a = (PWV)(LD(pa[u], i));
+        const PWV a = (PWV)(ar[i]);
         _Pragma("unroll") for (int v = 0; v < PW_NV; v++) acc[u * GEMM_TM + i][v] = mad(a, b[v], acc[u * GEMM_TM + i][v]);
       }
+    }
     _Pragma("unroll") for (int u = 0; u < PW_RB; u++) pa[u] += GEMM_TM;
   }
   _Pragma("unroll") for (int i = 0; i < PW_RB * GEMM_TM; i++) {

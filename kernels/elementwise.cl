@@ -4,7 +4,7 @@
  *
  * Built once per element type: -DT=<storage type> -DT_DTYPE=<onnx dtype>
  * (kiln_cl_type_opts). float16 (T_DTYPE 10) is stored as half and computed in
- * float through vload_half/vstore_half_rte; bfloat16 (T_DTYPE 16) is stored
+ * float through kiln_ldh/kiln_svh (half_io.cl); bfloat16 (T_DTYPE 16) is stored
  * as ushort bits and computed in float (round to nearest even on store).
  * One kernel per op; attribute parameters (alpha, beta...) are kernel
  * arguments.
@@ -18,7 +18,7 @@
  * family "eltwise"; 16 by default): unary kernels run on a 1-D grid of
  * ceil(n / EW_WPI), broadcast kernels on (ceil(innermost dim / EW_WPI), the
  * next dim, the other outer rows), computing the row's input offsets once
- * (EW_ROW). Contiguous runs of non-half types go 8 elements at a time as
+ * (EW_ROW). Contiguous runs (but of bfloat16) go 8 elements at a time as
  * vectors (EW_VBIN, EW_VUN), the rest element by element. */
 
 #ifdef cl_khr_fp64
@@ -39,8 +39,8 @@ inline ushort ew_f2bf(float f) {
 typedef float CT; /* compute type */
 #define ST half   /* storage type */
 #define RT ushort /* raw element type (copies) */
-#define LD(p, i) vload_half((i), (p))
-#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#define LD(p, i) kiln_ldh((p), (i))
+#define SV(p, i, v) kiln_svh((p), (i), (v))
 #elif T_DTYPE == 16
 #define EW_HALF 1
 typedef float CT;
@@ -59,19 +59,30 @@ typedef T CT;
 #define EW_FLOAT (T_IS_FLOAT || EW_HALF) /* EW_HALF: float16 or bfloat16 */
 #define PL_LD(p, i) ((p)[i])
 #define PL_ST(p, i, v) ((p)[i] = (v))
-#define LD_HALF(p, i) vload_half((i), (p))
+#define LD_HALF(p, i) kiln_ldh((p), (i))
 #define LD_BF16(p, i) as_float((uint)(p)[i] << 16)
 
 #ifndef EW_WPI
   #define EW_WPI 16 // consecutive elements (of the innermost run for broadcast kernels) per work-item (1, 8, 16, 32, 64)
 #endif
 
-/* Vectors of 8 elements for the contiguous paths (not for float16 and
- * bfloat16, whose loads convert). */
+/* Vectors of 8 elements for the contiguous paths (EW_VEC): float16 as
+ * float8 through vload_half8 / vstore_half8_rte (one F16C conversion each
+ * on POCL); not for bfloat16. */
 #define EW_CAT_(a, b) a##b
 #define EW_CAT(a, b) EW_CAT_(a, b)
-#if !EW_HALF
+#if T_DTYPE == 10
+#define EW_VEC 1
+typedef float8 VT;
+#define VLD8(p) vload_half8(0, (p))
+#define VST8(v, p) vstore_half8_rte((v), 0, (p))
+#elif !EW_HALF
+#define EW_VEC 1
 typedef EW_CAT(T, 8) VT;
+#define VLD8(p) vload8(0, (p))
+#define VST8(v, p) vstore8((v), 0, (p))
+#else
+#define EW_VEC 0
 #endif
 
 /* The work-item's run: elements [j0, j1) of one row (unary kernels: of the
@@ -115,15 +126,15 @@ typedef EW_CAT(T, 8) VT;
 /* Vector steps of a same-type binary kernel over the run while at least 8
  * elements are left, when both inputs are contiguous or broadcast along the
  * row (stride 1 or 0); the scalar loop finishes. `vexpr` is the op on VT. */
-#if EW_HALF
+#if !EW_VEC
 #define EW_VBIN(vflag, vexpr)
 #else
 #define EW_VBIN(vflag, vexpr)                                                   \
   if ((vflag) && (sa | 1) == 1 && (sb | 1) == 1) {                              \
     for (; j + 8 <= j1; j += 8) {                                               \
-      VT a = sa ? vload8(0, qa + j) : (VT)qa[0];                                \
-      VT b = sb ? vload8(0, qb + j) : (VT)qb[0];                                \
-      vstore8((vexpr), 0, qy + j);                                              \
+      VT a = sa ? VLD8(qa + j) : (VT)LD(qa, 0);                                 \
+      VT b = sb ? VLD8(qb + j) : (VT)LD(qb, 0);                                 \
+      VST8((vexpr), qy + j);                                                    \
     }                                                                           \
   }
 #endif
@@ -166,15 +177,15 @@ typedef EW_CAT(T, 8) VT;
   }
 /* A unary kernel to the same type whose expression also holds on VT
  * (casts written (CTX), the type of x in each loop): 8 elements a step. */
-#if EW_HALF
+#if !EW_VEC
 #define EW_VUN(expr)
 #else
 #define EW_VUN(expr)                                                                                   \
   {                                                                                                    \
     typedef VT CTX;                                                                                    \
     for (; j + 8 <= j1; j += 8) {                                                                      \
-      CTX x = vload8(0, px + j);                                                                       \
-      vstore8((expr), 0, py + j);                                                                      \
+      CTX x = VLD8(px + j);                                                                            \
+      VST8((expr), py + j);                                                                            \
     }                                                                                                  \
   }
 #endif

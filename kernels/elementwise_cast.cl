@@ -2,7 +2,7 @@
  * Built once per source type (-DT=<storage type> -DT_DTYPE=<onnx dtype>,
  * kiln_cl_type_opts); one kernel per destination dtype, named
  * ew_cast_to_<onnx dtype number>. float16 is stored as half and converted
- * through vload_half / vstore_half_rte, bfloat16 as ushort bits (round to
+ * through kiln_ldh / kiln_svh (half_io.cl), bfloat16 as ushort bits (round to
  * nearest even); bool destinations get x != 0. Float to
  * integer conversions truncate toward zero (out-of-range values are undefined,
  * as in ONNX). One work-item per element. */
@@ -14,7 +14,7 @@
 #if T_DTYPE == 10
 typedef float CT;
 #define ST half
-#define LD(p, i) vload_half((i), (p))
+#define LD(p, i) kiln_ldh((p), (i))
 #elif T_DTYPE == 16
 typedef float CT;
 #define ST ushort
@@ -53,7 +53,11 @@ EW_CAST(5, short, py[i] = (short)x)
 EW_CAST(6, int, py[i] = (int)x)
 EW_CAST(7, long, py[i] = (long)x)
 EW_CAST(9, uchar, py[i] = (uchar)(x != 0))
+#if T_IS_DOUBLE
 EW_CAST(10, half, vstore_half_rte(HX(x), i, py))
+#else
+EW_CAST(10, half, kiln_svh(py, i, HX(x)))
+#endif
 EW_CAST(16, ushort, py[i] = ew_f2bf((float)x))
 EW_CAST(12, uint, py[i] = (uint)x)
 EW_CAST(13, ulong, py[i] = (ulong)x)

@@ -69,10 +69,11 @@ _Static_assert(GP_COUNT <= KILN_MAX_KPARAMS && GP_COUNT <= KILN_MAX_KPARAMS_NODE
 static void panel_features(const kiln_tunable *t, const int *p, kiln_features *f) {
   const double M = (double)t->dims[GD_M], N = (double)t->dims[GD_N], K = (double)t->dims[GD_K], Z = (double)t->dims[GD_BATCH];
   const double es = (double)t->dims[GD_ESIZE], nbz = (double)t->dims[GD_NBZ];
+  const double esa = es == 2 ? 4 : es; /* packed A: float under fp16 storage (gemm.cl APF) */
   const int tm = p[GP_TM], wgm = p[GP_WGM], wgn = p[GP_WGN];
   const double tn = (double)p[GP_NV] * p[GP_VW], mt = ceil(M / tm), nt = ceil(N / tn), mw = ceil(mt / p[GP_MB]);
   f->footprint += nbz * K * (nt * tn - N) * es; /* the B panel, padded to whole tiles */
-  if (p[GP_AP]) f->footprint += Z * mt * tm * K * es; /* A packed */
+  if (p[GP_AP]) f->footprint += Z * mt * tm * K * esa; /* A packed */
   if (!t->dims[GD_BCONST]) {
     f->footprint += nbz * K * nt * tn * es; /* packed, then read */
     f->gathered = nbz * K * nt * tn;
@@ -80,9 +81,9 @@ static void panel_features(const kiln_tunable *t, const int *p, kiln_features *f
   f->flops = 2 * mt * tm * nt * tn * K * Z; /* whole register tiles, edges included */
   /* every row block reads its TM rows of A; every work-item its B panel
    * once for its MB row blocks */
-  f->bytes = Z * (M * K * nt + nt * tn * K * mw + M * N) * es;
+  f->bytes = Z * (M * K * nt * (p[GP_AP] ? esa : es) + (nt * tn * K * mw + M * N) * es);
   if (!t->dims[GD_BCONST]) f->bytes += nbz * K * (N + nt * tn) * es; /* packing */
-  if (p[GP_AP]) f->bytes += Z * K * (M + mt * tm) * es;              /* packing A */
+  if (p[GP_AP]) f->bytes += Z * K * (M * es + mt * tm * esa);       /* packing A */
   f->launches = (t->dims[GD_BCONST] ? 1 : 2) + (p[GP_AP] ? 1 : 0);
   f->work_groups = ceil(nt / wgn) * ceil(mw / wgm) * Z;
 }

@@ -35,7 +35,8 @@
 
 /* fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): every
  * __global buffer of gemm, gemm_panel and the packing kernels holds halfs
- * (ST), read with vload_half(N) and written with vstore_half(N)_rte; the
+ * (ST), read with kiln_ldh / vload_halfN and written with kiln_svh /
+ * vstore_halfN_rte (kiln_ldh, kiln_svh: kernels/half_io.cl); the
  * arithmetic, accumulators and local tiles are T = float. LD / SV: one
  * element's load and store, GVLOAD / GVSTORE: VW of them (vloadVW). */
 #if defined(T_DTYPE) && T_DTYPE == 10
@@ -44,10 +45,13 @@
 #undef T_IS_FLOAT
 #define T_IS_FLOAT 1
 #define ST half
-#define LD(p, i) vload_half((i), (p))
-#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#define RT ushort /* a half's bits: copies without conversion */
+/* kiln_ldh / kiln_svh: kernels/half_io.cl (prepended by runtime/cl.c) */
+#define LD(p, i) kiln_ldh((p), (i))
+#define SV(p, i, v) kiln_svh((p), (i), (v))
 #else
 #define ST T
+#define RT T
 #define LD(p, i) ((p)[i])
 #define SV(p, i, v) ((p)[i] = (v))
 #endif
@@ -334,12 +338,13 @@ __kernel void gemm_pack_b(const int N, const int K, __global const ST *B, const 
   const long z = get_global_id(2);
   const int np = (N + NR - 1) / NR;
   if (p >= np || k >= K) return;
-  __global const ST *src = B + z * sbz + (long)k * sbk + (long)p * NR * sbn;
-  __global ST *dst = Bp + ((z * np + p) * (long)K + k) * NR;
+  /* a copy of the elements as stored (RT: a half's bits under fp16 storage) */
+  __global const RT *src = (__global const RT *)B + z * sbz + (long)k * sbk + (long)p * NR * sbn;
+  __global RT *dst = (__global RT *)Bp + ((z * np + p) * (long)K + k) * NR;
   if (sbn == 1 && (p + 1) * NR <= N) {
-    for (int v = 0; v < NV; v++) GVSTORE(GVLOAD(v, src), v, dst);
+    for (int v = 0; v < NV; v++) VSTOREL(VLOADL(v, src), v, dst);
   } else {
-    for (int j = 0; j < NR; j++) SV(dst, j, p * NR + j < N ? LD(src, (long)j * sbn) : (T)0);
+    for (int j = 0; j < NR; j++) dst[j] = p * NR + j < N ? src[(long)j * sbn] : (RT)0;
   }
 }
 
@@ -356,7 +361,22 @@ __kernel void gemm_pack_b(const int N, const int K, __global const ST *B, const 
 #else
   #define PKLOAD(p) vload16(0, p)
 #endif
-__kernel void gemm_pack_a(const int M, const int K, __global const ST *A, const long sam, const long sak, __global ST *Ap,
+/* A's row panels (AP=1) hold AST elements: under fp16 storage with APF=1
+ * (set by the gemm op's own launches) gemm_pack_a converts A to float while
+ * packing, so gemm_panel's inner loop reads float panels as in fp32; with
+ * APF=0 (conv's weights, packed once on the host) they stay half and
+ * gemm_panel converts TM of them at a time (LDROW). */
+#ifndef APF
+  #define APF 0
+#endif
+#if AP && APF
+  #define AST float
+  #define SVA(p, i, v) ((p)[i] = (v))
+#else
+  #define AST ST
+  #define SVA(p, i, v) SV(p, i, v)
+#endif
+__kernel void gemm_pack_a(const int M, const int K, __global const ST *A, const long sam, const long sak, __global AST *Ap,
                           __global const long *bmeta) {
   const int k0 = get_global_id(0) * PKK, b = get_global_id(1);
   const long z = get_global_id(2);
@@ -375,9 +395,9 @@ __kernel void gemm_pack_a(const int M, const int K, __global const ST *A, const 
       for (int kk = 0; kk < PKK; kk++) t[i][kk] = m < M && kk < kn ? LD(row, (long)kk * sak) : (T)0;
     }
   }
-  __global ST *dst = Ap + ((z * nmb + b) * (long)K + k0) * TM;
+  __global AST *dst = Ap + ((z * nmb + b) * (long)K + k0) * TM;
   for (int kk = 0; kk < kn; kk++)
-    for (int i = 0; i < TM; i++) SV(dst, kk * TM + i, t[i][kk]);
+    for (int i = 0; i < TM; i++) SVA(dst, kk * TM + i, t[i][kk]);
 }
 
 /* One K step of the panel kernel: acc += A'(rows, k) * panel(k, :). */
@@ -413,17 +433,39 @@ __kernel void gemm_pack_a(const int M, const int K, __global const ST *A, const 
 #endif
 
 /* One K step on packed A: TM values at each of the RB pointers pa[u], NR at
- * pb, all then advanced. */
+ * pb, all then advanced. Half row panels (fp16 storage, APF=0) are read TM
+ * at a time in vectors of 8 or 4 (one vcvtph2ps each on POCL) and the rest
+ * one by one, instead of TM scalar conversions. */
+#if defined(T_DTYPE) && T_DTYPE == 10 && !(AP && APF)
+  #define TM8 (TM / 8 * 8)
+  #define TM4 (TM8 + (TM - TM8) / 4 * 4)
+  #define LDROW(a, p)                                                                       \
+    do {                                                                                  \
+      _Pragma("unroll") for (int c_ = 0; c_ < TM8; c_ += 8) vstore8(vload_half8(0, (p) + c_), 0, (a) + c_); \
+      _Pragma("unroll") for (int c_ = TM8; c_ < TM4; c_ += 4) vstore4(vload_half4(0, (p) + c_), 0, (a) + c_); \
+      _Pragma("unroll") for (int c_ = TM4; c_ < TM; c_++) (a)[c_] = kiln_ldh((p), c_);   \
+    } while (0)
+  #define A_STEP(u)                                                       \
+    do {                                                                  \
+      T a[TM];                                                            \
+      LDROW(a, pa[u]);                                                    \
+      _Pragma("unroll") for (int i = 0; i < TM; i++)                      \
+        _Pragma("unroll") for (int v = 0; v < NV; v++)                    \
+          acc[(u) * TM + i][v] = MADV(a[i], b[v], acc[(u) * TM + i][v]);  \
+    } while (0)
+#else
+  #define A_STEP(u)                                                       \
+    _Pragma("unroll") for (int i = 0; i < TM; i++) {                      \
+      const T a = pa[u][i];                                               \
+      _Pragma("unroll") for (int v = 0; v < NV; v++)                      \
+        acc[(u) * TM + i][v] = MADV(a, b[v], acc[(u) * TM + i][v]);       \
+    }
+#endif
 #define PACKED_STEP()                                                     \
   do {                                                                    \
     TV b[NV];                                                             \
     _Pragma("unroll") for (int v = 0; v < NV; v++) b[v] = GVLOAD(v, pb);  \
-    _Pragma("unroll") for (int u = 0; u < RB; u++)                        \
-      _Pragma("unroll") for (int i = 0; i < TM; i++) {                    \
-        const T a = LD(pa[u], i);                                         \
-        _Pragma("unroll") for (int v = 0; v < NV; v++)                    \
-          acc[u * TM + i][v] = MADV(a, b[v], acc[u * TM + i][v]);         \
-      }                                                                   \
+    _Pragma("unroll") for (int u = 0; u < RB; u++) A_STEP(u);             \
     _Pragma("unroll") for (int u = 0; u < RB; u++) pa[u] += TM;           \
     pb += NR;                                                             \
   } while (0)
@@ -446,7 +488,7 @@ __kernel void gemm_pack_a(const int M, const int K, __global const ST *A, const 
  * ceil(ceil(M/(TM*MB))/WGM)*WGM, batch). */
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void gemm_panel(const int M, const int N, const int K, const T alpha, const T beta,
-                __global const ST *A, const long sam, const long sak, __global const ST *Bp,
+                __global const AST *A, const long sam, const long sak, __global const ST *Bp,
                 __global const ST *C, const long scm, const long scn, const int has_c,
                 __global ST *Y, __global const long *bmeta, __global const ST *e0, __global const ST *e1) {
   const int p = get_global_id(0), r = get_global_id(1);
@@ -472,7 +514,7 @@ void gemm_panel(const int M, const int N, const int K, const T alpha, const T be
       _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = (TV)0;
 #if AP
     /* blocks past the last one are clamped (results dropped) */
-    __global const ST *pa[RB];
+    __global const AST *pa[RB];
     _Pragma("unroll") for (int u = 0; u < RB; u++) pa[u] = A + (long)min(m0 / TM + u, nmb - 1) * K * TM;
     __global const ST *pb = bp0;
     int k = 0;

@@ -19,7 +19,7 @@
  * Per-axis scales: element i uses scale[(i / adiv) % alen] (alen 1 = scalar).
  *
  * fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): norm_rows
- * and batchnorm read and write half through vload_half / vstore_half_rte
+ * and batchnorm read and write half through kiln_ldh / kiln_svh (half_io.cl)
  * (core OpenCL, no cl_khr_fp16 needed) and compute in T = float. The storage
  * convention, as in elementwise.cl: ST the buffer element type, LD(p, i) and
  * SV(p, i, v) an element's load and store, VLOAD / VSTORE vectors of them. */
@@ -33,8 +33,8 @@
 #undef T_IS_FLOAT
 #define T_IS_FLOAT 1
 #define ST half
-#define LD(p, i) vload_half((i), (p))
-#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#define LD(p, i) kiln_ldh((p), (i))
+#define SV(p, i, v) kiln_svh((p), (i), (v))
 #else
 #define ST T
 #define LD(p, i) ((p)[i])

@@ -18,7 +18,7 @@
  *
  * fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): the
  * reductions, rd_copy and the softmax kernels read and write half through
- * vload_half / vstore_half_rte and accumulate in T = float (no vector
+ * kiln_ldh / kiln_svh (half_io.cl) and accumulate in T = float (no vector
  * paths); ST is the buffer element type, LD(p, i) / SV(p, i, v) an element's
  * load and store (the convention of elementwise.cl and norm.cl). */
 
@@ -34,8 +34,8 @@
 #define RD_HALF 1
 #define ST half
 #define RT ushort /* raw element (copies) */
-#define LD(p, i) vload_half((i), (p))
-#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#define LD(p, i) kiln_ldh((p), (i))
+#define SV(p, i, v) kiln_svh((p), (i), (v))
 #else
 #define RD_HALF 0
 #define ST T

@@ -23,16 +23,16 @@
 #define MAXR 8
 
 /* fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): resize_taps'
- * input and output hold halfs (ST), read with vload_half and written with
- * vstore_half_rte (LD / SV), computed in float. */
+ * input and output hold halfs (ST), read with kiln_ldh and written with
+ * kiln_svh (LD / SV; kernels/half_io.cl), computed in float. */
 #if defined(T_DTYPE) && T_DTYPE == 10
 #undef T
 #define T float
 #undef T_IS_FLOAT
 #define T_IS_FLOAT 1
 #define ST half
-#define LD(p, i) vload_half((i), (p))
-#define SV(p, i, v) vstore_half_rte((v), (i), (p))
+#define LD(p, i) kiln_ldh((p), (i))
+#define SV(p, i, v) kiln_svh((p), (i), (v))
 #else
 #define ST T
 #define LD(p, i) ((p)[i])

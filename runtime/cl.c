@@ -313,9 +313,36 @@ void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const kiln_re
 static cl_program build_program_opts(kiln_device *d, const char *file, const char *src, const char *opts, const char *bopts,
                                      const char *key, int keep, kiln_error *err);
 
-/* Builds src with opts, from the binary cache when it has the program; keep:
+/* *out = src with kernels/half_io.cl (fp16 storage's kiln_ldh / kiln_svh)
+ * before it when it names either, a "#line 1" between so that build logs
+ * keep the file's line numbers; NULL when not needed: programs without them
+ * keep their source, and their cache keys, as they were. 0 or a status. */
+static int with_half_io(kiln_device *d, const char *src, char **out, kiln_error *err) {
+  *out = NULL;
+  if (!strstr(src, "kiln_ldh") && !strstr(src, "kiln_svh")) return 0;
+  char *owned = NULL;
+  const char *pre = kiln_cl_source_in(d->opt.kernel_dir, "half_io.cl", &owned);
+  if (!pre) return kiln__err(err, KILN_EINTERNAL, "kernel file half_io.cl is not embedded");
+  static const char line[] = "\n#line 1\n";
+  size_t lp = strlen(pre), ll = sizeof line - 1, ls = strlen(src);
+  char *all = malloc(lp + ll + ls + 1);
+  if (all) {
+    memcpy(all, pre, lp);
+    memcpy(all + lp, line, ll);
+    memcpy(all + lp + ll, src, ls + 1);
+  }
+  free(owned);
+  if (!all) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  *out = all;
+  return 0;
+}
+
+/* Builds src0 (with half_io.cl where it uses it) with opts, from the binary cache when it has the program; keep:
  * a program built from source is stored there. */
-static cl_program build_program(kiln_device *d, const char *file, const char *src, const char *opts, int keep, kiln_error *err) {
+static cl_program build_program(kiln_device *d, const char *file, const char *src0, const char *opts, int keep, kiln_error *err) {
+  char *full;
+  if (with_half_io(d, src0, &full, err)) return NULL;
+  const char *src = full ? full : src0;
   uint64_t h = 1469598103934665603ull;
   h = fnv1a(h, src, strlen(src));
   h = fnv1a(h, "\1", 1);
@@ -331,11 +358,12 @@ static cl_program build_program(kiln_device *d, const char *file, const char *sr
    * it changes no code. */
   size_t olen = strlen(opts);
   char *bopts = malloc(olen + 4);
-  if (!bopts) { kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+  if (!bopts) { free(full); kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
   memcpy(bopts, opts, olen);
   memcpy(bopts + olen, " -w", 4);
   cl_program prog = build_program_opts(d, file, src, opts, bopts, key, keep, err);
   free(bopts);
+  free(full);
   return prog;
 }
 

@@ -286,6 +286,10 @@ static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   char opts[600];
   kiln_cl_type_opts(dt, opts, sizeof opts);
   kiln_tunable_opts(t, p, opts, sizeof opts);
+  /* fp16 storage: A is packed into float row panels (gemm.cl APF), so the
+   * inner loop converts only B */
+  const int apf = asz && dt == KILN_DT_FLOAT16;
+  if (apf) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DAPF=1");
   cl_kernel kp = kiln_epi_kernel(x, n, "gemm.cl", opts, "gemm_pack_b", err);
   if (!kp) return err->status;
   cl_kernel k = kiln_epi_kernel(x, n, "gemm.cl", opts, "gemm_panel", err);
@@ -309,7 +313,7 @@ static int gemm_panel(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *t,
   cl_long sam = d->sam, sak = d->sak, scm = d->scm, scn = d->scn;
   if (!C) C = A;
   cl_mem Ap = A;
-  if (asz && !(Ap = gemm_pack_a(x, n, opts, d, A, asz / d->K, tm, (size_t)kiln_dtype_size(dt), err))) return err->status;
+  if (asz && !(Ap = gemm_pack_a(x, n, opts, d, A, asz / d->K, tm, apf ? sizeof(float) : (size_t)kiln_dtype_size(dt), err))) return err->status;
   cl_mem e[2];
   kiln_epi_bufs(x, n, Y, e);
   if (kiln_cl_args(k, err, KARG(M), KARG(N), KARG(K), TARG(alpha), TARG(beta), KARG(Ap), KARG(sam), KARG(sak), KARG(Bp), KARG(C), KARG(scm),
