@@ -67,7 +67,7 @@
 /* fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): every
  * __global buffer of the float kernels (input, weights as packed, bias,
  * scratch, output, epilogue operands) holds halfs (ST), read with
- * kiln_ldh / vload_half8 and written with kiln_svh / vstore_half8_rte; arithmetic, private
+ * kiln_ldh / kiln_vldh8 and written with kiln_svh / kiln_vsth8 (half_io.cl); arithmetic, private
  * and local arrays are T = float. LD / SV: one element's load and store;
  * VLOAD8G / VSTORE8G and VLOADG / VSTOREG (CONVDW_VW wide): vectors. */
 #if defined(T_DTYPE) && T_DTYPE == 10
@@ -80,12 +80,12 @@
 /* kiln_ldh / kiln_svh: kernels/half_io.cl (prepended by runtime/cl.c) */
 #define LD(p, i) kiln_ldh((p), (i))
 #define SV(p, i, v) kiln_svh((p), (i), (v))
-#define VLOAD8G(i, p) vload_half8((i), (p))
-#define VSTORE8G(v, i, p) vstore_half8_rte((v), (i), (p))
+#define VLOAD8G(i, p) kiln_vldh8((i), (p))
+#define VSTORE8G(v, i, p) kiln_vsth8((v), (i), (p))
 /* a[0..n-1] = p[0..n-1] (n a constant): vectors of 4 converted at once */
 #define LDROW(a, p, n)                                                                              \
   do {                                                                                              \
-    _Pragma("unroll") for (int c_ = 0; c_ < (n) / 4 * 4; c_ += 4) vstore4(vload_half4(0, (p) + c_), 0, (a) + c_); \
+    _Pragma("unroll") for (int c_ = 0; c_ < (n) / 4 * 4; c_ += 4) vstore4(kiln_vldh4(0, (p) + c_), 0, (a) + c_); \
     _Pragma("unroll") for (int c_ = (n) / 4 * 4; c_ < (n); c_++) (a)[c_] = kiln_ldh((p), c_);     \
   } while (0)
 #define WST float /* winop4's transformed tiles stay fp32: the output transform amplifies their rounding (up to 1.3e-2 of max |y| in half) */
@@ -737,7 +737,7 @@ __kernel void conv_dw(__global const ST *x, __global const ST *w, __global const
 #define TDV_LOAD CAT(vload, CONVDW_VW)
 #define TDV_STORE CAT(vstore, CONVDW_VW)
 #if defined(T_DTYPE) && T_DTYPE == 10
-#define TDV_LOADG CAT(vload_half, CONVDW_VW)
+#define TDV_LOADG CAT(kiln_vldh, CONVDW_VW)
 #else
 #define TDV_LOADG TDV_LOAD
 #endif
@@ -806,7 +806,7 @@ __kernel void conv_dwv(__global const ST *x, __global const ST *w, __global cons
 #define DWR_KMAX 49 /* conv_dwr: taps held in registers (the host's dwr solver applies up to 7x7) */
 #if CONV_USES(10) && defined(CONV_GEOM)
 #if defined(T_DTYPE) && T_DTYPE == 10
-#define TDV_STOREG(v, i, p) CAT(CAT(vstore_half, CONVDW_VW), _rte)((v), (i), (p))
+#define TDV_STOREG(v, i, p) CAT(kiln_vsth, CONVDW_VW)((v), (i), (p))
 #else
 #define TDV_STOREG(v, i, p) TDV_STORE((v), (i), (p))
 #endif
@@ -934,8 +934,8 @@ __kernel void conv_dwr(__global const ST *x, __global const ST *w, __global cons
 #define SV(p, i, v) ((p)[i] = (v))
 #endif
 #if defined(T_DTYPE) && T_DTYPE == 10
-#define PW_LOADG CAT(vload_half, PW_VW)
-#define PW_STOREG CAT(CAT(vstore_half, PW_VW), _rte)
+#define PW_LOADG CAT(kiln_vldh, PW_VW)
+#define PW_STOREG CAT(kiln_vsth, PW_VW)
 #else
 #define PW_LOADG PW_LOAD
 #define PW_STOREG PW_STORE

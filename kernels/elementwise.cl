@@ -67,15 +67,15 @@ typedef T CT;
 #endif
 
 /* Vectors of 8 elements for the contiguous paths (EW_VEC): float16 as
- * float8 through vload_half8 / vstore_half8_rte (one F16C conversion each
+ * float8 through kiln_vldh8 / kiln_vsth8 (half_io.cl; one F16C conversion each
  * on POCL); not for bfloat16. */
 #define EW_CAT_(a, b) a##b
 #define EW_CAT(a, b) EW_CAT_(a, b)
 #if T_DTYPE == 10
 #define EW_VEC 1
 typedef float8 VT;
-#define VLD8(p) vload_half8(0, (p))
-#define VST8(v, p) vstore_half8_rte((v), 0, (p))
+#define VLD8(p) kiln_vldh8(0, (p))
+#define VST8(v, p) kiln_vsth8((v), 0, (p))
 #elif !EW_HALF
 #define EW_VEC 1
 typedef EW_CAT(T, 8) VT;

@@ -35,8 +35,8 @@
 
 /* fp16 storage (T_DTYPE 10, an fp16 plan: runtime/precision.c): every
  * __global buffer of gemm, gemm_panel and the packing kernels holds halfs
- * (ST), read with kiln_ldh / vload_halfN and written with kiln_svh /
- * vstore_halfN_rte (kiln_ldh, kiln_svh: kernels/half_io.cl); the
+ * (ST), read with kiln_ldh / kiln_vldhN and written with kiln_svh /
+ * kiln_vsthN (kernels/half_io.cl); the
  * arithmetic, accumulators and local tiles are T = float. LD / SV: one
  * element's load and store, GVLOAD / GVSTORE: VW of them (vloadVW). */
 #if defined(T_DTYPE) && T_DTYPE == 10
@@ -142,8 +142,8 @@ inline void batch_offsets(__global const long *bmeta, long z, long *ao, long *bo
   #define VLOADL(i, p) CAT(vload, VW)(i, p)
   #define VSTOREL(x, i, p) CAT(vstore, VW)(x, i, p)
   #if defined(T_DTYPE) && T_DTYPE == 10
-    #define GVLOAD(i, p) CAT(vload_half, VW)(i, p)
-    #define GVSTORE(x, i, p) CAT(CAT(vstore_half, VW), _rte)(x, i, p)
+    #define GVLOAD(i, p) CAT(kiln_vldh, VW)(i, p)
+    #define GVSTORE(x, i, p) CAT(kiln_vsth, VW)(x, i, p)
   #else
     #define GVLOAD(i, p) VLOADL(i, p)
     #define GVSTORE(x, i, p) VSTOREL(x, i, p)
@@ -357,7 +357,7 @@ __kernel void gemm_pack_b(const int N, const int K, __global const ST *B, const 
  * the copy). Global (ceil(K/PKK), nmb, batch). */
 #define PKK 16
 #if defined(T_DTYPE) && T_DTYPE == 10
-  #define PKLOAD(p) vload_half16(0, p)
+  #define PKLOAD(p) kiln_vldh16(0, p)
 #else
   #define PKLOAD(p) vload16(0, p)
 #endif
@@ -441,8 +441,8 @@ __kernel void gemm_pack_a(const int M, const int K, __global const ST *A, const 
   #define TM4 (TM8 + (TM - TM8) / 4 * 4)
   #define LDROW(a, p)                                                                       \
     do {                                                                                  \
-      _Pragma("unroll") for (int c_ = 0; c_ < TM8; c_ += 8) vstore8(vload_half8(0, (p) + c_), 0, (a) + c_); \
-      _Pragma("unroll") for (int c_ = TM8; c_ < TM4; c_ += 4) vstore4(vload_half4(0, (p) + c_), 0, (a) + c_); \
+      _Pragma("unroll") for (int c_ = 0; c_ < TM8; c_ += 8) vstore8(kiln_vldh8(0, (p) + c_), 0, (a) + c_); \
+      _Pragma("unroll") for (int c_ = TM8; c_ < TM4; c_ += 4) vstore4(kiln_vldh4(0, (p) + c_), 0, (a) + c_); \
       _Pragma("unroll") for (int c_ = TM4; c_ < TM; c_++) (a)[c_] = kiln_ldh((p), c_);   \
     } while (0)
   #define A_STEP(u)                                                       \

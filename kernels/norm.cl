@@ -100,8 +100,8 @@ inline long inner_off(__global const long *meta, long j) {
 #if NORM_VW > 1
 typedef NR_CAT(T, NORM_VW) VT;
 #if T_DTYPE == 10
-#define VLOAD(i, p) NR_CAT(vload_half, NORM_VW)((i), (p))
-#define VSTORE(v, i, p) NR_CAT(NR_CAT(vstore_half, NORM_VW), _rte)((v), (i), (p))
+#define VLOAD(i, p) NR_CAT(kiln_vldh, NORM_VW)((i), (p))
+#define VSTORE(v, i, p) NR_CAT(kiln_vsth, NORM_VW)((v), (i), (p))
 #else
 #define VLOAD(i, p) NR_CAT(vload, NORM_VW)((i), (p))
 #define VSTORE(v, i, p) NR_CAT(vstore, NORM_VW)((v), (i), (p))

@@ -187,9 +187,9 @@ __kernel void pool_fwd(__global const ST *x, __global ST *y, __global long *ind,
 #define PRV PR_CAT(T, PL_WPI)
 #define PRV2 PR_CAT(T, PR_W2)
 #if defined(T_DTYPE) && T_DTYPE == 10
-#define PR_LOAD PR_CAT(vload_half, PL_WPI)
-#define PR_LOAD2 PR_CAT(vload_half, PR_W2)
-#define PR_STORE PR_CAT(PR_CAT(vstore_half, PL_WPI), _rte)
+#define PR_LOAD PR_CAT(kiln_vldh, PL_WPI)
+#define PR_LOAD2 PR_CAT(kiln_vldh, PR_W2)
+#define PR_STORE PR_CAT(kiln_vsth, PL_WPI)
 #else
 #define PR_LOAD PR_CAT(vload, PL_WPI)
 #define PR_LOAD2 PR_CAT(vload, PR_W2)
@@ -271,7 +271,7 @@ void gpool_wg(__global const ST *x, __global ST *y, const long S, int mode, floa
 #else
 #define GPV GP_CAT(ACC, PL_VW)
 #if defined(T_DTYPE) && T_DTYPE == 10
-#define GP_LOAD GP_CAT(vload_half, PL_VW)
+#define GP_LOAD GP_CAT(kiln_vldh, PL_VW)
 #else
 #define GP_LOAD GP_CAT(vload, PL_VW)
 #endif
@@ -285,13 +285,8 @@ __kernel void gpool_plane(__global const ST *x, __global ST *y, const long S, co
   GPV acc = (GPV)(PL_MODE == 0 ? -INFINITY : 0);
   ACC h = PL_MODE == 0 ? -INFINITY : 0;
   long j = 0;
-#if defined(T_DTYPE) && T_DTYPE == 10 && PL_VW > 1
-  /* POCL 3.1 compiles vload_halfN to an aligned load (vmovdqa: a fault when
-   * the address is off a 2*PL_VW-byte boundary, as the planes after the
-   * first are for any S not a multiple of PL_VW): the plane's first elements
-   * one by one up to that boundary */
-  for (; j < S && ((ulong)(xc + j) & (2 * PL_VW - 1)); j++) GP_STEP(h, (ACC)LD(xc, j));
-#endif
+  /* fp16 planes start anywhere (S not a multiple of PL_VW): kiln_vldhN reads
+   * them without the alignment POCL's vload_halfN assumes (half_io.cl) */
   for (; j + PL_VW <= S; j += PL_VW) {
     const GPV v = GP_LOAD(0, xc + j);
     if (PL_MODE == 0) acc = fmax(acc, v);

@@ -313,13 +313,13 @@ void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const kiln_re
 static cl_program build_program_opts(kiln_device *d, const char *file, const char *src, const char *opts, const char *bopts,
                                      const char *key, int keep, kiln_error *err);
 
-/* *out = src with kernels/half_io.cl (fp16 storage's kiln_ldh / kiln_svh)
- * before it when it names either, a "#line 1" between so that build logs
+/* *out = src with kernels/half_io.cl (fp16 storage's kiln_ldh / kiln_svh /
+ * kiln_vldhN / kiln_vsthN) before it when it names one of them, a "#line 1" between so that build logs
  * keep the file's line numbers; NULL when not needed: programs without them
  * keep their source, and their cache keys, as they were. 0 or a status. */
 static int with_half_io(kiln_device *d, const char *src, char **out, kiln_error *err) {
   *out = NULL;
-  if (!strstr(src, "kiln_ldh") && !strstr(src, "kiln_svh")) return 0;
+  if (!strstr(src, "kiln_ldh") && !strstr(src, "kiln_svh") && !strstr(src, "kiln_vldh") && !strstr(src, "kiln_vsth")) return 0;
   char *owned = NULL;
   const char *pre = kiln_cl_source_in(d->opt.kernel_dir, "half_io.cl", &owned);
   if (!pre) return kiln__err(err, KILN_EINTERNAL, "kernel file half_io.cl is not embedded");
