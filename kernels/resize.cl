@@ -10,6 +10,8 @@
  * meta (longs): [0] rank, [1..8] output dims, [9..16] input strides,
  *               [17..24] nt, [25..32] off.
  *
+ * resize_hw: the same where only the last two axes resample (below).
+ *
  * grid_sample: 2-D GridSample (NCHW input, grid [N,Ho,Wo,2]); one output
  * element per work-item. mode 0 nearest, 1 bilinear, 2 bicubic; pad 0 zeros,
  * 1 border, 2 reflection.
@@ -69,6 +71,36 @@ __kernel void resize_taps(__global const ST *x, __global ST *y, __global const l
       cnt[a] = 0;
     }
     if (a < 0) break;
+  }
+#if T_IS_FLOAT
+  SV(y, i, (T)acc);
+#else
+  y[i] = round_int ? (T)rint(acc) : (T)acc;
+#endif
+}
+
+/* resize_hw: resize_taps for the common layout where only the last two axes
+ * resample (NCHW upsampling in decoders and UNets): the leading axes map
+ * identically and collapse into P planes of H x W. Work-item (ow, oh, plane),
+ * no index division; taps of both axes from the same tables (offsets offh,
+ * offw, counts nth, ntw). */
+__kernel void resize_hw(__global const ST *x, __global ST *y, __global const int *tidx, __global const float *tw,
+                        int H, int W, int Ho, int Wo, int offh, int offw, int nth, int ntw, float extrap, int round_int) {
+  const int ow = get_global_id(0), oh = get_global_id(1);
+  const long pl = get_global_id(2);
+  if (ow >= Wo || oh >= Ho) return;
+  const long i = (pl * Ho + oh) * Wo + ow;
+  const int eh = offh + oh * nth, ew = offw + ow * ntw;
+  if (tidx[eh] < 0 || tidx[ew] < 0) { SV(y, i, (T)extrap); return; }
+  __global const ST *xp = x + pl * H * W;
+  ACC acc = 0;
+  for (int a = 0; a < nth; a++) {
+    const ACC wh = (ACC)tw[eh + a];
+    const long row = (long)tidx[eh + a] * W;
+    for (int b = 0; b < ntw; b++) {
+      const ACC w = wh * (ACC)tw[ew + b];
+      if (w != 0) acc += w * (ACC)LD(xp, row + tidx[ew + b]); /* zero-weight taps (padding of the tables) read nothing, as in resize_taps */
+    }
   }
 #if T_IS_FLOAT
   SV(y, i, (T)acc);

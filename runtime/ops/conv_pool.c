@@ -1062,6 +1062,40 @@ static int resize_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
         if (tw[t] != 0) { di[k] = (cl_int)ti[t]; dw[k] = (cl_float)tw[t]; k++; }
       for (; k < nt[a]; k++) { di[k] = (cl_int)ti[0]; dw[k] = 0; }
     }
+  /* only the last two axes resample (the leading ones map each index to
+   * itself with weight 1): resize_hw, planes of H x W without index division */
+  bool hw = r >= 2;
+  for (int a = 0; a < r - 2 && hw; a++) {
+    hw = nt[a] == 1 && p.out[a] == p.in[a];
+    for (int64_t o = 0; o < p.out[a] && hw; o++) hw = tidx[off[a] + o] == o && twt[off[a] + o] == 1.0f;
+  }
+  int64_t planes = 1;
+  for (int a = 0; a < r - 2; a++) planes *= p.out[a];
+  if (hw) {
+    hw = p.in[r - 2] <= INT32_MAX && p.in[r - 1] <= INT32_MAX && p.out[r - 2] <= INT32_MAX && p.out[r - 1] <= INT32_MAX && planes > 0;
+  }
+  int dt = kiln_dev_dtype(kiln_in(g, n, 0)); /* float16: fp16 storage */
+  if (hw) {
+    cl_mem ib = kiln_exec_param(x, n, 1, tidx, sizeof *tidx * (size_t)(tot + 1), err);
+    cl_mem wb = ib ? kiln_exec_param(x, n, 2, twt, sizeof *twt * (size_t)(tot + 1), err) : NULL;
+    free(tidx);
+    free(twt);
+    if (!wb) return err->status;
+    char opts[256];
+    cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", kiln_cl_type_opts(dt, opts, sizeof opts), "resize_hw", err);
+    if (!k) return err->status;
+    cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
+    cl_int H = (cl_int)p.in[r - 2], W = (cl_int)p.in[r - 1], Ho = (cl_int)p.out[r - 2], Wo = (cl_int)p.out[r - 1];
+    cl_int offh = (cl_int)off[r - 2], offw = (cl_int)off[r - 1], nth = (cl_int)nt[r - 2], ntw = (cl_int)nt[r - 1];
+    cl_float ext = (cl_float)p.extrap;
+    cl_int round_int = !kiln_dtype_is_float(dt);
+    if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(ib), KARG(wb), KARG(H), KARG(W), KARG(Ho), KARG(Wo), KARG(offh), KARG(offw), KARG(nth), KARG(ntw),
+                     KARG(ext), KARG(round_int), KEND))
+      return err->status;
+    if (!Ho || !Wo) return 0;
+    size_t gws[3] = {(size_t)Wo, (size_t)Ho, (size_t)planes};
+    return kiln_exec_launch(x, k, 3, gws, NULL, err);
+  }
   cl_long meta[33] = {0}, ist[KILN_MAX_RANK];
   int64_t st[KILN_MAX_RANK];
   kiln_strides(r, p.in, st);
@@ -1073,7 +1107,6 @@ static int resize_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   free(tidx);
   free(twt);
   if (!wb) return err->status;
-  int dt = kiln_dev_dtype(kiln_in(g, n, 0)); /* float16: fp16 storage */
   char opts[256];
   cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", kiln_cl_type_opts(dt, opts, sizeof opts), "resize_taps", err);
   if (!k) return err->status;
