@@ -314,16 +314,22 @@ static uint64_t fnv(const char *s) {
   return h;
 }
 
-/* kiln_epi<w>(): group G's epilogue on a vector of w outputs of one
- * channel (flat indices i..i+w-1), appended to src at *o (capacity cap);
- * float heads. 0, or -1 if a node is not expressible. */
-static int epi_vector(kiln_graph *g, const kiln_fgroup *G, const int *ekind, int w, char *src, size_t cap, size_t *o) {
+/* The body of group G's epilogue (members G->nodes[1..]) appended to src at
+ * *o (capacity cap): one "const <type> t<q> = ..." per member and the return
+ * of the last. w = 1: on one output of type T (operands of a head in fp16
+ * storage read through kiln_ldh); w = 4, 8, 16: on a vector of w outputs of
+ * one channel (flat indices i..i+w-1), float heads. 0, or -1 with *bad the
+ * member that is not expressible (-2: a constant that is not finite). */
+static int epi_body(kiln_graph *g, const kiln_fgroup *G, const int *ekind, int w, bool half, char *src, size_t cap, size_t *o, int *bad) {
   int hv = g->nodes[G->head].out[0];
-  *o += (size_t)snprintf(src + *o, cap - *o, "inline float%d kiln_epi%d(float%d v, long i, int c, __global const T *e0, __global const T *e1) {\n", w, w, w);
+  char ty[16];
+  if (w == 1) snprintf(ty, sizeof ty, "T");
+  else snprintf(ty, sizeof ty, "float%d", w);
   for (int q = 1; q < G->nnodes && *o < cap; q++) {
     kiln_node *n = &g->nodes[G->nodes[q]];
     char opnd[2][64], expr[640];
     int nd = data_inputs(n);
+    *bad = q;
     for (int k = 0; k < nd; k++) {
       int v = n->in[k], found = 0;
       if (v == hv) { snprintf(opnd[k], sizeof opnd[k], "v"); found = 1; }
@@ -331,14 +337,22 @@ static int epi_vector(kiln_graph *g, const kiln_fgroup *G, const int *ekind, int
         if (g->nodes[G->nodes[j]].out[0] == v) { snprintf(opnd[k], sizeof opnd[k], "t%d", j); found = 1; }
       for (int e = 0; e < G->next && !found; e++)
         if (G->ext[e] == v) {
-          if (ekind[e] == EK_FULL) snprintf(opnd[k], sizeof opnd[k], "vload%d(0, e%d + i)", w, e);
-          else snprintf(opnd[k], sizeof opnd[k], "((float%d)(e%d[%s]))", w, e, ekind[e] == EK_CHAN ? "c" : "0");
+          const char *at = ekind[e] == EK_FULL ? "i" : ekind[e] == EK_CHAN ? "c" : "0";
+          if (w > 1 && ekind[e] == EK_FULL) snprintf(opnd[k], sizeof opnd[k], "vload%d(0, e%d + i)", w, e);
+          else if (w > 1) snprintf(opnd[k], sizeof opnd[k], "((float%d)(e%d[%s]))", w, e, at);
+          else if (half) snprintf(opnd[k], sizeof opnd[k], "kiln_ldh(e%d, %s)", e, at);
+          else snprintf(opnd[k], sizeof opnd[k], "e%d[%s]", e, at);
           found = 1;
         }
-      if (!found) snprintf(opnd[k], sizeof opnd[k], "((float%d)(%.9g))", w, kiln_value_getf(&g->vals[v], 0)); /* finite: checked by the scalar form */
+      if (!found) { /* a scalar constant */
+        double c = kiln_value_getf(&g->vals[v], 0);
+        if (!isfinite(c)) return -2;
+        if (w == 1) snprintf(opnd[k], sizeof opnd[k], "((T)%.9g)", c); /* (the text enters the group's signature) */
+        else snprintf(opnd[k], sizeof opnd[k], "((float%d)(%.9g))", w, c);
+      }
     }
     if (node_expr(g, n, opnd[0], nd == 2 ? opnd[1] : NULL, expr, sizeof expr)) return -1;
-    *o += (size_t)snprintf(src + *o, cap - *o, "  const float%d t%d = %s; /* %s */\n", w, q, expr, n->op_type);
+    *o += (size_t)snprintf(src + *o, cap - *o, "  const %s t%d = %s; /* %s */\n", ty, q, expr, n->op_type);
   }
   *o += (size_t)snprintf(src + *o, cap - *o, "  return t%d;\n}\n", G->nnodes - 1);
   return 0;
@@ -358,32 +372,11 @@ static int epi_generate(kiln_graph *g, kiln_fgroup *G, const int *ekind, kiln_er
                         "inline T kiln_epi(T v, long i, int c, __global const %s *e0, __global const %s *e1) {\n",
                         G->nnodes - 1, g->nodes[G->head].name, half ? "#undef T\n#define T float\n" : "", has_erf(g, G->nodes, 1, G->nnodes) ? erf_src : "",
                         half ? "half" : "T", half ? "half" : "T");
-  for (int q = 1; q < G->nnodes; q++) {
-    kiln_node *n = &g->nodes[G->nodes[q]];
-    char opnd[2][48], expr[640];
-    int nd = data_inputs(n);
-    for (int k = 0; k < nd; k++) {
-      int v = n->in[k], found = 0;
-      if (v == hv) { snprintf(opnd[k], sizeof opnd[k], "v"); found = 1; }
-      for (int j = 1; j < q && !found; j++)
-        if (g->nodes[G->nodes[j]].out[0] == v) { snprintf(opnd[k], sizeof opnd[k], "t%d", j); found = 1; }
-      for (int e = 0; e < G->next && !found; e++)
-        if (G->ext[e] == v) {
-          const char *at = ekind[e] == EK_FULL ? "i" : ekind[e] == EK_CHAN ? "c" : "0";
-          if (half) snprintf(opnd[k], sizeof opnd[k], "kiln_ldh(e%d, %s)", e, at);
-          else snprintf(opnd[k], sizeof opnd[k], "e%d[%s]", e, at);
-          found = 1;
-        }
-      if (!found) { /* a scalar constant */
-        double c = kiln_value_getf(&g->vals[v], 0);
-        if (!isfinite(c)) { free(src); return kiln__err(err, KILN_EINTERNAL, "epilogue: constant of '%s' is not finite", n->name); }
-        snprintf(opnd[k], sizeof opnd[k], "((T)%.9g)", c);
-      }
-    }
-    if (node_expr(g, n, opnd[0], nd == 2 ? opnd[1] : NULL, expr, sizeof expr)) { free(src); return kiln__err(err, KILN_EINTERNAL, "epilogue: '%s' not expressible", n->name); }
-    o += (size_t)snprintf(src + o, cap - o, "  const T t%d = %s; /* %s */\n", q, expr, n->op_type);
+  int bad = 0, rc = epi_body(g, G, ekind, 1, half, src, cap, &o, &bad);
+  if (rc) {
+    free(src);
+    return kiln__err(err, KILN_EINTERNAL, rc == -2 ? "epilogue: constant of '%s' is not finite" : "epilogue: '%s' not expressible", g->nodes[G->nodes[bad]].name);
   }
-  o += (size_t)snprintf(src + o, cap - o, "  return t%d;\n}\n", G->nnodes - 1);
   /* the same on vectors of 4, 8 and 16 consecutive outputs of one channel
    * (kiln_epi4/8/16, KILN_EPIV): kernels whose stores are whole vectors run
    * it once a vector (exp and the rest as vector builtins, where the
@@ -395,8 +388,10 @@ static int epi_generate(kiln_graph *g, kiln_fgroup *G, const int *ekind, kiln_er
    * (operands through vload_half) nor Erf (kiln_erf is scalar). */
   if (!half && !has_erf(g, G->nodes, 1, G->nnodes)) {
     o += (size_t)snprintf(src + o, cap - o, "#define KILN_EPIV 1\n");
-    for (int w = 4; w <= 16 && o < cap; w *= 2)
-      if (epi_vector(g, G, ekind, w, src, cap, &o)) { free(src); return kiln__err(err, KILN_EINTERNAL, "epilogue: not expressible on vectors"); }
+    for (int w = 4; w <= 16 && o < cap; w *= 2) {
+      o += (size_t)snprintf(src + o, cap - o, "inline float%d kiln_epi%d(float%d v, long i, int c, __global const T *e0, __global const T *e1) {\n", w, w, w);
+      if (epi_body(g, G, ekind, w, false, src, cap, &o, &bad)) { free(src); return kiln__err(err, KILN_EINTERNAL, "epilogue: '%s' not expressible on vectors", g->nodes[G->nodes[bad]].name); }
+    }
   }
   if (o >= cap) { free(src); return kiln__err(err, KILN_EINTERNAL, "epilogue: generated source too long"); }
   G->src = src;
