@@ -387,7 +387,12 @@ static void refit(const kiln_devmodel *dm, const char *family, const char *key, 
 }
 
 /* The model strategy over one instance's nc candidates (default at 0):
- * measure the default, then in rounds the `round` unmeasured candidates with
+ * measure the best predicted first (what an untuned run picks) and the
+ * default second -- a budget that ends after one measurement must not leave
+ * the default as the instance's only record: vae_decoder_16 tuned with
+ * --budget 300 kept its 128-channel 128x128 conv+Add at the default's 114 ms
+ * where the untuned run's predicted Winograd takes ~12 ms (813 vs 440 ms per
+ * inference) -- then in rounds the `round` unmeasured candidates with
  * the lowest prediction, refitting the family's correction on the samples
  * (the prior ones plus every one measured here, appended to smp) between
  * rounds, until `limit` are measured. meas(ctx, k) returns the candidate's
@@ -405,16 +410,16 @@ static int model_search(const kiln_devmodel *dm, const char *family, const char 
   int round = limit / 4 > 1 ? limit / 4 : 1;
   while (cnt < limit) {
     int k = -1;
-    if (cnt == 0) k = 0; /* the default first */
+    if (cnt == 1 && !done[0]) k = 0; /* the default second */
     else {
-      if (cnt == 1 || (cnt - 1) % round == 0) refit(dm, family, key, smp, skip_key, corr, feat, ps, nc, done, pred);
+      if (cnt <= 2 || (cnt - 1) % round == 0) refit(dm, family, key, smp, skip_key, corr, feat, ps, nc, done, pred);
       /* exploration: while half the budget is left, the best-predicted
        * candidate of each value of the first parameter (the algorithm or
        * kernel selector) that has no measurement on this instance yet and is
        * predicted within EXPLORE_FACTOR of the best; a correction fitted
        * without any record of an algorithm cannot rank it, so otherwise
        * the search would never leave the algorithm it already knows */
-      if (cnt * 2 <= limit) k = explore_pick(ps, pred, done, got, nc);
+      if (cnt >= 2 && cnt * 2 <= limit) k = explore_pick(ps, pred, done, got, nc);
       if (k < 0)
         for (int q = 0; q < nc; q++) if (!done[q] && (k < 0 || pred[q] < pred[k])) k = q;
     }
