@@ -250,13 +250,23 @@ async function main() {
   if (!fs.existsSync(a.kiln)) { console.error(`bench_all.mjs: ${a.kiln}: no kiln binary (--kiln PATH)`); return 2; }
   const work = a.work ? path.resolve(a.work) : fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-bench-'));
   const names = a.models.split(',').filter((s) => s);
+  /* time the CPUs lose to others (bench/cpu_gaps.c, built beside kiln): the
+   * load average cannot see another guest of a virtual machine's host */
+  const gapsBin = path.join(path.dirname(path.resolve(a.kiln)), 'kiln_cpu_gaps');
+  const gaps = () => {
+    if (!fs.existsSync(gapsBin)) return null;
+    const g = spawnSync(gapsBin, ['2', '--json'], { encoding: 'utf8' });
+    try { return JSON.parse(g.stdout); } catch { return null; }
+  };
+  const fmtGaps = (g) => (g ? `; CPUs lost ${(100 * g.lost).toFixed(1)}% of the time to others (${g.gaps_over_50us_per_s.toFixed(0)} gaps > 50 us per CPU-second)` : '');
+  const gaps0 = gaps();
   const load0 = os.loadavg();
   const devs = spawnSync(a.kiln, ['devices', '--json'], { encoding: 'utf8' });
   let device = null;
   try { device = JSON.parse(devs.stdout); } catch { /* not fatal */ }
   console.log(`kiln ${a.kiln}, database ${a.db}${a.tune ? ` (tuning ${a.tune} s per model first)` : fs.existsSync(a.db) ? '' : ' (missing: kiln runs untuned; --tune S creates it)'}`);
   console.log(`ONNX Runtime ${require('onnxruntime-node/package.json').version} CPU, ${a.threads} threads; ${a.rounds} rounds x ${a.repeat} runs; ` +
-    `load average ${load0.map((x) => x.toFixed(2)).join(' ')}, ${os.cpus().length} CPUs`);
+    `load average ${load0.map((x) => x.toFixed(2)).join(' ')}, ${os.cpus().length} CPUs${fmtGaps(gaps0)}`);
   const results = [];
   const fmt = (x, d = 1) => (x == null ? '-' : x.toFixed(d));
   const fmtE = (x) => (x == null ? '-' : x === Infinity ? 'inf' : x.toExponential(1));
@@ -281,10 +291,11 @@ async function main() {
     if (r.files) console.log(`    files kept in ${r.files}`);
   }
   const load1 = os.loadavg();
-  console.log(`load average at the end ${load1.map((x) => x.toFixed(2)).join(' ')}; JSON: ${a.json}`);
+  const gaps1 = gaps();
+  console.log(`load average at the end ${load1.map((x) => x.toFixed(2)).join(' ')}${fmtGaps(gaps1)}; JSON: ${a.json}`);
   fs.mkdirSync(path.dirname(a.json), { recursive: true });
   fs.writeFileSync(a.json, JSON.stringify({ date: new Date().toISOString(), kiln: a.kiln, db: a.db, tune_budget_s: a.tune,
-    threads: a.threads, rounds: a.rounds, repeat: a.repeat, tol: a.tol, loadavg_start: load0, loadavg_end: load1, cpus: os.cpus().length,
+    threads: a.threads, rounds: a.rounds, repeat: a.repeat, tol: a.tol, loadavg_start: load0, loadavg_end: load1, cpu_gaps_start: gaps0, cpu_gaps_end: gaps1, cpus: os.cpus().length,
     onnxruntime: require('onnxruntime-node/package.json').version, devices: device, models: results }, null, 2) + '\n');
   if (!a.work && results.every((r) => r.ok)) fs.rmSync(work, { recursive: true, force: true });
   return results.every((r) => r.ok) ? 0 : 1;
