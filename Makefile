@@ -8,7 +8,11 @@
 
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-# ctest labels left out of `make test` (long or special-purpose suites)
+# ctest labels left out of `make test` (long or special-purpose suites).
+# The suite runs $(JOBS) tests at a time: most of its time is OpenCL program
+# builds, one core each, and no test judges a time that a neighbour can spoil
+# (their limits are loose, and verify does not judge noise-dominated rounds).
+# The longest tests start first (COST in tests/CMakeLists.txt).
 TEST_EXCLUDE ?= slow|fuzz|oclgrind|models|report
 
 .PHONY: all build demo test clean setup-deps
@@ -31,7 +35,7 @@ demo:
 test:
 	$(MAKE) setup-deps
 	$(MAKE) build
-	ctest --test-dir $(BUILD) --output-on-failure -LE '$(TEST_EXCLUDE)'
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE '$(TEST_EXCLUDE)'
 
 clean:
 	rm -rf $(BUILD)
