@@ -1075,20 +1075,20 @@ static int resize_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     hw = p.in[r - 2] <= INT32_MAX && p.in[r - 1] <= INT32_MAX && p.out[r - 2] <= INT32_MAX && p.out[r - 1] <= INT32_MAX && planes > 0;
   }
   int dt = kiln_dev_dtype(kiln_in(g, n, 0)); /* float16: fp16 storage */
+  cl_mem ib = kiln_exec_param(x, n, 1, tidx, sizeof *tidx * (size_t)(tot + 1), err);
+  cl_mem wb = ib ? kiln_exec_param(x, n, 2, twt, sizeof *twt * (size_t)(tot + 1), err) : NULL;
+  free(tidx);
+  free(twt);
+  if (!wb) return err->status;
+  char opts[256];
+  cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", kiln_cl_type_opts(dt, opts, sizeof opts), hw ? "resize_hw" : "resize_taps", err);
+  if (!k) return err->status;
+  cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
+  cl_float ext = (cl_float)p.extrap;
+  cl_int round_int = !kiln_dtype_is_float(dt);
   if (hw) {
-    cl_mem ib = kiln_exec_param(x, n, 1, tidx, sizeof *tidx * (size_t)(tot + 1), err);
-    cl_mem wb = ib ? kiln_exec_param(x, n, 2, twt, sizeof *twt * (size_t)(tot + 1), err) : NULL;
-    free(tidx);
-    free(twt);
-    if (!wb) return err->status;
-    char opts[256];
-    cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", kiln_cl_type_opts(dt, opts, sizeof opts), "resize_hw", err);
-    if (!k) return err->status;
-    cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
     cl_int H = (cl_int)p.in[r - 2], W = (cl_int)p.in[r - 1], Ho = (cl_int)p.out[r - 2], Wo = (cl_int)p.out[r - 1];
     cl_int offh = (cl_int)off[r - 2], offw = (cl_int)off[r - 1], nth = (cl_int)nt[r - 2], ntw = (cl_int)nt[r - 1];
-    cl_float ext = (cl_float)p.extrap;
-    cl_int round_int = !kiln_dtype_is_float(dt);
     if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(ib), KARG(wb), KARG(H), KARG(W), KARG(Ho), KARG(Wo), KARG(offh), KARG(offw), KARG(nth), KARG(ntw),
                      KARG(ext), KARG(round_int), KEND))
       return err->status;
@@ -1096,24 +1096,14 @@ static int resize_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     size_t gws[3] = {(size_t)Wo, (size_t)Ho, (size_t)planes};
     return kiln_exec_launch(x, k, 3, gws, NULL, err);
   }
-  cl_long meta[33] = {0}, ist[KILN_MAX_RANK];
+  cl_long meta[33] = {0};
   int64_t st[KILN_MAX_RANK];
   kiln_strides(r, p.in, st);
   meta[0] = r;
-  for (int a = 0; a < r; a++) { meta[1 + a] = p.out[a]; ist[a] = st[a]; meta[9 + a] = ist[a]; meta[17 + a] = nt[a]; meta[25 + a] = off[a]; }
+  for (int a = 0; a < r; a++) { meta[1 + a] = p.out[a]; meta[9 + a] = st[a]; meta[17 + a] = nt[a]; meta[25 + a] = off[a]; }
   cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof meta, err);
-  cl_mem ib = mb ? kiln_exec_param(x, n, 1, tidx, sizeof *tidx * (size_t)(tot + 1), err) : NULL;
-  cl_mem wb = ib ? kiln_exec_param(x, n, 2, twt, sizeof *twt * (size_t)(tot + 1), err) : NULL;
-  free(tidx);
-  free(twt);
-  if (!wb) return err->status;
-  char opts[256];
-  cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", kiln_cl_type_opts(dt, opts, sizeof opts), "resize_taps", err);
-  if (!k) return err->status;
-  cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
+  if (!mb) return err->status;
   cl_long total = kiln_value_numel(kiln_out(g, n, 0));
-  cl_float ext = (cl_float)p.extrap;
-  cl_int round_int = !kiln_dtype_is_float(dt);
   if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(mb), KARG(ib), KARG(wb), KARG(total), KARG(ext), KARG(round_int), KEND)) return err->status;
   size_t gws = (size_t)total;
   return kiln_exec_launch(x, k, 1, &gws, NULL, err);
