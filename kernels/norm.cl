@@ -55,7 +55,7 @@ inline float div_rn(float a, float b) {
 
 #if T_IS_FLOAT
 #ifndef NORM_WG
-  #define NORM_WG 64   // work-items per row in norm_rows and bn_stats (power of two)
+  #define NORM_WG 64   // work-items per row in norm_rows and bn_stats (power of two); the host always sets it (norm_rows: per instance, kernels/norm.c)
 #endif
 
 /* Sum of v over the work-group (NORM_WG items); all items get the result. */
@@ -90,7 +90,7 @@ inline long inner_off(__global const long *meta, long j) {
 }
 
 #ifndef NORM_VW
-  #define NORM_VW 1   // norm_rows: elements per vector load along a contiguous row (1, 2, 4, 8; the host sets >1 only for rows with unit inner stride)
+  #define NORM_VW 1   // norm_rows: elements per vector load along a contiguous row (1, 2, 4, 8; >1 only for rows with unit inner stride); the host always sets it (per instance, kernels/norm.c)
 #endif
 #ifndef NORM_BLK
   #define NORM_BLK 0  // norm_rows: 0 cyclic elements per work-item (GPU-style), 1 one contiguous block per work-item (CPU-style)
