@@ -282,7 +282,7 @@ static int cmd_tune(int argc, char **argv) {
       printf(",\"tuned_ns\":"); kiln_cli__json_num(stdout, r->best_ns);
       printf(",\"speedup\":"); kiln_cli__json_num(stdout, r->default_ns > 0 && r->best_ns > 0 ? r->default_ns / r->best_ns : NAN);
       printf(",\"share\":"); kiln_cli__json_num(stdout, r->share);
-      printf("}");
+      printf(",\"noisy\":%s}", r->noisy ? "true" : "false");
     }
     printf("]}\n");
   } else {
@@ -294,13 +294,20 @@ static int cmd_tune(int argc, char **argv) {
       if (r->default_ns > 0) snprintf(dd, sizeof dd, "%.1f", r->default_ns / 1e3);
       if (r->best_ns > 0) snprintf(tt, sizeof tt, "%.1f", r->best_ns / 1e3);
       if (r->default_ns > 0 && r->best_ns > 0) { snprintf(sp, sizeof sp, "%.2fx", r->default_ns / r->best_ns); tot_d += r->default_ns; tot_t += r->best_ns; }
-      printf("%-8s %-40.40s %12s %12s %8s %7d  %s%s\n", r->family, r->shape_key, dd, tt, sp, r->trials, r->params, r->skipped ? " (already tuned)" : "");
+      printf("%-8s %-40.40s %12s %12s %8s %7d  %s%s%s\n", r->family, r->shape_key, dd, tt, sp, r->trials, r->params, r->skipped ? " (already tuned)" : "",
+             r->noisy ? " (noisy)" : "");
     }
     if (tot_t > 0) printf("total over newly tuned instances: default %.1f us, tuned %.1f us, %.2fx\n", tot_d / 1e3, tot_t / 1e3, tot_d / tot_t);
     int refreshed = 0;
     for (int i = 0; i < nres; i++) refreshed += res[i].refreshed;
     if (refreshed) printf("recomputed the cost-model features of %d stored records (written by a kiln with other feature definitions)\n", refreshed);
     if (!nres) printf("no tunable kernels in this model\n");
+    int noisy = 0;
+    for (int i = 0; i < nres; i++) noisy += res[i].noisy;
+    if (noisy)
+      printf("%d instance%s (noisy) compared on noise-dominated timings, also when timed again at the end (another process or the host\n"
+             "took the CPUs): the pick may be a near-tie's coin flip; `kiln db verify --retime MODEL` re-times it later\n",
+             noisy, noisy == 1 ? "" : "s");
     tune_summary(stdout, res, nres, why[0] ? why : NULL);
   }
   if (json) tune_summary(stderr, res, nres, why[0] ? why : NULL);

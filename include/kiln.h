@@ -585,6 +585,9 @@ typedef struct kiln_tune_result {
   double cmp_cold_ns, cmp_warm_ns, cmp_pick_ns, cmp_best_ns;
   char cmp_params[256];
   double share;                   /* predicted share of the model's time (0..1; the tuning order) */
+  int noisy;                      /* 1: its contenders were compared on noise-dominated rounds, also when
+                                     timed again at the end of the run (the pick may be a near-tie's coin
+                                     flip; `kiln db verify --retime` checks it later) */
 } kiln_tune_result;
 
 #define KILN_TUNE_PROBE_MIN_BUDGET 120.0 /* s */

@@ -644,7 +644,7 @@ static void contender_rec(const kiln_record *r, void *ctx) {
  * repeat, DUELS at most, then the defaults. */
 #define DUELS 4
 static int duel_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_node *n, int node, kiln_record *r, int (*p)[KILN_MAX_KPARAMS],
-                           const int *cnt, int k, int di, double *lead_ns, double *dflt_ns, kiln_error *err) {
+                           const int *cnt, int k, int di, double *lead_ns, double *dflt_ns, int *noisy, kiln_error *err) {
   int lead = -1, order[TOGETHER_MAX], nc = 0;
   for (int i = 0; i < k; i++)
     if (cnt[i] >= 3 && (lead < 0 || kiln_record_rank_cmp(&r[i], &r[lead]) < 0)) lead = i;
@@ -680,7 +680,7 @@ static int duel_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_node 
      * times: their fastest runs are no better (the demo's LayerNorm under
      * contention: fastest 6.0 us for the candidate that takes 2.3 us quiet,
      * 12.5 us for the one that takes 1.2 us) */
-    kiln__tune_time_together(x, n, node, pq, 2, FINAL_ROUNDS, typ, mn, spread, got);
+    *noisy |= kiln__tune_time_together(x, n, node, pq, 2, FINAL_ROUNDS, typ, mn, spread, got);
     int won = got[0] >= 3 && got[1] >= 3 && typ[1] < typ[0];
     if (order[j] == di && got[0] >= 3 && got[1] >= 3) {
       *lead_ns = won ? typ[1] : typ[0];
@@ -699,7 +699,7 @@ static int duel_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_node 
  * else (default_ns untouched) the best's fastest repeat.
  * Returns a database status (0 when nothing needed doing). */
 static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_node *n, int node, const kiln_tunable *t, const char *hash,
-                            double *best_ns, double *default_ns, char *params, size_t plen, kiln_error *err) {
+                            double *best_ns, double *default_ns, char *params, size_t plen, int again, int *noisy, kiln_error *err) {
   contender_ctx *f = calloc(1, sizeof *f);
   if (!f) return kiln__err(err, KILN_ENOMEM, "out of memory");
   f->hash = hash;
@@ -709,6 +709,15 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
   int rc = kiln_db_each(db, device, t->family, t->dtype, t->shape_key, t->epilogue, contender_rec, f, err);
   int k = 0, done = 0;
   for (int i = 0; i < f->n; i++) done |= (f->r[i].flags & KILN_REC_RETIMED) != 0;
+  if (again) { /* timed again (noise the first time): the duels choose anew */
+    done = 0;
+    for (int i = 0; i < f->n && !rc; i++)
+      if (f->r[i].flags & KILN_REC_CHOSEN) {
+        f->r[i].flags &= ~KILN_REC_CHOSEN;
+        rc = kiln_db_put(db, device, &f->r[i], err);
+      }
+    if (f->have_dflt) f->dflt.flags &= ~KILN_REC_CHOSEN;
+  }
   if (!rc && f->n >= 2 && !done) {
     double lim = CONTEND_RATIO * kiln_record_ns(&f->r[0]);
     for (k = 2; k < f->n && kiln_record_ns(&f->r[k]) <= lim; k++) {}
@@ -735,7 +744,8 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
   }
   double med[TOGETHER_MAX], mn[TOGETHER_MAX], spread[TOGETHER_MAX];
   int cnt[TOGETHER_MAX];
-  if (!rc && k) kiln__tune_time_together(x, n, node, pp, k, FINAL_ROUNDS, med, mn, spread, cnt);
+  int nz = 0;
+  if (!rc && k) nz = kiln__tune_time_together(x, n, node, pp, k, FINAL_ROUNDS, med, mn, spread, cnt);
   for (int i = 0; i < k && !rc; i++) {
     kiln_record *r = &f->r[i];
     if (cnt[i] >= 3) { /* else keep the first measurement */
@@ -750,7 +760,8 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
   int dk = -1; /* the defaults among the re-timed */
   for (int i = 0; i < k; i++) if (!strcmp(f->r[i].params, f->dparams)) dk = i;
   double duel_lead = -1, duel_dflt = -1;
-  if (!rc && k >= 2) rc = duel_contenders(db, device, x, n, node, f->r, p, cnt, k, dk, &duel_lead, &duel_dflt, err);
+  if (!rc && k >= 2) rc = duel_contenders(db, device, x, n, node, f->r, p, cnt, k, dk, &duel_lead, &duel_dflt, &nz, err);
+  if (noisy) *noisy = nz;
   int b = -1, di = -1; /* the best as lookups will rank it; the defaults */
   for (int i = 0; i < f->n && !rc; i++) {
     if (b < 0 || kiln_record_rank_cmp(&f->r[i], &f->r[b]) < 0) b = i;
@@ -922,6 +933,7 @@ typedef struct tune_run {
   int have_dm;
   kiln_exec x;
   kiln_cm_samples cold; /* compare: what the model strategy alone would have measured so far in this run */
+  int *deferred, ndeferred; /* instances whose contenders met noise-dominated rounds: timed again at the end */
   kiln_error *err;
 } tune_run;
 
@@ -1210,7 +1222,7 @@ static int compare_instance(tune_run *R, trial_ctx *tc, cand_set *cs, int limit,
   if (tc->rc) rc = tc->rc;
   if (!rc) rc = compare_more_looks(R, tc, cs, nc, ns, stopped);
   if (!*stopped && !rc) { /* the contenders timed again together; their times as recorded */
-    rc = retime_contenders(R->db, R->s->db_device, &R->x, tc->n, tc->node, t, tc->hash, NULL, NULL, NULL, 0, R->err);
+    rc = retime_contenders(R->db, R->s->db_device, &R->x, tc->n, tc->node, t, tc->hash, NULL, NULL, NULL, 0, 0, NULL, R->err);
     if (!rc) rc = kiln_db_each(R->db, R->s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, R->err);
   }
   int bk = -1;
@@ -1295,7 +1307,10 @@ static int tune_instance(tune_run *R, int ii, int *over) {
   if (!opt->compare && tc.best_k >= 0) {
     r->best_ns = tc.best;
     kiln_tunable_str(t, cs.cands + (size_t)tc.best_k * (size_t)np, r->params, sizeof r->params);
-    if (!rc && !stopped) rc = retime_contenders(db, R->s->db_device, &R->x, n, in->node, t, hash, &r->best_ns, &r->default_ns, r->params, sizeof r->params, err);
+    int noisy = 0;
+    if (!rc && !stopped) rc = retime_contenders(db, R->s->db_device, &R->x, n, in->node, t, hash, &r->best_ns, &r->default_ns, r->params, sizeof r->params, 0, &noisy, err);
+    r->noisy = noisy;
+    if (!rc && noisy && R->deferred) R->deferred[R->ndeferred++] = ii;
   }
   if (!rc && !stopped && tc.best_k >= 0) {
     /* the search ran to its end (or its per-instance cap): resume may skip it */
@@ -1306,6 +1321,36 @@ static int tune_instance(tune_run *R, int ii, int *over) {
   if (rc) return rc;
   for (int k = 0; k < n->nout; k++) if (n->out[k] >= 0) { free(R->host[n->out[k]]); R->host[n->out[k]] = NULL; }
   return 0;
+}
+
+/* Instances whose contenders met noise-dominated rounds (see "Noise": the
+ * retries within a second did not end the spell) are timed again, and their
+ * duels fought anew, after every other instance: seconds to minutes later.
+ * On this project's 2-vCPU VM the tuner met whole spells in which a 1.3 us
+ * LayerNorm read 4-12 us typical (2 of 6 tune runs of the transformer demo's
+ * norm, every round of them), and one such run kept VW=4, 1.3x slower than
+ * VW=8, which `kiln db verify --retime` then demoted in every idle run. When
+ * the deferred instance was the last searched, the pass waits NOISE_WAIT_S
+ * first. What stays noisy is reported (kiln_tune_result.noisy). */
+#define NOISE_WAIT_S 2.0
+static int retime_deferred(tune_run *R) {
+  int rc = 0;
+  for (int j = 0; j < R->ndeferred && !rc && !out_of_time(&R->opt, R->t0); j++) {
+    int ii = R->deferred[j];
+    if (j == 0 && ii == R->ninst - 1) {
+      struct timespec pause = {(time_t)NOISE_WAIT_S, (long)((NOISE_WAIT_S - (double)(time_t)NOISE_WAIT_S) * 1e9)};
+      nanosleep(&pause, NULL);
+    }
+    instance *in = &R->inst[ii];
+    kiln_tune_result *r = &R->res[ii];
+    char hash[24];
+    kiln_source_hash(R->d, in->t.file, hash, sizeof hash);
+    int noisy = 0;
+    rc = retime_contenders(R->db, R->s->db_device, &R->x, &R->g->nodes[in->node], in->node, &in->t, hash, &r->best_ns, &r->default_ns,
+                           r->params, sizeof r->params, 1, &noisy, R->err);
+    r->noisy = noisy;
+  }
+  return rc;
 }
 
 /* The instances' results before their searches: names, no times yet. */
@@ -1376,7 +1421,10 @@ static int tune_body(kiln_session *s, kiln_db *db, const kiln_tune_options *o, k
                     .evict_bytes = o && o->evict_mb > 0 ? (size_t)(o->evict_mb * 1048576.0) : 0};
   init_results(&R);
   int over = 0;
+  R.deferred = calloc((size_t)R.ninst + 1, sizeof(int));
   for (int ii = 0; ii < R.ninst && !over && !rc; ii++) rc = tune_instance(&R, ii, &over);
+  if (!rc && !R.opt.compare) rc = retime_deferred(&R);
+  free(R.deferred);
   kiln_cm_samples_free(&R.cold);
   for (int i = 0; i < R.x.nevents; i++) clReleaseEvent(R.x.events[i]);
   free(R.x.events);
