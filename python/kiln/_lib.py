@@ -68,7 +68,8 @@ class TuneResult(ctypes.Structure):
                 ("tuned", ctypes.c_int), ("candidates", ctypes.c_int), ("refreshed", ctypes.c_int), ("default_ns", ctypes.c_double),
                 ("best_ns", ctypes.c_double), ("cmp_space", ctypes.c_int), ("cmp_measured", ctypes.c_int),
                 ("cmp_cold_ns", ctypes.c_double), ("cmp_warm_ns", ctypes.c_double), ("cmp_pick_ns", ctypes.c_double),
-                ("cmp_best_ns", ctypes.c_double), ("cmp_params", ctypes.c_char * 256), ("share", ctypes.c_double)]
+                ("cmp_best_ns", ctypes.c_double), ("cmp_params", ctypes.c_char * 256), ("share", ctypes.c_double),
+                ("noisy", ctypes.c_int)]
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(TuneProgress), ctypes.c_void_p)
