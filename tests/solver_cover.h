@@ -209,8 +209,18 @@ static inline int sc_run_all(kiln_device *d, kiln_graph *g, kiln_node *n, void *
   sc_vec *v = malloc(sizeof(sc_vec) * SC_MAXVEC);
   if (!v) return 1;
   int nv = sc_vectors(f, t, tv, info, v), bad = 0;
+  /* SC_ONLY=i runs only vector i (tests/oclgrind.sh runs each vector in a
+   * process of its own under the uninitialized-value plugin); SC_TRACE=1
+   * prints each vector's index and parameters on stderr before it runs */
+  const char *only = getenv("SC_ONLY");
   for (int i = 0; i < nv; i++) {
+    if (only && atoi(only) != i) continue;
     int si = kiln_family_solver_of(f, v[i]);
+    if (getenv("SC_TRACE")) {
+      char ps[512];
+      kiln_tunable_str(t, v[i], ps, sizeof ps);
+      fprintf(stderr, "[sc] %s vector %d: %s\n", label, i, ps);
+    }
     bad += sc_run(d, g, n, host, t, v[i], label);
     (*nrun)++;
     if (si >= 0 && si < 32) mine |= 1u << si;
