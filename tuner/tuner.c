@@ -1332,13 +1332,15 @@ static int tune_instance(tune_run *R, int ii, int *over) {
  * VW=8, which `kiln db verify --retime` then demoted in every idle run. When
  * the deferred instance was the last searched, the pass waits NOISE_WAIT_S
  * first. What stays noisy is reported (kiln_tune_result.noisy). */
-#define NOISE_WAIT_S 2.0
+#define NOISE_WAIT_S 2
 static int retime_deferred(tune_run *R) {
   int rc = 0;
   for (int j = 0; j < R->ndeferred && !rc && !out_of_time(&R->opt, R->t0); j++) {
     int ii = R->deferred[j];
     if (j == 0 && ii == R->ninst - 1) {
-      struct timespec pause = {(time_t)NOISE_WAIT_S, (long)((NOISE_WAIT_S - (double)(time_t)NOISE_WAIT_S) * 1e9)};
+      /* a pause that would end past the budget: the first verdicts stand */
+      if (R->opt.budget_s > 0 && now_s() - R->t0 + NOISE_WAIT_S > R->opt.budget_s) break;
+      struct timespec pause = {NOISE_WAIT_S, 0};
       nanosleep(&pause, NULL);
     }
     instance *in = &R->inst[ii];
