@@ -447,6 +447,20 @@ static void gemm_features(const kiln_tunable *t, const int *p, kiln_features *f,
     f->work_groups = (double)s.nb * ceil_div(ceil_div(s.P, tn), p[CP_PWG]) * ceil_div(s.M, tm);
     f->bytes = s.wbytes * (double)ceil_div(s.P, tn) + col * (2 + (double)ceil_div(s.M, tm)) + s.ybytes;
   }
+  /* conv_gemm reads B ([K][ldb]: the input itself for 1x1, the im2col
+   * buffer) a row of GEMM_TN columns per k, once per block of GEMM_TM
+   * output channels. Rows a page or more apart put every k of a block on
+   * another page: no prefetch runs across them and each needs its own TLB
+   * entry, so these reads go at the rate of a layout change's scattered
+   * accesses, not at a cache's bandwidth: counted as strided elements
+   * (the probe's "gather" rate, outside the correction). Measured on POCL/CPU (bench_conv_layer,
+   * 1x1 256->128, conv_gemm TM=8 TN=32 against conv_pw): 28x28 (rows 3 KiB
+   * apart) 2.4 vs 1.3 ms; 56x56 17 vs 5.2; 128x128 (64 KiB) 92-240 vs
+   * 20-30 ms, where the old features, which priced these re-reads at the
+   * fastest cache's bandwidth, let a database's fit predict 8 ms and pick
+   * it over conv_pw for vae_decoder_16's 128x128 shortcut. */
+  int64_t brow = algo == CONV_A_1X1 ? t->dims[CD_IN] / (s.K > 0 ? s.K : 1) : ldb; /* elements between B's rows */
+  if (algo != CONV_A_PANEL && (double)brow * s.esz >= 4096) f->strided = (double)s.nb * s.K * s.P * (double)ceil_div(s.M, tm);
   f->vec = 8;
 }
 

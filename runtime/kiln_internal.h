@@ -325,6 +325,9 @@ typedef struct kiln_features {
                           * only traffic figure) */
   double gathered;       /* elements copied by index arithmetic into another layout (im2col panels,
                           * Winograd tiles, packed operands): a cost of its own on CPUs */
+  double strided;        /* elements read from rows a page or more apart, a few at a time (a GEMM's B
+                          * operand read straight from a large image): at the probed gather rate, a
+                          * cost the cost model's correction does not scale */
 } kiln_features;
 
 /* One kernel instance that can be tuned: its family, the exact instance key

@@ -175,14 +175,17 @@ int main(void) {
     kiln_features g = f, back;
     g.footprint = 3e6;
     g.gathered = 2e5;
+    g.strided = 7e5;
     double a[KILN_REC_MAXFEAT];
     int na = 0;
     kiln_features_to_array(&g, a, &na);
-    CHECK(na == 9 && na <= KILN_REC_MAXFEAT);
+    CHECK(na == 10 && na <= KILN_REC_MAXFEAT);
     kiln_features_from_array(a, na, &back);
     CHECK(!memcmp(&back, &g, sizeof g));
     kiln_features_from_array(a, 7, &back);
-    CHECK(back.flops == g.flops && back.launches == g.launches && back.footprint == 0 && back.gathered == 0);
+    CHECK(back.flops == g.flops && back.launches == g.launches && back.footprint == 0 && back.gathered == 0 && back.strided == 0);
+    kiln_features_from_array(a, 9, &back);
+    CHECK(back.gathered == g.gathered && back.strided == 0);
   }
   /* the base estimate: gathered elements cost 1 / gather ns each (this probe
    * has no gather figure: a copy's rate at the largest size, 12 / 8); a probe
@@ -192,6 +195,22 @@ int main(void) {
     double b0 = kiln_cm_base_ns(&m, &g);
     g.gathered = 3e6;
     CHECK(fabs(kiln_cm_base_ns(&m, &g) - b0 - 3e6 / (12.0 / 8)) < 1e-6 * b0);
+    /* strided reads: the same rate, added after the correction, which they
+     * leave as it was (a correction that halves memory-bound work, with a
+     * weight on the memory share, must not scale them nor be moved by them) */
+    {
+      kiln_correction cs;
+      memset(&cs, 0, sizeof cs);
+      cs.nsamples = 100;
+      cs.w[0] = log(0.5);
+      cs.w[2] = 1.0;
+      cs.w[7] = -0.3;
+      kiln_features h = g;
+      double p0 = kiln_cm_predict_ns(&m, &cs, &h, "ALGO=1");
+      h.strided = 5e6;
+      CHECK(fabs(kiln_cm_base_ns(&m, &h) - kiln_cm_base_ns(&m, &g) - 5e6 / (12.0 / 8)) < 1e-6 * b0);
+      CHECK(fabs(kiln_cm_predict_ns(&m, &cs, &h, "ALGO=1") - p0 - 5e6 / (12.0 / 8)) < 1e-6 * p0);
+    }
     CHECK(!m.complete);
     char probe2[sizeof probe + 160];
     snprintf(probe2, sizeof probe2, "{\"gather\":{\"value\":0.5},%s", probe + 1);
