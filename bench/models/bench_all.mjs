@@ -3,8 +3,11 @@
 // (default: the six of export.py's BENCH list). For each model: one seeded
 // input; optionally `kiln tune` into the database first (--tune SECONDS,
 // resumable); then R rounds, each running ONNX Runtime (N timed runs, in this
-// process), kiln (`kiln run --db F --repeat N+1 --json`: its median over runs
-// 2..N+1; the first run plans and compiles) and PyTorch (N timed runs in a
+// process, whose session has run twice before and stays open across rounds),
+// kiln (`kiln run --db F --repeat W+N+1 --json` in a fresh process: its median
+// over the last N runs; the first run plans and compiles, the W warm-up runs
+// after it (--warmup, default 5) cover the fresh process's slow start: on POCL
+// the runs in its first ~50 ms take up to 1.6x the steady time) and PyTorch (N timed runs in a
 // persistent torch_runner.py process), in an order that rotates every round.
 // Prints per model the median latencies, the kiln/ORT and kiln/PyTorch ratios
 // and each framework's output agreement with ONNX Runtime
@@ -14,7 +17,7 @@
 // is 0, kiln runs with its default parameters.
 //
 // Usage: node bench_all.mjs [--models a,b|bench] [--dir DIR] [--kiln PATH] [--db FILE] [--tune SECONDS]
-//          [--repeat N] [--rounds R] [--threads T] [--tol X] [--json FILE] [--no-torch]
+//          [--repeat N] [--warmup W] [--rounds R] [--threads T] [--tol X] [--json FILE] [--no-torch]
 //          [--device SEL] [--timeout S] [--work DIR]
 // Exit status: 0 every model ran in kiln within --tol of ONNX Runtime; 1 a
 // mismatch or a kiln failure; 2 a usage or setup error.
@@ -34,13 +37,13 @@ const PY = '/usr/bin/python3';
 function usage(msg) {
   if (msg) console.error(`bench_all.mjs: ${msg}`);
   console.error('usage: node bench_all.mjs [--models a,b|bench] [--dir DIR] [--kiln PATH] [--db FILE] [--tune SECONDS]\n' +
-    '         [--repeat N] [--rounds R] [--threads T] [--tol X] [--json FILE] [--no-torch] [--device SEL] [--timeout S] [--work DIR]');
+    '         [--repeat N] [--warmup W] [--rounds R] [--threads T] [--tol X] [--json FILE] [--no-torch] [--device SEL] [--timeout S] [--work DIR]');
   process.exit(2);
 }
 
 function parseArgs(argv) {
   const a = { models: BENCH, dir: path.join(here, 'out'), kiln: path.resolve(here, '../../build/kiln'), db: null, tune: 0,
-    repeat: 3, rounds: 3, threads: 2, tol: 1e-3, json: null, torch: true, device: null, timeout: 900, work: null, seed: 1 };
+    repeat: 3, warmup: 5, rounds: 3, threads: 2, tol: 1e-3, json: null, torch: true, device: null, timeout: 900, work: null, seed: 1 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const val = () => (i + 1 < argv.length ? argv[++i] : usage(`${k} needs a value`));
@@ -51,6 +54,7 @@ function parseArgs(argv) {
     else if (k === '--db') a.db = val();
     else if (k === '--tune') a.tune = num();
     else if (k === '--repeat') a.repeat = Math.max(1, Math.floor(num()));
+    else if (k === '--warmup') a.warmup = Math.max(0, Math.floor(num()));
     else if (k === '--rounds') a.rounds = Math.max(1, Math.floor(num()));
     else if (k === '--threads') a.threads = Math.max(1, Math.floor(num()));
     else if (k === '--tol') a.tol = num();
@@ -169,7 +173,7 @@ async function benchModel(ort, a, name, work) {
   const torchTimes = [];
   const kilnMedians = [];
   let kilnJson = null;
-  const kilnCmd = ['run', model, ...inputArgs, '--output-dir', path.join(dir, 'kiln'), '--repeat', String(a.repeat + 1), '--json',
+  const kilnCmd = ['run', model, ...inputArgs, '--output-dir', path.join(dir, 'kiln'), '--repeat', String(a.warmup + a.repeat + 1), '--json',
     ...(fs.existsSync(a.db) ? ['--db', a.db] : []), ...dev];
   const steps = {
     ort: async () => {
@@ -188,7 +192,8 @@ async function benchModel(ort, a, name, work) {
       }
       try {
         kilnJson = JSON.parse(p.stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop());
-        kilnMedians.push(kilnJson.latency_ms.median);
+        const runs = kilnJson.latency_ms.runs;
+        kilnMedians.push(Array.isArray(runs) && runs.length > a.warmup + 1 ? median(runs.slice(a.warmup + 1)) : kilnJson.latency_ms.median);
       } catch (e) { res.kiln_error = `kiln --json printed no JSON object: ${p.stdout.slice(0, 200)}`; }
     },
     torch: async () => {
@@ -265,7 +270,7 @@ async function main() {
   let device = null;
   try { device = JSON.parse(devs.stdout); } catch { /* not fatal */ }
   console.log(`kiln ${a.kiln}, database ${a.db}${a.tune ? ` (tuning ${a.tune} s per model first)` : fs.existsSync(a.db) ? '' : ' (missing: kiln runs untuned; --tune S creates it)'}`);
-  console.log(`ONNX Runtime ${require('onnxruntime-node/package.json').version} CPU, ${a.threads} threads; ${a.rounds} rounds x ${a.repeat} runs; ` +
+  console.log(`ONNX Runtime ${require('onnxruntime-node/package.json').version} CPU, ${a.threads} threads; ${a.rounds} rounds x ${a.repeat} runs (kiln after ${a.warmup} warm-up runs); ` +
     `load average ${load0.map((x) => x.toFixed(2)).join(' ')}, ${os.cpus().length} CPUs${fmtGaps(gaps0)}`);
   const results = [];
   const fmt = (x, d = 1) => (x == null ? '-' : x.toFixed(d));
@@ -295,7 +300,7 @@ async function main() {
   console.log(`load average at the end ${load1.map((x) => x.toFixed(2)).join(' ')}${fmtGaps(gaps1)}; JSON: ${a.json}`);
   fs.mkdirSync(path.dirname(a.json), { recursive: true });
   fs.writeFileSync(a.json, JSON.stringify({ date: new Date().toISOString(), kiln: a.kiln, db: a.db, tune_budget_s: a.tune,
-    threads: a.threads, rounds: a.rounds, repeat: a.repeat, tol: a.tol, loadavg_start: load0, loadavg_end: load1, cpu_gaps_start: gaps0, cpu_gaps_end: gaps1, cpus: os.cpus().length,
+    threads: a.threads, rounds: a.rounds, repeat: a.repeat, warmup: a.warmup, tol: a.tol, loadavg_start: load0, loadavg_end: load1, cpu_gaps_start: gaps0, cpu_gaps_end: gaps1, cpus: os.cpus().length,
     onnxruntime: require('onnxruntime-node/package.json').version, devices: device, models: results }, null, 2) + '\n');
   if (!a.work && results.every((r) => r.ok)) fs.rmSync(work, { recursive: true, force: true });
   return results.every((r) => r.ok) ? 0 : 1;
