@@ -954,7 +954,7 @@ static int choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred
     memset(smp, 0, sizeof *smp);
     if (st->db && kiln_cm_samples_db(st->db, st->device, t->family, smp, NULL) == 0) kiln_cm_fit_samples(&st->dm, t->family, smp, NULL, nc);
     /* too few of this device's own records: the built-in prior for devices of its kind */
-    if (nc->nsamples < KILN_CM_MIN_SAMPLES) kiln_cm_prior(&st->dm.info, t->family, nc);
+    if (nc->nsamples < KILN_CM_MIN_SAMPLES) kiln_cm_prior(&st->dm, t->family, nc);
     snprintf(nc->family, sizeof nc->family, "%s", t->family);
     c = &st->corr[st->ncorr++];
   }

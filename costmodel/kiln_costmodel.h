@@ -195,11 +195,15 @@ int kiln_cm_fit_db(kiln_db *db, int64_t device, const kiln_devmodel *m, const ch
  * records: the probe JSON it was fitted against (NULL if none applies) and a
  * family's correction (KILN_ENOTFOUND if none). */
 const char *kiln_cm_prior_probe(const kiln_device_info *info);
+/* The probe of the n-th built-in prior for devices of info's kind (NULL past the last). */
+const char *kiln_cm_prior_probe_nth(const kiln_device_info *info, int n);
 /* A hash of the prior for devices like info (its probe and corrections). */
 uint64_t kiln_cm_prior_hash(const kiln_device_info *info);
 /* The name of the device the prior for devices like info was measured on. */
 const char *kiln_cm_prior_device(const kiln_device_info *info);
-int kiln_cm_prior(const kiln_device_info *info, const char *family, kiln_correction *c);
+/* The correction of the prior of m's kind measured on the device whose figures
+ * (peak, bandwidth, layout-change rate) are nearest to m's. */
+int kiln_cm_prior(const kiln_devmodel *m, const char *family, kiln_correction *c);
 /* kiln_costmodel_eval on the records of device row dev (described by info),
  * which need not be present. */
 int kiln_cm_eval_device(kiln_db *db, int64_t dev, const kiln_device_info *info, const kiln_cm_eval_debug *dbg, kiln_model_eval **out, int *nout,

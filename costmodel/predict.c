@@ -86,7 +86,7 @@ int kiln_predict(kiln_model *m, const char *profile, kiln_session *s, kiln_db *d
         kiln_correction *nc = &corr[ncorr];
         memset(nc, 0, sizeof *nc);
         if (!profile) kiln_cm_fit_db(db, s->db_device, &dm, t.family, nc, NULL); /* this device: its measured records */
-        else if (kiln_cm_prior(&dm.info, t.family, nc) != 0) nc->nsamples = 0; /* a profile: the GPU prior's, where it has one */
+        else if (kiln_cm_prior(&dm, t.family, nc) != 0) nc->nsamples = 0; /* a profile: the GPU prior's, where it has one */
         snprintf(nc->family, sizeof nc->family, "%s", t.family);
         c = &corr[ncorr++];
       }

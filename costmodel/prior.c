@@ -20,19 +20,74 @@ typedef struct {
 
 #include "prior_cpu.inc"
 #include "prior_gpu.inc"
+/* A second CPU prior, measured on a CPU whose figures differ (export-prior
+ * writes every file with the same names: renamed here) */
+#define prior_cpu_device prior_cpu_b_device
+#define prior_cpu_probe prior_cpu_b_probe
+#define prior_cpu_families prior_cpu_b_families
+#include "prior_cpu_b.inc"
+#undef prior_cpu_device
+#undef prior_cpu_probe
+#undef prior_cpu_families
 
 typedef struct {
   const char *device, *probe;
   const prior_family *fam;
   size_t nfam;
+  int gpu;
 } prior_set;
 
-static const prior_set priors[2] = {
-  {prior_cpu_device, prior_cpu_probe, prior_cpu_families, sizeof prior_cpu_families / sizeof prior_cpu_families[0]},
-  {prior_gpu_device, prior_gpu_probe, prior_gpu_families, sizeof prior_gpu_families / sizeof prior_gpu_families[0]},
+#define PRIOR_SET(n, gpu) {n##_device, n##_probe, n##_families, sizeof n##_families / sizeof n##_families[0], gpu}
+/* The first of each kind stands in when a device's figures are not known. */
+static const prior_set priors[] = {
+  PRIOR_SET(prior_cpu_b, 0),
+  PRIOR_SET(prior_cpu, 0),
+  PRIOR_SET(prior_gpu, 1),
 };
+#define NPRIORS (sizeof priors / sizeof priors[0])
 
-static const prior_set *prior_for(const kiln_device_info *info) { return info ? &priors[info->is_gpu ? 1 : 0] : NULL; }
+static const prior_set *prior_for(const kiln_device_info *info) {
+  if (!info) return NULL;
+  for (size_t i = 0; i < NPRIORS; i++) if (priors[i].gpu == (info->is_gpu != 0)) return &priors[i];
+  return NULL;
+}
+
+/* How far apart two devices' figures are: |log ratio| of the arithmetic
+ * peak, of the bandwidth of the largest working set both measured, and of
+ * the layout-change rate. */
+static double peak_of(const kiln_devmodel *m) {
+  double p = 0;
+  for (int i = 0; i < 5; i++) if (m->flops[i] > p) p = m->flops[i];
+  return p;
+}
+
+static double figure_distance(const kiln_devmodel *a, const kiln_devmodel *b) {
+  double d = 0, pa = peak_of(a), pb = peak_of(b);
+  if (pa > 0 && pb > 0) d += fabs(log(pa / pb));
+  double ba = 0, bb = 0, size = 0;
+  for (int i = 0; i < a->nbw; i++)
+    for (int j = 0; j < b->nbw; j++)
+      if (a->bw_size[i] == b->bw_size[j] && a->bw_size[i] >= size && a->bw[i] > 0 && b->bw[j] > 0) { size = a->bw_size[i]; ba = a->bw[i]; bb = b->bw[j]; }
+  if (ba > 0 && bb > 0) d += fabs(log(ba / bb));
+  if (a->gather > 0 && b->gather > 0) d += fabs(log(a->gather / b->gather));
+  return d;
+}
+
+/* The prior of m's kind measured on the device whose figures are nearest to
+ * m's (the first of the kind when m has none). */
+static const prior_set *prior_near(const kiln_devmodel *m) {
+  const prior_set *best = prior_for(&m->info);
+  if (!best || peak_of(m) <= 0) return best;
+  double bd = INFINITY;
+  for (size_t i = 0; i < NPRIORS; i++) {
+    if (priors[i].gpu != (m->info.is_gpu != 0) || !priors[i].probe[0]) continue;
+    kiln_devmodel pm;
+    if (kiln_devmodel_from_probe(priors[i].probe, &m->info, &pm, NULL) != 0) continue;
+    double d = figure_distance(m, &pm);
+    if (d < bd) { bd = d; best = &priors[i]; }
+  }
+  return best;
+}
 
 const char *kiln_cm_prior_probe(const kiln_device_info *info) {
   const prior_set *s = prior_for(info);
@@ -40,22 +95,31 @@ const char *kiln_cm_prior_probe(const kiln_device_info *info) {
 }
 
 uint64_t kiln_cm_prior_hash(const kiln_device_info *info) {
-  const prior_set *s = prior_for(info);
   uint64_t h = 1469598103934665603ull;
-  if (!s) return h;
+  if (!info) return h;
 #define MIX(p, n) for (size_t q_ = 0; q_ < (n); q_++) { h ^= ((const unsigned char *)(p))[q_]; h *= 1099511628211ull; }
-  MIX(s->device, strlen(s->device));
-  MIX(s->probe, strlen(s->probe));
-  for (size_t i = 0; i < s->nfam; i++) {
-    const prior_family *f = &s->fam[i];
-    if (!f->family) continue;
-    MIX(f->family, strlen(f->family));
-    MIX(&f->nsamples, sizeof f->nsamples);
-    for (int k = 0; k < f->ntok; k++) MIX(f->tok[k], strlen(f->tok[k]));
-    MIX(f->w, sizeof(double) * (size_t)(KILN_CM_NB + 2 * f->ntok));
+  for (size_t j = 0; j < NPRIORS; j++) { /* every prior of the kind: which one a device gets depends on its figures */
+    const prior_set *s = &priors[j];
+    if (s->gpu != (info->is_gpu != 0)) continue;
+    MIX(s->device, strlen(s->device));
+    MIX(s->probe, strlen(s->probe));
+    for (size_t i = 0; i < s->nfam; i++) {
+      const prior_family *f = &s->fam[i];
+      if (!f->family) continue;
+      MIX(f->family, strlen(f->family));
+      MIX(&f->nsamples, sizeof f->nsamples);
+      for (int k = 0; k < f->ntok; k++) MIX(f->tok[k], strlen(f->tok[k]));
+      MIX(f->w, sizeof(double) * (size_t)(KILN_CM_NB + 2 * f->ntok));
+    }
   }
 #undef MIX
   return h;
+}
+
+const char *kiln_cm_prior_probe_nth(const kiln_device_info *info, int n) {
+  for (size_t i = 0; info && i < NPRIORS; i++)
+    if (priors[i].gpu == (info->is_gpu != 0) && n-- == 0) return priors[i].probe;
+  return NULL;
 }
 
 const char *kiln_cm_prior_device(const kiln_device_info *info) {
@@ -63,8 +127,8 @@ const char *kiln_cm_prior_device(const kiln_device_info *info) {
   return s && s->device[0] ? s->device : NULL;
 }
 
-int kiln_cm_prior(const kiln_device_info *info, const char *family, kiln_correction *c) {
-  const prior_set *s = prior_for(info);
+int kiln_cm_prior(const kiln_devmodel *m, const char *family, kiln_correction *c) {
+  const prior_set *s = prior_near(m);
   if (!s) return KILN_ENOTFOUND;
   for (size_t i = 0; i < s->nfam; i++) {
     const prior_family *p = &s->fam[i];

@@ -240,10 +240,33 @@ int main(void) {
   CHECK(cpu_probe && gpu_probe && strcmp(cpu_probe, gpu_probe) != 0);
   CHECK(kiln_cm_prior_device(&gpu) && kiln_cm_prior_device(&info) && strcmp(kiln_cm_prior_device(&gpu), kiln_cm_prior_device(&info)) != 0);
   kiln_correction *cg = malloc(sizeof *cg);
-  CHECK(cg && kiln_cm_prior(&gpu, "conv", cg) == 0 && kiln_cm_prior(&info, "conv", c) == 0 && cg->nsamples != c->nsamples);
+  kiln_devmodel mg, mc; /* no figures: the first prior of the kind */
+  memset(&mg, 0, sizeof mg);
+  memset(&mc, 0, sizeof mc);
+  mg.info = gpu;
+  mc.info = info;
+  CHECK(cg && kiln_cm_prior(&mg, "conv", cg) == 0 && kiln_cm_prior(&mc, "conv", c) == 0 && cg->nsamples != c->nsamples);
+  CHECK(kiln_cm_prior(&mg, "no-such-family", c) == KILN_ENOTFOUND);
+  CHECK(kiln_cm_prior(&mc, "no-such-family", c) == KILN_ENOTFOUND);
+  /* several CPU priors: a device gets the one measured on the device whose
+   * figures are nearest its own; figures near another prior's move it there */
+  {
+    int np = 0, ns[4] = {0};
+    for (; np < 4 && kiln_cm_prior_probe_nth(&info, np); np++) {
+      kiln_devmodel pm;
+      CHECK(kiln_devmodel_from_probe(kiln_cm_prior_probe_nth(&info, np), &info, &pm, NULL) == 0);
+      CHECK(kiln_cm_prior(&pm, "conv", c) == 0);
+      ns[np] = c->nsamples;
+      /* 5% off in every figure: still that prior */
+      for (int k = 0; k < 5; k++) pm.flops[k] *= 1.05;
+      for (int k = 0; k < pm.nbw; k++) pm.bw[k] *= 0.95;
+      pm.gather *= 1.05;
+      CHECK(kiln_cm_prior(&pm, "conv", cg) == 0 && cg->nsamples == ns[np]);
+    }
+    CHECK(np >= 2 && ns[0] != ns[1]);
+    CHECK(kiln_cm_prior_probe_nth(&info, 0) == kiln_cm_prior_probe(&info));
+  }
   free(cg);
-  CHECK(kiln_cm_prior(&gpu, "no-such-family", c) == KILN_ENOTFOUND);
-  CHECK(kiln_cm_prior(&info, "no-such-family", c) == KILN_ENOTFOUND);
   /* a profile of the GPU the prior was measured on takes the prior's probe;
    * another GPU's keeps its spec sheet, with the prior's corrections */
   {

@@ -378,7 +378,7 @@ static void refit(const kiln_devmodel *dm, const char *family, const char *key, 
    * its kind, as kiln run does (replayed on resnet18's convolutions, out of
    * the prior's sample, a fresh database's picks went from 1.097x to 1.018x
    * the exhaustive best: the first instances no longer start blind) */
-  if (corr->nsamples < KILN_CM_MIN_SAMPLES) kiln_cm_prior(&dm->info, family, corr);
+  if (corr->nsamples < KILN_CM_MIN_SAMPLES) kiln_cm_prior(dm, family, corr);
   kiln_cm_transfer ts;
   int tr = kiln_cm_transfer_init(&ts, dm, corr, smp, skip_key, key) == 0;
   for (int q = 0; q < nc; q++)
