@@ -53,7 +53,12 @@
  *            work-item, CONVDW_VW outputs of each at a time, the weights in
  *            registers, the rows' interior read as whole vectors with no
  *            tests (the column split and the loops' bounds compile-time
- *            constants), vector stores; work-groups of whole channel planes.
+ *            constants), vector stores; work-groups of whole channel planes;
+ *   dirv     direct 2-D over at most DIRV_CMAX input channels per group (the
+ *            CNN stems, 3 channels): conv_dirv, CONV_TOC output channels of
+ *            an output row per work-item in vectors of CONVDW_VW along the
+ *            row (dwr's input loads and column split), the weights packed
+ *            in panels of CONV_TOC channels (pack_panels).
  * The GEMM-based solvers (1x1, im2col, wino) share the register tile
  * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
  * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
@@ -62,7 +67,7 @@
 #include "ops/window.h"
 #include "conv.h"
 
-enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4, CONV_A_DWR };
+enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4, CONV_A_DWR, CONV_A_DIRV };
 static const kiln_kparam conv_kparams[CP_COUNT] = {
   [CP_ALGO] = {"CONV_ALGO", 0, {0}, CONV_A_DIRECT}, /* values: the registry's indices (conv_tunable_of) */
   [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
@@ -80,7 +85,7 @@ static const kiln_kparam conv_kparams[CP_COUNT] = {
 _Static_assert(CP_COUNT <= KILN_MAX_KPARAMS, "too many conv parameters");
 
 /* kiln_tunable.dims of a Conv instance */
-enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN };
+enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN, CD_KK };
 /* CF_XS: the input scaled per image and channel (input 3, a squeeze-excite
  * gate fused by runtime/passes.c); only panel's conv_pw reads it */
 enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64 };
@@ -372,6 +377,9 @@ static bool wconst(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_WCONST
 static int direct_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   /* tiles far wider than the channels (the default always stays) */
   if (p[CP_TOC] != t->params[CP_TOC].dflt && p[CP_TOC] > 2 * t->dims[CD_M] && p[CP_TOC] > 4) return -1;
+  /* more rows per work-item than the output has; more than 16 accumulator vectors */
+  if (p[CP_DWR] != t->params[CP_DWR].dflt && p[CP_DWR] > t->dims[CD_OH]) return -1;
+  if (p[CP_DWR] * p[CP_TOC] > 16) return -1;
   return 0;
 }
 
@@ -842,6 +850,50 @@ static int dwr_launch(const conv_ctx *c, kiln_error *err) {
   return kiln_exec_launch(c->x, k, 3, gws, (size_t)rows * (size_t)cg <= max_wg ? lws : NULL, err);
 }
 
+/* -- dirv: direct along the output row, for few input channels ------------ */
+
+/* Input channels per group up to which dirv applies: the stems of the bench
+ * CNNs have 3. Each tap of a row block is one vector load (two at stride 2)
+ * for CONV_TOC multiply-adds; deeper inputs are GEMMs' work. */
+#define DIRV_CMAX 8
+static int dirv_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  int64_t kk = t->dims[CD_KK], icg = kk > 0 ? t->dims[CD_K] / kk : 0;
+  if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D | CF_XS)) || kk < 2 || icg < 1 || icg > DIRV_CMAX || t->dims[CD_ESZ] == 8) return -1;
+  /* more channels per work-item than the layer has: zeros multiplied */
+  if (p[CP_TOC] != t->params[CP_TOC].dflt && p[CP_TOC] > 2 * t->dims[CD_M] && p[CP_TOC] > 4) return -1;
+  /* more rows per work-item than the output has; more than 16 accumulator vectors */
+  if (p[CP_DWR] != t->params[CP_DWR].dflt && p[CP_DWR] > t->dims[CD_OH]) return -1;
+  if (p[CP_DWR] * p[CP_TOC] > 16) return -1;
+  return 0;
+}
+
+static void dirv_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  conv_sizes s = sizes_of(t, f);
+  int toc = p[CP_TOC], vw = p[CP_DWVW];
+  int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1, ow = s.P / oh, mb = ceil_div(s.M, toc);
+  f->flops = 2.0 * s.nb * (double)(mb * toc) * s.K * (double)(oh * round_up(ow, vw)); /* whole vectors and channel blocks */
+  f->work_groups = (double)s.nb * (double)ceil_div(oh, p[CP_DWR]) * (double)mb;
+  /* the input rows re-read per channel block (from cache), the weights once per R rows */
+  f->bytes = s.in_bytes / (double)(t->dims[CD_KK] > 0 ? t->dims[CD_KK] : 1) * (double)mb + s.wbytes * (double)ceil_div(oh, p[CP_DWR]) + s.ybytes;
+  f->vec = vw;
+}
+
+static int dirv_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  int toc = c->p[CP_TOC];
+  cl_mem A = conv_packed(c, pack_panels, toc, err);
+  if (!A) return err->status;
+  char opts[sizeof c->opts + 256];
+  size_t o = (size_t)snprintf(opts, sizeof opts, "%s -DCONV_GEOM=", c->opts);
+  for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", c->m[i]);
+  cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dirv", err);
+  if (!k) return err->status;
+  if (kiln_cl_args(k, err, KARG(c->bx), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]), KEND))
+    return err->status;
+  size_t gws[3] = {(size_t)ceil_div(w->out[1], c->p[CP_DWR]), (size_t)ceil_div(c->ocg, toc), (size_t)(w->n * w->group)};
+  return kiln_exec_launch(c->x, k, 3, gws, NULL, err);
+}
+
 static int never(const kiln_tunable *t) { return 0; }
 
 /* The registry; an entry's index is its CONV_ALGO value, so entries are
@@ -858,6 +910,7 @@ const kiln_conv_solver kiln_conv_solvers[] = {
   [CONV_A_DWV] = {{"dwv", USES(CP_DWVW), CONV_A_DWV}, dwv_applies, never, dwv_features, dwv_launch},
   [CONV_A_WINOP4] = {{"winop4", PANEL_USES, CONV_A_WINOP4}, wino4_applies, never, winop4_features, winop4_launch},
   [CONV_A_DWR] = {{"dwr", USES(CP_DWVW) | USES(CP_DWR), CONV_A_DWR}, dwr_applies, dwr_prefer, dwr_features, dwr_launch},
+  [CONV_A_DIRV] = {{"dirv", USES(CP_TOC) | USES(CP_DWVW) | USES(CP_DWR), CONV_A_DIRV}, dirv_applies, never, dirv_features, dirv_launch},
 };
 const int kiln_conv_nsolvers = (int)(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0]);
 _Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CONV_ALGO holds at most 16 values (kiln_kparam.vals)");
@@ -939,6 +992,7 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   t->dims[CD_ESZ] = xv->half ? 2 : xv->dtype == KILN_DT_DOUBLE ? 8 : 4;
   t->dims[CD_OH] = w->out[0] * w->out[1];
   t->dims[CD_IN] = w->c / w->group * w->in[0] * w->in[1] * w->in[2];
+  t->dims[CD_KK] = w->k[0] * w->k[1] * w->k[2];
   t->params[CP_ALGO].nvals = kiln_conv_nsolvers;
   for (int i = 0; i < kiln_conv_nsolvers; i++) t->params[CP_ALGO].vals[i] = i;
   int algo = conv_default_algo(t);

@@ -45,6 +45,10 @@
  *                 per work-item in vectors of CONVDW_VW, the interior of the
  *                 rows read as whole vectors with no tests.
  *                 grid: (ceil(OH/R), C, N)
+ *   conv_dirv     [algo 11] direct 2-D over few input channels (stems):
+ *                 CONV_TOC output channels of CONVDW_R output rows per
+ *                 work-item, in vectors of CONVDW_VW along the rows.
+ *                 grid: (ceil(OH/R), ceil(OCg/TOC), N*G)
  *   conv_pw       [algo 6 on 1x1 stride-1 convs] a register-blocked GEMM of
  *                 the packed weights with the input itself (no im2col).
  *                 grid: (ceil(P/TN) in groups of PANEL_WG, row blocks, N*G)
@@ -804,7 +808,7 @@ __kernel void conv_dwv(__global const ST *x, __global const ST *w, __global cons
 #define CONVDW_R 1 // conv_dwr: output rows per work-item (1, 2, 4)
 #endif
 #define DWR_KMAX 49 /* conv_dwr: taps held in registers (the host's dwr solver applies up to 7x7) */
-#if CONV_USES(10) && defined(CONV_GEOM)
+#if (CONV_USES(10) || CONV_USES(11)) && defined(CONV_GEOM)
 #if defined(T_DTYPE) && T_DTYPE == 10
 #define TDV_STOREG(v, i, p) CAT(kiln_vsth, CONVDW_VW)((v), (i), (p))
 #else
@@ -828,6 +832,35 @@ inline __attribute__((always_inline)) TDV dwr_in(__global const ST *xr, const in
   return v;
 }
 
+/* The column blocks of CONVDW_VW outputs of a row: nv in all, those in
+ * [vlo, vhi) read as whole vectors (every tap's first input at or after 0
+ * and its last read, stride 2: 2*VW elements, inside the row; the block
+ * inside OW), the others guarded. Compile-time constants under CONV_GEOM. */
+#define DWR_SPLIT()                                                                                        \
+  const int nv = (OW + CONVDW_VW - 1) / CONVDW_VW, step = SW * CONVDW_VW;                                 \
+  const int lim = IW + PW - (KW - 1) * DW - (SW == 1 ? CONVDW_VW : 2 * CONVDW_VW);                         \
+  const int vlo = SW <= 2 ? min(nv, (PW + step - 1) / step) : nv;                                          \
+  const int vhi = SW <= 2 && lim >= 0 ? max(vlo, min(OW / CONVDW_VW, lim / step + 1)) : vlo
+
+/* Stores the CONVDW_VW outputs o of channel c at y[yo..] through the
+ * epilogue: a whole vector when all `left` of them are inside the row, else
+ * those that are, one by one. */
+inline __attribute__((always_inline)) void dwr_store(TDV o, __global ST *y, const long yo, const int left, const int c, __global const ST *e0,
+                                                     __global const ST *e1) {
+  T *ro = (T *)&o;
+  if (left >= CONVDW_VW) {
+#if defined(KILN_EPIV)
+    o = EPIV(CONVDW_VW, o, yo, c);
+#elif defined(KILN_EPI)
+    for (int j = 0; j < CONVDW_VW; j++) ro[j] = EPI(ro[j], yo + j, c);
+#endif
+    TDV_STOREG(o, 0, y + yo);
+  } else {
+    for (int j = 0; j < CONVDW_VW && j < left; j++) SV(y, yo + j, EPI(ro[j], yo + j, c));
+  }
+}
+
+#if CONV_USES(10)
 /* Outputs (oh0 + r, ow0 + j), r < CONVDW_R, j < CONVDW_VW, of plane yc of y
  * from input plane xc; rows_in: every row's window lies inside the input
  * (no row tests); edge: the columns are read guarded. */
@@ -847,19 +880,7 @@ inline __attribute__((always_inline)) void dwr_block(__global const ST *xc, cons
     }
   _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) {
     if (!rows_in && oh0 + r >= OH) break;
-    const long yo = yc + (long)(oh0 + r) * OW + ow0;
-    TDV o = acc[r];
-    T *ro = (T *)&o;
-    if (ow0 + CONVDW_VW <= OW) {
-#if defined(KILN_EPIV)
-      o = EPIV(CONVDW_VW, o, yo, c);
-#elif defined(KILN_EPI)
-      for (int j = 0; j < CONVDW_VW; j++) ro[j] = EPI(ro[j], yo + j, c);
-#endif
-      TDV_STOREG(o, 0, y + yo);
-    } else {
-      for (int j = 0; j < CONVDW_VW && ow0 + j < OW; j++) SV(y, yo + j, EPI(ro[j], yo + j, c));
-    }
+    dwr_store(acc[r], y, yc + (long)(oh0 + r) * OW + ow0, OW - ow0, c, e0, e1);
   }
 }
 
@@ -884,17 +905,101 @@ __kernel void conv_dwr(__global const ST *x, __global const ST *w, __global cons
   _Pragma("unroll") for (int i = 0; i < KH * KW && i < DWR_KMAX; i++) wk[i] = LD(w, (long)c * KH * KW + i);
   const T b = has_bias ? LD(bias, c) : (T)0;
   const long yc = ((long)n * C + c) * (long)OH * OW;
-  /* whole-vector columns: every tap's first input at or after 0 and its
-   * last read (stride 2: 2*VW elements) inside the row, the block inside OW */
-  const int nv = (OW + CONVDW_VW - 1) / CONVDW_VW, step = SW * CONVDW_VW;
-  const int lim = IW + PW - (KW - 1) * DW - (SW == 1 ? CONVDW_VW : 2 * CONVDW_VW);
-  const int vlo = SW <= 2 ? min(nv, (PW + step - 1) / step) : nv;
-  const int vhi = SW <= 2 && lim >= 0 ? max(vlo, min(OW / CONVDW_VW, lim / step + 1)) : vlo;
+  DWR_SPLIT();
   const bool rows_in = oh0 * SH - PH >= 0 && (oh0 + CONVDW_R - 1) * SH - PH + (KH - 1) * DH < IH && oh0 + CONVDW_R <= OH;
   if (rows_in) DWR_ROW(true);
   else DWR_ROW(false);
 }
+#endif /* CONV_USES(10) */
+
+/* [algo 11] direct 2-D convolution over few input channels per group (the
+ * stems of CNNs: 3 channels, 3x3 to 7x7, stride 2), along the output row
+ * like dwr: a work-item computes CONV_TOC output channels of one output row,
+ * CONVDW_VW outputs of each at a time. Every tap's input vector (dwr_in:
+ * stride 1 one load, stride 2 two loads and their even lanes, guarded at
+ * the row's edges) is loaded once and multiplied by that tap's CONV_TOC
+ * weights, packed on the host in panels of CONV_TOC output channels
+ * ([K][CONV_TOC] per panel, as pack_panels writes them): CONV_TOC
+ * accumulator vectors. im2col + GEMM spends more moving the 27-147 rows of
+ * such a layer than multiplying them, and conv_direct keeps the pixels in
+ * scalars. CONVDW_R output rows at a time share each weight load (R x TOC
+ * accumulator vectors). Built with CONV_GEOM.
+ * grid: (ceil(OH/R), ceil(OCg/CONV_TOC), N*G) */
+#if CONV_USES(11)
+inline __attribute__((always_inline)) void dirv_block(__global const ST *xg, __global const ST *wp, __global const ST *bias, const int has_bias,
+                                                      __global ST *y, const long yb, const int oh0, const int ow0, const int ocg0, const int cbase,
+                                                      const bool rows_in, const bool edge, __global const ST *e0, __global const ST *e1) {
+  const int ICg = CM(M_ICG), OCg = CM(M_OCG), IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
+  const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
+  const int DH = CM(M_DL + 1), DW = CM(M_DL + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
+  TDV acc[CONVDW_R][CONV_TOC];
+  _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++)
+    _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) acc[r][o] = (TDV)0;
+  for (int ic = 0; ic < ICg; ic++) {
+    __global const ST *xc = xg + (long)ic * IH * IW;
+    _Pragma("unroll") for (int kh = 0; kh < KH; kh++) {
+      __global const ST *wk = wp + (long)(ic * KH + kh) * KW * CONV_TOC;
+      _Pragma("unroll") for (int kw = 0; kw < KW; kw++) {
+        /* the tap's input vector of each of the R rows (zeros outside) */
+        TDV xv[CONVDW_R];
+        _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) {
+          const int ih = (oh0 + r) * SH - PH + kh * DH;
+          xv[r] = rows_in || (oh0 + r < OH && ih >= 0 && ih < IH) ? dwr_in(xc + (long)ih * IW, ow0 * SW - PW + kw * DW, edge) : (TDV)0;
+        }
+#if defined(T_DTYPE) && T_DTYPE == 10
+        /* half weights: one vector conversion per tap (scalar ones are software on POCL) */
+        const CAT(T, CONV_TOC) wv = CAT(kiln_vldh, CONV_TOC)(0, wk + kw * CONV_TOC);
+        const T *wt = (const T *)&wv;
+#define DIRV_W(o) wt[o]
+#else
+#define DIRV_W(o) wk[kw * CONV_TOC + (o)]
 #endif
+        _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) {
+          const TDV wo = (TDV)(DIRV_W(o));
+          _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) acc[r][o] = mad(wo, xv[r], acc[r][o]);
+        }
+#undef DIRV_W
+      }
+    }
+  }
+  _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) {
+    if (ocg0 + o >= OCg) break;
+    const int c = cbase + ocg0 + o;
+    const T b = has_bias ? LD(bias, c) : (T)0;
+    _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) {
+      if (!rows_in && oh0 + r >= OH) break;
+      dwr_store(acc[r][o] + (TDV)(b), y, yb + (long)(ocg0 + o) * OH * OW + (long)(oh0 + r) * OW + ow0, OW - ow0, c, e0, e1);
+    }
+  }
+}
+
+#define DIRV_ROW(rows_in)                                                                                                        \
+  do {                                                                                                                           \
+    for (int v = 0; v < vlo; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh0, v * CONVDW_VW, ocg0, cbase, rows_in, true, e0, e1);   \
+    for (int v = vlo; v < vhi; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh0, v * CONVDW_VW, ocg0, cbase, rows_in, false, e0, e1); \
+    for (int v = vhi; v < nv; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh0, v * CONVDW_VW, ocg0, cbase, rows_in, true, e0, e1);   \
+  } while (0)
+
+__kernel void conv_dirv(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
+                        __global const int *m, int has_bias, __global const ST *e0, __global const ST *e1) {
+  const int C = CM(M_C), OC = CM(M_OC), G = CM(M_G), ICg = CM(M_ICG), OCg = CM(M_OCG);
+  const int IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
+  const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
+  const int DH = CM(M_DL + 1), DW = CM(M_DL + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
+  const int oh0 = get_global_id(0) * CONVDW_R, ocg0 = get_global_id(1) * CONV_TOC, ng = get_global_id(2);
+  if (oh0 >= OH || ocg0 >= OCg || ng >= CM(M_N) * G) return;
+  const int n = ng / G, g = ng % G, nmb = (OCg + CONV_TOC - 1) / CONV_TOC;
+  __global const ST *xg = x + ((long)n * C + (long)g * ICg) * ((long)IH * IW);
+  __global const ST *wp = w + ((long)g * nmb + ocg0 / CONV_TOC) * (long)ICg * KH * KW * CONV_TOC;
+  const int cbase = g * OCg;
+  const long yb = ((long)n * OC + cbase) * (long)OH * OW;
+  DWR_SPLIT();
+  const bool rows_in = oh0 * SH - PH >= 0 && (oh0 + CONVDW_R - 1) * SH - PH + (KH - 1) * DH < IH && oh0 + CONVDW_R <= OH;
+  if (rows_in) DIRV_ROW(true);
+  else DIRV_ROW(false);
+}
+#endif /* CONV_USES(11) */
+#endif /* dwr, dirv */
 
 /* [algo 6 on 1x1 stride-1 convs] 1x1 convolution (stride 1, no pads) as a
  * packed GEMM on the input itself, no im2col: Y[n][g*M + m][p] = sum_k A[g][m][k] * x[n][g*K

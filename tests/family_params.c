@@ -291,9 +291,11 @@ int main(int argc, char **argv) {
     {"Conv 1x3x9x7 k3 (computed weights)", "Conv", 11, 2, 1, {0}, {4, 4}, {{1, 3, 9, 7}, {4, 3, 3, 3}}, "pads=is:1,1,1,1", -1},
     /* their fp16-storage variants (--half only): every solver the conv
      * family offers these shapes (constant weights: 1x1, im2col, panel,
-     * Winograd wino/winop/winop4, depthwise dw/dwv) and the gemm family's
+     * Winograd wino/winop/winop4, depthwise dw/dwv, dirv) and the gemm family's
      * packed constant B */
     {"Conv 1x8x10x9 k3 const w+b (Winograd)", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 8, 10, 9}, {12, 8, 3, 3}, {12}}, "pads=is:1,1,1,1", -1, 6},
+    {"Conv stem 1x3x15x37 k7 s2 const w+b (dirv)", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 3, 15, 37}, {20, 3, 7, 7}, {20}},
+     "strides=is:2,2;pads=is:3,3,3,3", -1, 6},
     {"Conv 1x16x7x9 1x1 const w", "Conv", 11, 2, 1, {0}, {4, 4}, {{1, 16, 7, 9}, {10, 16, 1, 1}}, NULL, -1, 2},
     {"Conv 1x8x9x11 1x1 s2 const w+b", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 8, 9, 11}, {8, 8, 1, 1}, {8}}, "strides=is:2,2", -1, 6},
     {"Conv depthwise 1x6x11x13 k3 s2 const", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 6, 11, 13}, {6, 1, 3, 3}, {6}},
