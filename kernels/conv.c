@@ -377,9 +377,6 @@ static bool wconst(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_WCONST
 static int direct_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   /* tiles far wider than the channels (the default always stays) */
   if (p[CP_TOC] != t->params[CP_TOC].dflt && p[CP_TOC] > 2 * t->dims[CD_M] && p[CP_TOC] > 4) return -1;
-  /* more rows per work-item than the output has; more than 16 accumulator vectors */
-  if (p[CP_DWR] != t->params[CP_DWR].dflt && p[CP_DWR] > t->dims[CD_OH]) return -1;
-  if (p[CP_DWR] * p[CP_TOC] > 16) return -1;
   return 0;
 }
 
@@ -861,9 +858,6 @@ static int dirv_applies(const kiln_tunable *t, const int *p, const kiln_device_i
   if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D | CF_XS)) || kk < 2 || icg < 1 || icg > DIRV_CMAX || t->dims[CD_ESZ] == 8) return -1;
   /* more channels per work-item than the layer has: zeros multiplied */
   if (p[CP_TOC] != t->params[CP_TOC].dflt && p[CP_TOC] > 2 * t->dims[CD_M] && p[CP_TOC] > 4) return -1;
-  /* more rows per work-item than the output has; more than 16 accumulator vectors */
-  if (p[CP_DWR] != t->params[CP_DWR].dflt && p[CP_DWR] > t->dims[CD_OH]) return -1;
-  if (p[CP_DWR] * p[CP_TOC] > 16) return -1;
   return 0;
 }
 
@@ -872,9 +866,9 @@ static void dirv_features(const kiln_tunable *t, const int *p, kiln_features *f)
   int toc = p[CP_TOC], vw = p[CP_DWVW];
   int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1, ow = s.P / oh, mb = ceil_div(s.M, toc);
   f->flops = 2.0 * s.nb * (double)(mb * toc) * s.K * (double)(oh * round_up(ow, vw)); /* whole vectors and channel blocks */
-  f->work_groups = (double)s.nb * (double)ceil_div(oh, p[CP_DWR]) * (double)mb;
-  /* the input rows re-read per channel block (from cache), the weights once per R rows */
-  f->bytes = s.in_bytes / (double)(t->dims[CD_KK] > 0 ? t->dims[CD_KK] : 1) * (double)mb + s.wbytes * (double)ceil_div(oh, p[CP_DWR]) + s.ybytes;
+  f->work_groups = (double)s.nb * (double)oh * (double)mb;
+  /* the input rows re-read per channel block (from cache), the weights once per row */
+  f->bytes = s.in_bytes / (double)(t->dims[CD_KK] > 0 ? t->dims[CD_KK] : 1) * (double)mb + s.wbytes * (double)oh + s.ybytes;
   f->vec = vw;
 }
 
@@ -890,7 +884,7 @@ static int dirv_launch(const conv_ctx *c, kiln_error *err) {
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]), KEND))
     return err->status;
-  size_t gws[3] = {(size_t)ceil_div(w->out[1], c->p[CP_DWR]), (size_t)ceil_div(c->ocg, toc), (size_t)(w->n * w->group)};
+  size_t gws[3] = {(size_t)w->out[1], (size_t)ceil_div(c->ocg, toc), (size_t)(w->n * w->group)};
   return kiln_exec_launch(c->x, k, 3, gws, NULL, err);
 }
 
@@ -910,7 +904,7 @@ const kiln_conv_solver kiln_conv_solvers[] = {
   [CONV_A_DWV] = {{"dwv", USES(CP_DWVW), CONV_A_DWV}, dwv_applies, never, dwv_features, dwv_launch},
   [CONV_A_WINOP4] = {{"winop4", PANEL_USES, CONV_A_WINOP4}, wino4_applies, never, winop4_features, winop4_launch},
   [CONV_A_DWR] = {{"dwr", USES(CP_DWVW) | USES(CP_DWR), CONV_A_DWR}, dwr_applies, dwr_prefer, dwr_features, dwr_launch},
-  [CONV_A_DIRV] = {{"dirv", USES(CP_TOC) | USES(CP_DWVW) | USES(CP_DWR), CONV_A_DIRV}, dirv_applies, never, dirv_features, dirv_launch},
+  [CONV_A_DIRV] = {{"dirv", USES(CP_TOC) | USES(CP_DWVW), CONV_A_DIRV}, dirv_applies, never, dirv_features, dirv_launch},
 };
 const int kiln_conv_nsolvers = (int)(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0]);
 _Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CONV_ALGO holds at most 16 values (kiln_kparam.vals)");

@@ -46,9 +46,9 @@
  *                 rows read as whole vectors with no tests.
  *                 grid: (ceil(OH/R), C, N)
  *   conv_dirv     [algo 11] direct 2-D over few input channels (stems):
- *                 CONV_TOC output channels of CONVDW_R output rows per
- *                 work-item, in vectors of CONVDW_VW along the rows.
- *                 grid: (ceil(OH/R), ceil(OCg/TOC), N*G)
+ *                 CONV_TOC output channels of one output row per
+ *                 work-item, in vectors of CONVDW_VW along the row.
+ *                 grid: (OH, ceil(OCg/TOC), N*G)
  *   conv_pw       [algo 6 on 1x1 stride-1 convs] a register-blocked GEMM of
  *                 the packed weights with the input itself (no im2col).
  *                 grid: (ceil(P/TN) in groups of PANEL_WG, row blocks, N*G)
@@ -922,43 +922,35 @@ __kernel void conv_dwr(__global const ST *x, __global const ST *w, __global cons
  * ([K][CONV_TOC] per panel, as pack_panels writes them): CONV_TOC
  * accumulator vectors. im2col + GEMM spends more moving the 27-147 rows of
  * such a layer than multiplying them, and conv_direct keeps the pixels in
- * scalars. CONVDW_R output rows at a time share each weight load (R x TOC
- * accumulator vectors). Built with CONV_GEOM.
- * grid: (ceil(OH/R), ceil(OCg/CONV_TOC), N*G) */
+ * scalars. (R output rows sharing each weight load, as dwr does, ran
+ * 1.05-1.4x slower on the stems and took POCL 22-52 s to compile at 7x7.)
+ * Built with CONV_GEOM. grid: (OH, ceil(OCg/CONV_TOC), N*G) */
 #if CONV_USES(11)
 inline __attribute__((always_inline)) void dirv_block(__global const ST *xg, __global const ST *wp, __global const ST *bias, const int has_bias,
-                                                      __global ST *y, const long yb, const int oh0, const int ow0, const int ocg0, const int cbase,
-                                                      const bool rows_in, const bool edge, __global const ST *e0, __global const ST *e1) {
+                                                      __global ST *y, const long yb, const int oh, const int ow0, const int ocg0, const int cbase,
+                                                      const bool edge, __global const ST *e0, __global const ST *e1) {
   const int ICg = CM(M_ICG), OCg = CM(M_OCG), IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
   const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
   const int DH = CM(M_DL + 1), DW = CM(M_DL + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
-  TDV acc[CONVDW_R][CONV_TOC];
-  _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++)
-    _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) acc[r][o] = (TDV)0;
+  TDV acc[CONV_TOC];
+  _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) acc[o] = (TDV)0;
+  /* the rows of the window inside the input */
+  const int kh0 = max(0, (PH - oh * SH + DH - 1) / DH), kh1 = min(KH, (IH - 1 + PH - oh * SH) / DH + 1);
   for (int ic = 0; ic < ICg; ic++) {
-    __global const ST *xc = xg + (long)ic * IH * IW;
-    _Pragma("unroll") for (int kh = 0; kh < KH; kh++) {
+    /* rows not unrolled: a 7x7 window unrolled whole took POCL 5-50 s to compile */
+    _Pragma("unroll 1") for (int kh = kh0; kh < kh1; kh++) {
+      __global const ST *xr = xg + ((long)ic * IH + oh * SH - PH + kh * DH) * IW;
       __global const ST *wk = wp + (long)(ic * KH + kh) * KW * CONV_TOC;
       _Pragma("unroll") for (int kw = 0; kw < KW; kw++) {
-        /* the tap's input vector of each of the R rows (zeros outside) */
-        TDV xv[CONVDW_R];
-        _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) {
-          const int ih = (oh0 + r) * SH - PH + kh * DH;
-          xv[r] = rows_in || (oh0 + r < OH && ih >= 0 && ih < IH) ? dwr_in(xc + (long)ih * IW, ow0 * SW - PW + kw * DW, edge) : (TDV)0;
-        }
+        const TDV xv = dwr_in(xr, ow0 * SW - PW + kw * DW, edge);
 #if defined(T_DTYPE) && T_DTYPE == 10
         /* half weights: one vector conversion per tap (scalar ones are software on POCL) */
         const CAT(T, CONV_TOC) wv = CAT(kiln_vldh, CONV_TOC)(0, wk + kw * CONV_TOC);
         const T *wt = (const T *)&wv;
-#define DIRV_W(o) wt[o]
+        _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) acc[o] = mad((TDV)(wt[o]), xv, acc[o]);
 #else
-#define DIRV_W(o) wk[kw * CONV_TOC + (o)]
+        _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) acc[o] = mad((TDV)(wk[kw * CONV_TOC + o]), xv, acc[o]);
 #endif
-        _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) {
-          const TDV wo = (TDV)(DIRV_W(o));
-          _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) acc[r][o] = mad(wo, xv[r], acc[r][o]);
-        }
-#undef DIRV_W
       }
     }
   }
@@ -966,19 +958,9 @@ inline __attribute__((always_inline)) void dirv_block(__global const ST *xg, __g
     if (ocg0 + o >= OCg) break;
     const int c = cbase + ocg0 + o;
     const T b = has_bias ? LD(bias, c) : (T)0;
-    _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) {
-      if (!rows_in && oh0 + r >= OH) break;
-      dwr_store(acc[r][o] + (TDV)(b), y, yb + (long)(ocg0 + o) * OH * OW + (long)(oh0 + r) * OW + ow0, OW - ow0, c, e0, e1);
-    }
+    dwr_store(acc[o] + (TDV)(b), y, yb + (long)(ocg0 + o) * OH * OW + (long)oh * OW + ow0, OW - ow0, c, e0, e1);
   }
 }
-
-#define DIRV_ROW(rows_in)                                                                                                        \
-  do {                                                                                                                           \
-    for (int v = 0; v < vlo; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh0, v * CONVDW_VW, ocg0, cbase, rows_in, true, e0, e1);   \
-    for (int v = vlo; v < vhi; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh0, v * CONVDW_VW, ocg0, cbase, rows_in, false, e0, e1); \
-    for (int v = vhi; v < nv; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh0, v * CONVDW_VW, ocg0, cbase, rows_in, true, e0, e1);   \
-  } while (0)
 
 __kernel void conv_dirv(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
                         __global const int *m, int has_bias, __global const ST *e0, __global const ST *e1) {
@@ -986,17 +968,17 @@ __kernel void conv_dirv(__global const ST *x, __global const ST *w, __global con
   const int IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
   const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
   const int DH = CM(M_DL + 1), DW = CM(M_DL + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
-  const int oh0 = get_global_id(0) * CONVDW_R, ocg0 = get_global_id(1) * CONV_TOC, ng = get_global_id(2);
-  if (oh0 >= OH || ocg0 >= OCg || ng >= CM(M_N) * G) return;
+  const int oh = get_global_id(0), ocg0 = get_global_id(1) * CONV_TOC, ng = get_global_id(2);
+  if (oh >= OH || ocg0 >= OCg || ng >= CM(M_N) * G) return;
   const int n = ng / G, g = ng % G, nmb = (OCg + CONV_TOC - 1) / CONV_TOC;
   __global const ST *xg = x + ((long)n * C + (long)g * ICg) * ((long)IH * IW);
   __global const ST *wp = w + ((long)g * nmb + ocg0 / CONV_TOC) * (long)ICg * KH * KW * CONV_TOC;
   const int cbase = g * OCg;
   const long yb = ((long)n * OC + cbase) * (long)OH * OW;
   DWR_SPLIT();
-  const bool rows_in = oh0 * SH - PH >= 0 && (oh0 + CONVDW_R - 1) * SH - PH + (KH - 1) * DH < IH && oh0 + CONVDW_R <= OH;
-  if (rows_in) DIRV_ROW(true);
-  else DIRV_ROW(false);
+  for (int v = 0; v < vlo; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh, v * CONVDW_VW, ocg0, cbase, true, e0, e1);
+  for (int v = vlo; v < vhi; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh, v * CONVDW_VW, ocg0, cbase, false, e0, e1);
+  for (int v = vhi; v < nv; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh, v * CONVDW_VW, ocg0, cbase, true, e0, e1);
 }
 #endif /* CONV_USES(11) */
 #endif /* dwr, dirv */
