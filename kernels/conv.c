@@ -851,8 +851,10 @@ static int dwr_launch(const conv_ctx *c, kiln_error *err) {
 
 /* Input channels per group up to which dirv applies: the stems of the bench
  * CNNs have 3. Each tap of a row block is one vector load (two at stride 2)
- * for CONV_TOC multiply-adds; deeper inputs are GEMMs' work. */
-#define DIRV_CMAX 8
+ * for CONV_TOC multiply-adds. bench_conv_layer against winop4 (3x3 stride 1,
+ * POCL): 16->64 at 55x55 dirv 214 us vs 249; 32->128 at 27x27 233 vs 197;
+ * 64->64 at 56x56 750 vs 538 (and 13x13 rows, shorter than a vector, lose). */
+#define DIRV_CMAX 16
 static int dirv_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int64_t kk = t->dims[CD_KK], icg = kk > 0 ? t->dims[CD_K] / kk : 0;
   if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D | CF_XS)) || kk < 2 || icg < 1 || icg > DIRV_CMAX || t->dims[CD_ESZ] == 8) return -1;
