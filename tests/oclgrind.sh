@@ -22,7 +22,7 @@
 #     small cases with edge tiles (--case), which force every kernel variant
 #     (gemm: tiled with and without local memory, panel; conv: direct, 1x1,
 #     im2col, depthwise, Winograd, local-memory GEMM, panel im2col, Winograd
-#     with gemm_panel, vector depthwise, Winograd F(4x4,3x3)) with three or more
+#     with gemm_panel, vector depthwise, Winograd F(4x4,3x3), dirv) with three or more
 #     parameter vectors each, compared with the CPU reference.
 # Oclgrind's instruction counts name the kernels each step executed; they are
 # listed per family (and a few that must run are checked).
@@ -324,9 +324,9 @@ conf_conv="basic_conv_with_padding conv_with_strides_and_asymmetric_padding conv
 tune_conv="conv_s2_p1:exhaustive:6:0 conv_s2_p1:random:3:5 conv_s1_p1_bias:exhaustive:6:0 conv_1x1:exhaustive:4:0 conv_1x1_s2:random:3:6
   conv_dw:exhaustive:4:0 conv_group_dil:random:3:7 conv_var_w:random:3:8 conv_1d:random:3:9 conv_1x1_res:exhaustive:6:0 conv_3x3_res:exhaustive:6:0"
 # (each label matches one case: one case per Oclgrind process)
-params_conv="$CONV_PARAMS:3x3 s1 p1 edge tiles:1x1 s2x3 grouped:depthwise 3x3 s2 p1 N=2:3x3 dil 2 p2:3x3 s1 p1 C=1 M=1:depthwise 9x9 s1 p4:depthwise 3x3 s1 p1 wide rows:1x1 s1 input scaled no bias"
+params_conv="$CONV_PARAMS:3x3 s1 p1 edge tiles:1x1 s2x3 grouped:depthwise 3x3 s2 p1 N=2:3x3 dil 2 p2:3x3 s1 p1 C=1 M=1:depthwise 9x9 s1 p4:depthwise 3x3 s1 p1 wide rows:1x1 s1 input scaled no bias:5x5 s1 p2 C=3 M=6 (oclgrind)"
 need_conv="conv_direct conv_dw conv_dwv conv_dwr conv_pw conv_gemm conv_gemm_s conv_gemm_local conv_im2col conv_im2col_p wino_in wino_in_p wino_out wino4_in_p
-  wino4_out"
+  wino4_out conv_dirv"
 conf_pool="maxpool_2d_ceil maxpool_2d_dilations maxpool_2d_same_lower maxpool_3d_default maxpool_with_argmax_2d_precomputed_strides
   averagepool_2d_pads_count_include_pad averagepool_2d_ceil averagepool_1d_default globalaveragepool globalmaxpool
   maxunpool_export_with_output_shape maxunpool_export_without_output_shape"
@@ -362,9 +362,12 @@ need_detect="nms_iou nms_rank nms_select nms_compact roialign tfidf optim_step"
 # ---- running under oclgrind ----------------------------------------------------
 now() { date +%s; }
 # og LOG CMD...: runs CMD under Oclgrind, output (both streams) in LOG.
-og() { log=$1; shift; ${OGF:-$OG} "$@" >"$log" 2>&1; }
+# (their own variable for the log: one named `log` clobbered the caller's,
+# and the per-vector loop below then appended each vector's reports to that
+# vector's own log and judged only the last one)
+og() { _oglog=$1; shift; ${OGF:-$OG} "$@" >"$_oglog" 2>&1; }
 # ogt LOG CMD...: the same for tuning runs (see OG_TUNE)
-ogt() { log=$1; shift; ${OGT:-$OG_TUNE} "$@" >"$log" 2>&1; }
+ogt() { _oglog=$1; shift; ${OGT:-$OG_TUNE} "$@" >"$_oglog" 2>&1; }
 # reports LOG: prints Oclgrind's diagnostics in LOG, each after the name of the
 # conformance test it came before; returns 1 if there were any.
 reports() {
