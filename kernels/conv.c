@@ -783,12 +783,19 @@ static void dwv_features(const kiln_tunable *t, const int *p, kiln_features *f) 
   f->work_groups = (double)t->dims[CD_NB] * (double)t->dims[CD_OH];
 }
 
+/* c's build options plus -DCONV_GEOM=<the 24 ints of its geometry>: the
+ * kernels built so (dw, dwv, dwr, dirv) have the geometry as constants, one
+ * program per shape, so that their tap loops' bounds are known */
+static void geom_opts(const conv_ctx *c, char *opts, size_t len) {
+  size_t o = (size_t)snprintf(opts, len, "%s -DCONV_GEOM=", c->opts);
+  for (int i = 0; i < 24 && o < len; i++) o += (size_t)snprintf(opts + o, len - o, "%s%d", i ? "," : "", c->m[i]);
+}
+
 static int dw_launch_of(const conv_ctx *c, bool vec, kiln_error *err) {
   const win_geom *w = c->w;
   /* the geometry as constants (one program per depthwise shape) */
   char opts[sizeof c->opts + 256];
-  size_t o = (size_t)snprintf(opts, sizeof opts, "%s -DCONV_GEOM=", c->opts);
-  for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", c->m[i]);
+  geom_opts(c, opts, sizeof opts);
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, vec ? "conv_dwv" : "conv_dw", err);
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(c->bw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),
@@ -833,8 +840,7 @@ static void dwr_features(const kiln_tunable *t, const int *p, kiln_features *f) 
 static int dwr_launch(const conv_ctx *c, kiln_error *err) {
   const win_geom *w = c->w;
   char opts[sizeof c->opts + 256];
-  size_t o = (size_t)snprintf(opts, sizeof opts, "%s -DCONV_GEOM=", c->opts);
-  for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", c->m[i]);
+  geom_opts(c, opts, sizeof opts);
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dwr", err);
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(c->bw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),
@@ -880,8 +886,7 @@ static int dirv_launch(const conv_ctx *c, kiln_error *err) {
   cl_mem A = conv_packed(c, pack_panels, toc, err);
   if (!A) return err->status;
   char opts[sizeof c->opts + 256];
-  size_t o = (size_t)snprintf(opts, sizeof opts, "%s -DCONV_GEOM=", c->opts);
-  for (int i = 0; i < 24 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", c->m[i]);
+  geom_opts(c, opts, sizeof opts);
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dirv", err);
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]), KEND))
