@@ -33,6 +33,7 @@ typedef struct {
   double *span;           /* [run][node] */
   double *busy, *total;   /* per run */
   int cap;
+  double copy_gbps;       /* the session's device figures (kiln_param_basis); 0: none */
 } prof;
 
 static int prof_add(prof *p, kiln_session *s, int run) {
@@ -87,6 +88,9 @@ static int cmp_desc_idx(const void *a, const void *b, void *ctx) {
   return x > y ? -1 : x < y;
 }
 
+/* GB/s of the bytes a node's kernels must move, at span us */
+static double gbps(const kiln_node_time *t, double us) { return us > 0 ? t->bytes / (us * 1e3) : 0; }
+
 static void prof_print(prof *p, int runs) {
   if (!p->nn || runs <= 0) { printf("profile:    no kernels were timed\n"); return; }
   double *med = malloc(sizeof(double) * (size_t)p->nn);
@@ -100,9 +104,29 @@ static void prof_print(prof *p, int runs) {
   int show = p->nn < 25 ? p->nn : 25;
   for (int k = 0; k < show; k++) {
     int j = idx[k];
-    printf("  %9.1f us %5.1f%%  %-18.18s %s\n", med[j], busy > 0 ? 100 * med[j] / busy : 0, p->first[j].op, p->first[j].node);
+    printf("  %9.1f us %5.1f%% %7.1f GB/s  %-18.18s %s\n", med[j], busy > 0 ? 100 * med[j] / busy : 0, gbps(&p->first[j], med[j]), p->first[j].op,
+           p->first[j].node);
   }
   if (p->nn > show) printf("  (%d more nodes)\n", p->nn - show);
+  /* the memory-bound kernels against the device's copy bandwidth */
+  int nm = 0, slow = 0, worst = -1;
+  double mt = 0;
+  for (int j = 0; j < p->nn; j++) {
+    if (p->first[j].compute || !(med[j] > 0)) continue;
+    nm++;
+    mt += med[j];
+    double r = gbps(&p->first[j], med[j]);
+    if (p->copy_gbps > 0 && r < 0.5 * p->copy_gbps) slow++;
+    if (worst < 0 || r < gbps(&p->first[worst], med[worst])) worst = j;
+  }
+  if (nm) {
+    printf("memory-bound: %d kernels (element-wise, norms, reductions, pooling, data movement), %.3f ms (%.1f%% of busy)", nm, mt / 1e3,
+           busy > 0 ? 100 * mt / busy : 0);
+    if (p->copy_gbps > 0)
+      printf("; %d below half the copy bandwidth (%.1f GB/s); slowest %.1f GB/s (%.0f%%) %s %s\n", slow, p->copy_gbps, gbps(&p->first[worst], med[worst]),
+             100 * gbps(&p->first[worst], med[worst]) / p->copy_gbps, p->first[worst].op, p->first[worst].node);
+    else printf("; slowest %.1f GB/s %s %s\n", gbps(&p->first[worst], med[worst]), p->first[worst].op, p->first[worst].node);
+  }
   free(med);
   free(idx);
 }
@@ -114,6 +138,8 @@ static void prof_json(FILE *o, prof *p, int runs) {
   kiln_cli__json_num(o, runs > 0 && p->busy ? median_of(p->busy, runs) / 1e3 : NAN);
   fprintf(o, ",\"span_ms\":");
   kiln_cli__json_num(o, runs > 0 && p->total ? median_of(p->total, runs) / 1e3 : NAN);
+  fprintf(o, ",\"copy_gbps\":");
+  kiln_cli__json_num(o, p->copy_gbps > 0 ? p->copy_gbps : NAN);
   fprintf(o, ",\"nodes\":[");
   for (int j = 0; med && j < p->nn; j++) {
     fprintf(o, "%s{\"node\":", j ? "," : "");
@@ -122,7 +148,9 @@ static void prof_json(FILE *o, prof *p, int runs) {
     kiln_cli__json_str(o, p->first[j].op);
     fprintf(o, ",\"median_us\":");
     kiln_cli__json_num(o, med[j]);
-    fprintf(o, "}");
+    fprintf(o, ",\"bytes\":%.0f,\"gbps\":", p->first[j].bytes);
+    kiln_cli__json_num(o, gbps(&p->first[j], med[j]));
+    fprintf(o, ",\"compute\":%s}", p->first[j].compute ? "true" : "false");
   }
   fprintf(o, "]}");
   free(med);
@@ -205,6 +233,11 @@ static int cmd_bench(int argc, char **argv) {
     if (r == 0) first_ms = rs.last_ms, first_compile_ms = rs.compile_ms - c0;
   }
   plan_s = now_s() - t0;
+  {
+    kiln_param_basis pb;
+    kiln_session_param_basis(s, &pb);
+    pf.copy_gbps = pb.copy_gbps;
+  }
   int n = 0;
   double t_start = now_s(), wall = 0;
   while ((uint64_t)n < repeat) {

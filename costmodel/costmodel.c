@@ -847,6 +847,7 @@ void kiln_cm_state_basis(const kiln_cm_state *st, kiln_param_basis *b) {
   snprintf(b->note, sizeof b->note, "%s", st->figs.note);
   b->probe_ms = st->figs.probe_ms;
   b->probe_compile_ms = st->figs.probe_compile_ms;
+  b->copy_gbps = st->dm.nbw > 0 ? st->dm.bw[st->dm.nbw - 1] : 0;
 }
 
 void kiln_cm_state_free(kiln_cm_state *st) {

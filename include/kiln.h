@@ -375,6 +375,10 @@ void kiln_session_set_profiling(kiln_session *s, int on);
 typedef struct kiln_node_time {
   char node[128], op[32];
   double start_us, span_us;
+  double bytes;  /* device bytes its kernels must move at least once: the inputs of its
+                    (fused) nodes from outside the group, weights included, and its outputs */
+  int compute;   /* 1: the kernel of a Conv, ConvTranspose, Gemm, MatMul or attention (compute-bound
+                    work); 0: element-wise, norms, reductions, pooling, data movement */
 } kiln_node_time;
 /* The last profiled run's node times in execution order; *out owned by the
  * caller (free()). KILN_ENOTFOUND when no profiled run happened yet. */
@@ -508,6 +512,7 @@ typedef struct kiln_param_basis {
   char cache[640];
   char note[1024];
   double probe_ms, probe_compile_ms;
+  double copy_gbps; /* the figures' copy bandwidth at their largest working set (GB/s, read + write; 0: none) */
 } kiln_param_basis;
 void kiln_session_param_basis(const kiln_session *s, kiln_param_basis *b);
 

@@ -1137,6 +1137,42 @@ int kiln_session_set_max_memory(kiln_session *s, uint64_t bytes) {
 
 void kiln_session_set_profiling(kiln_session *s, int on) { s->profile = on != 0; }
 
+static int is_compute_op(const char *op) {
+  static const char *const ops[] = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "Gemm", "MatMul", "MatMulInteger",
+                                    "QLinearMatMul", "KilnAttention", "Einsum"};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(op, ops[i])) return 1;
+  return 0;
+}
+
+/* The device bytes node n's kernels (its fused group's, when it is a group's
+ * root) must move at least once: every value read from outside the group
+ * (each once) and the root's outputs; whether one of them is compute-bound. */
+static void node_traffic(const kiln_graph *g, const kiln_node *n, double *bytes, int *compute) {
+  int one = (int)(n - g->nodes), cnt = n->fgroup ? n->fgroup->nnodes : 1;
+  const int *mem = n->fgroup ? n->fgroup->nodes : &one;
+  double b = 0;
+  int heavy = 0;
+  for (int a = 0; a < cnt; a++) {
+    const kiln_node *m = &g->nodes[mem[a]];
+    heavy |= is_compute_op(m->op_type);
+    for (int k = 0; k < m->nin; k++) {
+      int v = m->in[k], seen = 0;
+      if (v < 0) continue;
+      for (int c = 0; c < cnt && !seen; c++) /* made inside the group */
+        for (int o = 0; o < g->nodes[mem[c]].nout; o++) seen |= g->nodes[mem[c]].out[o] == v;
+      for (int c = 0; c < a && !seen; c++) /* read by an earlier member */
+        for (int j = 0; j < g->nodes[mem[c]].nin; j++) seen |= g->nodes[mem[c]].in[j] == v;
+      for (int j = 0; j < k && !seen; j++) seen |= m->in[j] == v;
+      if (!seen) b += (double)kiln_value_dev_bytes(&g->vals[v]);
+    }
+  }
+  for (int o = 0; o < n->nout; o++)
+    if (n->out[o] >= 0) b += (double)kiln_value_dev_bytes(&g->vals[n->out[o]]);
+  *bytes = b;
+  *compute = heavy;
+}
+
 int kiln_session_node_times(const kiln_session *s, kiln_node_time **out, int *n) {
   *out = NULL;
   *n = 0;
@@ -1155,6 +1191,7 @@ int kiln_session_node_times(const kiln_session *s, kiln_node_time **out, int *n)
     snprintf(t[k].op, sizeof t[k].op, "%s", g->nodes[i].op_type);
     t[k].start_us = (double)(s->ev_lo[i] - t0) / 1e3;
     t[k].span_us = (double)(s->ev_hi[i] - s->ev_lo[i]) / 1e3;
+    node_traffic(g, &g->nodes[i], &t[k].bytes, &t[k].compute);
     k++;
   }
   *out = t;

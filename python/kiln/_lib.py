@@ -46,7 +46,8 @@ class DeviceInfo(ctypes.Structure):
 
 
 class NodeTime(ctypes.Structure):
-    _fields_ = [("node", ctypes.c_char * 128), ("op", ctypes.c_char * 32), ("start_us", ctypes.c_double), ("span_us", ctypes.c_double)]
+    _fields_ = [("node", ctypes.c_char * 128), ("op", ctypes.c_char * 32), ("start_us", ctypes.c_double), ("span_us", ctypes.c_double),
+                ("bytes", ctypes.c_double), ("compute", ctypes.c_int)]
 
 
 class PlanKernel(ctypes.Structure):

@@ -495,7 +495,8 @@ class InferenceSession:
     def profile(self, input_feed):
         """Runs input_feed once with profiling events; returns one dict per
         node that launched kernels (node, op, start_us from the run's first
-        kernel, span_us), in execution order."""
+        kernel, span_us, bytes its kernels must move at least once, compute:
+        1 for conv/gemm/matmul/attention kernels), in execution order."""
         out = ctypes.POINTER(_lib.NodeTime)()
         n = ctypes.c_int(0)
         with self._lock:
