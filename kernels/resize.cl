@@ -109,6 +109,51 @@ __kernel void resize_hw(__global const ST *x, __global ST *y, __global const int
 #endif
 }
 
+/* resize_up: nearest-neighbour upsampling of the last two axes by integer
+ * factors fh x fw (output row oh reads input row oh / fh, column ow column
+ * ow / fw: the 2x Upsample of decoders and UNets). Only moves elements, so
+ * fp16 storage moves their bits (RU_E ushort). Work-item (c, ih, plane)
+ * reads RU_V consecutive inputs of row ih once and writes each fw times into
+ * fh output rows: a vector load and fh vector stores for fw = 2 where the
+ * RU_V inputs lie inside the row, element by element at a row's end and for
+ * other factors. Written so that Oclgrind 21.10 runs it: a 16-wide vector
+ * built from swizzles crashed its uninitialized-value plugin, min() in the
+ * tail loop its instruction counter. The host's global size assumes RU_V 8. */
+#define RU_V 8
+#if defined(T_DTYPE) && T_DTYPE == 10
+#define RU_E ushort
+#define RU_E8 ushort8
+#define RU_E16 ushort16
+#else
+#define RU_E ST
+#define RU_CAT_(a, b) a##b
+#define RU_CAT(a, b) RU_CAT_(a, b)
+#define RU_E8 RU_CAT(ST, 8)
+#define RU_E16 RU_CAT(ST, 16)
+#endif
+__kernel void resize_up(__global const RU_E *x, __global RU_E *y, int H, int W, int fh, int fw) {
+  const int c = get_global_id(0) * RU_V, ih = get_global_id(1);
+  const long pl = get_global_id(2);
+  if (c >= W) return;
+  const long Wo = (long)W * fw;
+  __global const RU_E *xr = x + (pl * H + ih) * (long)W;
+  __global RU_E *yr = y + (pl * H + ih) * (long)fh * Wo;
+  if (fw == 2 && c + RU_V <= W) {
+    const RU_E8 a = vload8(0, xr + c);
+    const RU_E8 lo = a.s00112233, hi = a.s44556677;
+    for (int r = 0; r < fh; r++) {
+      vstore8(lo, 0, yr + r * Wo + 2 * c);
+      vstore8(hi, 0, yr + r * Wo + 2 * c + 8);
+    }
+    return;
+  }
+  for (int j = c; j < c + RU_V && j < W; j++) {
+    const RU_E v = xr[j];
+    for (int r = 0; r < fh; r++)
+      for (int f = 0; f < fw; f++) yr[r * Wo + (long)j * fw + f] = v;
+  }
+}
+
 /* GridSample helpers */
 static ACC gs_denorm(ACC v, int len, int align) {
   return align ? (v + 1) / 2 * (len - 1) : ((v + 1) * len - 1) / 2;

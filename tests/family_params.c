@@ -303,6 +303,7 @@ int main(int argc, char **argv) {
     {"Gemm 5x19 @ (13x19)^T + bias const B", "Gemm", 13, 3, 1, {0}, {2, 2, 1}, {{5, 19}, {13, 19}, {13}}, "transB=i:1", -1, 6},
     {"ConvTranspose 1x4x5x5 k3 s2", "ConvTranspose", 11, 3, 1, {0}, {4, 4, 1}, {{1, 4, 5, 5}, {4, 3, 3, 3}, {3}}, "strides=is:2,2", -1, 6},
     {"Resize 1x3x5x7 linear x2", "Resize", 13, 3, 1, {0}, {4, 1, 1}, {{1, 3, 5, 7}, {0}, {4}}, "mode=s:linear", -1, 6},
+    {"Resize 1x3x5x11 nearest x2", "Resize", 13, 3, 1, {0}, {4, 1, 1}, {{1, 3, 5, 11}, {0}, {4}}, NULL, -1, 6},
     {"KilnAttention 2x5x8, Skv 7, Dv 4", "KilnAttention", 1, 3, 1, {0}, {3, 3, 3}, {{2, 5, 8}, {2, 8, 7}, {2, 7, 4}}, "kiln_scale=f:0.35", -1},
     /* ops without tunable parameters: their fp16-storage variants (--half only) */
     {"Transpose 3x5x7 perm 2,0,1", "Transpose", 13, 1, 1, {0}, {3}, {{3, 5, 7}}, "perm=is:2,0,1", -1},

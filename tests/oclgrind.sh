@@ -249,6 +249,8 @@ save("rs_linear_odd", N("Resize", ["x", "", "s"], ["y"], mode="linear"), [vi("x"
 save("rs_cubic_sizes", N("Resize", ["x", "", "", "sz"], ["y"], mode="cubic"), [vi("x", F32, [1, 2, 5, 7])], Y, [const("sz", i64(1, 2, 9, 4))])
 # a leading axis resamples too: resize_taps (the others take resize_hw)
 save("rs_channels", N("Resize", ["x", "", "s"], ["y"], mode="nearest"), [vi("x", F32, [1, 2, 3, 5])], Y, [const("s", np.array([1, 1.5, 1, 2], np.float32))])
+# integer-factor nearest upsampling: resize_up (a vector row and a row end)
+save("rs_up2", N("Resize", ["x", "", "s"], ["y"], mode="nearest"), [vi("x", F32, [1, 2, 3, 11])], Y, [const("s", np.array([1, 1, 2, 2], np.float32))])
 
 # rnn
 H, I, S, B = 5, 3, 4, 2
@@ -335,8 +337,8 @@ need_pool="pool_fwd unpool_scatter"
 conf_resize="resize_upsample_scales_nearest resize_downsample_scales_linear resize_upsample_scales_cubic resize_tf_crop_and_resize
   resize_upsample_sizes_nearest_ceil_half_pixel resize_downsample_sizes_linear_pytorch_half_pixel upsample_nearest gridsample gridsample_bicubic
   gridsample_reflection_padding gridsample_border_padding gridsample_nearest gridsample_aligncorners_true"
-run_resize="rs_linear_odd rs_cubic_sizes rs_channels"
-need_resize="resize_taps resize_hw grid_sample"
+run_resize="rs_linear_odd rs_cubic_sizes rs_channels rs_up2"
+need_resize="resize_taps resize_hw resize_up grid_sample"
 conf_rnn="rnn_seq_length simple_rnn_batchwise simple_rnn_with_initial_bias gru_defaults gru_seq_length gru_batchwise gru_with_initial_bias
   lstm_defaults lstm_with_peepholes lstm_batchwise"
 run_rnn="rnn_gru_lbr_bidi rnn_lstm_rev"

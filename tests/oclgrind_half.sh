@@ -34,7 +34,7 @@ for c in "LayerNorm 3x37 (L % 8 != 0)" "GroupNorm 2x6x5x3 G=3 (per group)" "MVN 
          "Cast float to int32 37" "KilnCast 1001 to fp16" "KilnCast 3x77 to fp32" "MatMul 5x33 @ 33x17" "Gemm 5x19 @ (13x19)^T + bias const B" \
          "Conv 1x3x9x7 k3 (computed weights)" "Conv 1x16x7x9 1x1 const w" "Conv 1x8x9x11 1x1 s2 const w+b" "Conv 1x8x10x9 k3 const w+b (Winograd)" \
          "Conv depthwise 1x6x11x13 k3 s2 const" "ConvTranspose 1x4x5x5 k3 s2" "MaxPool 2x3x11x13 k3 s2 p1" "GlobalAveragePool 2x5x7x9" "GlobalMaxPool 1x3x33x33" \
-         "Resize 1x3x5x7 linear x2"; do
+         "Resize 1x3x5x7 linear x2" "Resize 1x3x5x11 nearest x2"; do
   opts="--build-options -cl-opt-disable --check-api --data-races --uninitialized"
   case "|$MULTI|" in *"|$c|"*) opts="--check-api --data-races" ;; esac
   case "|$VHALF|" in *"|$c|"*) opts="--build-options -cl-opt-disable --check-api --data-races" ;; esac

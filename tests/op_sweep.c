@@ -1394,6 +1394,13 @@ static void gen_resize(void) {
   tc("Resize", 19, "keep_aspect_ratio_policy not_larger"); in_x(F32, DIMS(1, 3, 7, 9)); in_none(); in_none(); in_c(I64, DIMS(2), I64V(10, 10)); a_is("axes", INTS(2, 3)); a_s("keep_aspect_ratio_policy", "not_larger");
   tc("Resize", 19, "keep_aspect_ratio_policy not_smaller"); in_x(F32, DIMS(1, 3, 7, 9)); in_none(); in_none(); in_c(I64, DIMS(4), I64V(1, 3, 10, 10)); a_s("keep_aspect_ratio_policy", "not_smaller");
   tc("Resize", 13, "opset 13 nearest scales 2"); in_x(F32, DIMS(1, 3, 7, 9)); in_none(); in_c(F32, DIMS(4), F32V(1, 1, 2, 2));
+  /* integer-factor nearest upsampling (resize_up): vector rows and row ends, other factors, other types */
+  tc("Resize", 13, "nearest 2x rows of 21 (vector + tail)"); in_x(F32, DIMS(2, 3, 5, 21)); in_none(); in_c(F32, DIMS(4), F32V(1, 1, 2, 2));
+  tc("Resize", 13, "nearest 3x2 rows of 16"); in_x(F32, DIMS(1, 2, 4, 16)); in_none(); in_c(F32, DIMS(4), F32V(1, 1, 3, 2));
+  tc("Resize", 13, "nearest 1x3 (columns only)"); in_x(F32, DIMS(1, 2, 4, 11)); in_none(); in_c(F32, DIMS(4), F32V(1, 1, 1, 3));
+  tc("Resize", 13, "nearest 2x int64"); in_x(I64, DIMS(1, 3, 4, 19)); in_none(); in_c(F32, DIMS(4), F32V(1, 1, 2, 2));
+  tc("Resize", 13, "nearest 2x uint8"); in_x(U8, DIMS(1, 3, 4, 19)); in_none(); in_c(F32, DIMS(4), F32V(1, 1, 2, 2));
+  tc("Resize", 13, "nearest 2x double"); in_x(F64, DIMS(1, 1, 3, 10)); in_none(); in_c(F32, DIMS(4), F32V(1, 1, 2, 2));
   tc("Resize", 11, "opset 11 linear with empty roi"); in_x(F32, DIMS(1, 3, 7, 9)); in_c(F32, DIMS(0), F32V(0)); in_c(F32, DIMS(4), F32V(1, 1, 2, 2)); a_s("mode", "linear");
   tc("Resize", 19, "double linear"); in_x(F64, DIMS(1, 2, 5, 7)); in_none(); in_c(F32, DIMS(4), F32V(1, 1, 1.5f, 2)); a_s("mode", "linear");
   tc("Resize", 19, "uint8 nearest"); in_x(U8, DIMS(1, 2, 5, 7)); in_none(); in_c(F32, DIMS(4), F32V(1, 1, 2, 2));
