@@ -195,6 +195,9 @@ __kernel void pool_fwd(__global const ST *x, __global ST *y, __global long *ind,
 #define PR_LOAD2 PR_CAT(vload, PR_W2)
 #define PR_STORE PR_CAT(vstore, PL_WPI)
 #endif
+/* vectors in private memory (T: float under fp16 storage) */
+#define PR_PSTORE PR_CAT(vstore, PL_WPI)
+#define PR_PLOAD PR_CAT(vload, PL_WPI)
 #endif
 __kernel void pool_row(__global const ST *x, __global ST *y, __global long *ind, __global const int *m,
                        int mode, float p, int with_ind, int storage_order) {
@@ -202,23 +205,72 @@ __kernel void pool_row(__global const ST *x, __global ST *y, __global long *ind,
   const int ow0 = (int)get_global_id(0) * PL_WPI, oh = (int)get_global_id(1);
   const long nc = get_global_id(2);
   if (ow0 >= OW || oh >= OH || nc >= (long)PM(0) * PM(1)) return;
-  const int h0 = oh * SH - PM(18), w0 = ow0 * SW - PM(19);
+  const int h0 = oh * SH - PM(18);
 #if PL_WPI > 1
-  /* the last element a block reads: stride 1, tap KW-1's vector; stride 2, its 2*PL_WPI elements */
-  const int wlast = w0 + KW - 1 + (SW == 1 ? PL_WPI - 1 : 2 * PL_WPI - 1);
+  /* The block computed as a vector: a row's last block, when partial, moves
+   * left to end at OW (its lanes before ow0 are the previous block's: not
+   * stored). 3-wide windows at stride 2 read only the 2*PL_WPI + 1 elements
+   * their taps span, in two loads of 2*PL_WPI: at w0 (taps 0 and 1, its even
+   * and odd lanes) and at w0 + 1 (tap 2, its odd lanes); other windows one
+   * load a tap (stride 1: PL_WPI elements, stride 2: 2*PL_WPI, the even
+   * lanes). Vectors are not built from swizzles of others: Oclgrind 21.10's
+   * uninitialized-value plugin misreads (or crashes on) those. */
+  const int owv = ow0 + PL_WPI > OW && OW >= PL_WPI ? OW - PL_WPI : ow0, w0 = owv * SW - PM(19);
+  const bool s2k3 = SW == 2 && KW == 3;
+  /* max over a 3-wide stride-2 window starting one before the row (a left
+   * pad of one): lane 0's tap 0 is padding, which max ignores; the block
+   * loads from the row's start and takes lane 0's tap 1 for its tap 0 */
+  const bool lpad = s2k3 && MODE == 0 && !WITH_IND && w0 == -1;
+  /* the last element a block reads (3-wide stride 2: two loads, at w0 and w0 + 1) */
+  const int wlast = s2k3 ? w0 + 2 * PL_WPI : w0 + KW - 1 + (SW == 1 ? PL_WPI - 1 : 2 * PL_WPI - 1);
   const bool vec_ok = (MODE == 0 && !WITH_IND) || MODE == 1 || MODE == 2;
-  if (vec_ok && (SW == 1 || SW == 2) && PM(16) == 1 && h0 >= 0 && h0 + (KH - 1) * DH < IH && w0 >= 0 && wlast < IW && ow0 + PL_WPI <= OW) {
-    __global const ST *xr = x + nc * ((long)IH * IW) + (long)h0 * IW + w0;
-    PRV acc = SW == 1 ? PR_LOAD(0, xr) : PR_LOAD2(0, xr).even; /* max: the first tap (as pool_at: a NaN there stays) */
-    if (MODE != 0) acc = (PRV)0;
-    for (int kh = 0; kh < KH; kh++, xr += (long)DH * IW)
-      for (int kw = 0; kw < KW; kw++) {
-        const PRV v = SW == 1 ? PR_LOAD(0, xr + kw) : PR_LOAD2(0, xr + kw).even;
-        if (MODE == 0) acc = v > acc ? v : acc;
-        else acc += v;
+  if (vec_ok && (SW == 1 || SW == 2) && PM(16) == 1 && h0 >= 0 && h0 + (KH - 1) * DH < IH && (w0 >= 0 || lpad) && wlast < IW &&
+      owv + PL_WPI <= OW) {
+    __global const ST *xr = x + nc * ((long)IH * IW) + (long)h0 * IW; /* the row; the block's first input at w0 */
+    PRV acc;
+    if (s2k3) {
+      for (int kh = 0; kh < KH; kh++, xr += (long)DH * IW) {
+        PRV e, o, e2;
+        if (lpad) {
+          const PRV2 a = PR_LOAD2(0, xr);
+          o = a.even;
+          e2 = a.odd;
+          T t[PL_WPI + 1]; /* tap 0: tap 2 one lane up, x[0] (lane 0's tap 1) in lane 0 */
+          PR_PSTORE(e2, 0, t + 1);
+          t[0] = LD(xr, 0);
+          e = PR_PLOAD(0, t);
+        } else {
+          const PRV2 a = PR_LOAD2(0, xr + w0);
+          e = a.even;
+          o = a.odd;
+          e2 = PR_LOAD2(0, xr + w0 + 1).odd;
+        }
+        if (kh == 0) acc = MODE == 0 ? e : e + o + e2;
+        else if (MODE != 0) acc += e + o + e2;
+        if (MODE == 0) { /* in pool_at's order: the first tap first (a NaN there stays) */
+          if (kh > 0) acc = e > acc ? e : acc;
+          acc = o > acc ? o : acc;
+          acc = e2 > acc ? e2 : acc;
+        }
       }
+    } else {
+      xr += w0;
+      acc = SW == 1 ? PR_LOAD(0, xr) : PR_LOAD2(0, xr).even; /* max: the first tap (as pool_at: a NaN there stays) */
+      if (MODE != 0) acc = (PRV)0;
+      for (int kh = 0; kh < KH; kh++, xr += (long)DH * IW)
+        for (int kw = 0; kw < KW; kw++) {
+          const PRV v = SW == 1 ? PR_LOAD(0, xr + kw) : PR_LOAD2(0, xr + kw).even;
+          if (MODE == 0) acc = v > acc ? v : acc;
+          else acc += v;
+        }
+    }
     if (MODE != 0) acc /= (T)(KH * KW); /* inside the input: every position counts in both modes */
-    PR_STORE(acc, 0, y + nc * ((long)OH * OW) + (long)oh * OW + ow0);
+    const long yo = nc * ((long)OH * OW) + (long)oh * OW + owv;
+    if (owv == ow0) PR_STORE(acc, 0, y + yo);
+    else {
+      const T *ra = (const T *)&acc;
+      for (int j = ow0 - owv; j < PL_WPI; j++) SV(y, yo + j, ra[j]);
+    }
     return;
   }
 #endif

@@ -266,6 +266,10 @@ int main(int argc, char **argv) {
     /* pool_row's vector blocks (whole windows inside, 8 outputs of a row) beside its edge blocks */
     {"MaxPool 1x2x20x41 k3 s2 (row vectors)", "MaxPool", 12, 1, 1, {0}, {4}, {{1, 2, 20, 41}}, "kernel_shape=is:3,3;strides=is:2,2", -1},
     {"AveragePool 1x3x12x30 k3 s1 p1 (row vectors)", "AveragePool", 19, 1, 1, {0}, {4}, {{1, 3, 12, 30}}, "kernel_shape=is:3,3;pads=is:1,1,1,1", -1},
+    /* 3-wide stride-2 rows (one load and an element per window row), the partial last block moved left */
+    {"MaxPool 1x3x27x27 k3 s2 ceil (row end moved)", "MaxPool", 12, 1, 1, {0}, {4}, {{1, 3, 27, 27}}, "kernel_shape=is:3,3;strides=is:2,2;ceil_mode=i:1", -1},
+    {"AveragePool 1x2x15x35 k3 s2 (row vectors)", "AveragePool", 19, 1, 1, {0}, {4}, {{1, 2, 15, 35}}, "kernel_shape=is:3,3;strides=is:2,2", -1},
+    {"MaxPool 1x2x9x40 k3 s2 p1 (left pad in vectors)", "MaxPool", 12, 1, 1, {0}, {4}, {{1, 2, 9, 40}}, "kernel_shape=is:3,3;strides=is:2,2;pads=is:1,1,1,1", -1},
     {"AveragePool 1x2x9x37 k2x3 s2 incl pad", "AveragePool", 19, 1, 1, {0}, {4}, {{1, 2, 9, 37}}, "kernel_shape=is:2,3;strides=is:2,2;pads=is:0,1,1,1;count_include_pad=i:1", -1},
     {"GlobalAveragePool 2x5x7x9", "GlobalAveragePool", 1, 1, 1, {0}, {4}, {{2, 5, 7, 9}}, NULL, -1},
     {"GlobalMaxPool 1x3x33x33", "GlobalMaxPool", 1, 1, 1, {0}, {4}, {{1, 3, 33, 33}}, NULL, -1},
