@@ -114,6 +114,7 @@ static int no_platform(kiln_error *err) {
 int kiln_device_list(kiln_device_info *infos, int cap, int *count, kiln_error *err) {
   cl_platform_id plats[16];
   cl_uint np = 0;
+  kiln__cpu_driver_env();
   cl_int e = clGetPlatformIDs(16, plats, &np);
   *count = 0;
   if (e != CL_SUCCESS || np == 0) return no_platform(err);
