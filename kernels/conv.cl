@@ -856,6 +856,16 @@ inline __attribute__((always_inline)) void dwr_store(TDV o, __global ST *y, cons
 #endif
     TDV_STOREG(o, 0, y + yo);
   } else {
+#if defined(KILN_EPIV)
+    /* the epilogue on the whole vector (scalar, exp and the rest ran once a
+     * lane), where the lanes past the row still index inside the output
+     * (its operands have the output's shape or broadcast into it) */
+    if (yo + CONVDW_VW <= (long)CM(M_N) * CM(M_OC) * CM(M_OUT) * CM(M_OUT + 1) * CM(M_OUT + 2)) {
+      o = EPIV(CONVDW_VW, o, yo, c);
+      for (int j = 0; j < CONVDW_VW && j < left; j++) SV(y, yo + j, ro[j]);
+      return;
+    }
+#endif
     for (int j = 0; j < CONVDW_VW && j < left; j++) SV(y, yo + j, EPI(ro[j], yo + j, c));
   }
 }
@@ -981,6 +991,7 @@ __kernel void conv_dirv(__global const ST *x, __global const ST *w, __global con
   for (int v = vhi; v < nv; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh, v * CONVDW_VW, ocg0, cbase, true, e0, e1);
 }
 #endif /* CONV_USES(11) */
+
 #endif /* dwr, dirv */
 
 /* [algo 6 on 1x1 stride-1 convs] 1x1 convolution (stride 1, no pads) as a
