@@ -73,6 +73,52 @@ __kernel void mv_strided(__global const T *src, __global T *dst, __global const 
   dst[dof] = src[so];
 }
 
+/* Batched 2-D transpose, dst[b][r][c] = src[b][c][r] (R x C planes; the
+ * collapsed Transpose of an attention block's [C, HW] <-> [HW, C], of
+ * NCHW <-> NHWC): mv_strided reads src with stride R per element (11% of
+ * the copy bandwidth on vae_decoder_16's 512x256 planes). Work-item
+ * (c-tile, r-tile, b) moves an 8x8 tile: eight 8-wide loads along r (one per
+ * c, contiguous in src), transposed in registers, eight 8-wide stores along
+ * c (contiguous in dst); tiles at the planes' edges element by element.
+ * (Through a private 8x8 array instead: 14-15 GB/s, instruction-bound.) grid: (ceil(C/8), ceil(R/8), B) */
+#define MV_CAT_(a, b) a##b
+#define MV_CAT(a, b) MV_CAT_(a, b)
+#define T8 MV_CAT(T, 8)
+__kernel void mv_transpose2(__global const T *src, __global T *dst, long R, long C, long soff, long doff) {
+  const long c0 = get_global_id(0) * 8, r0 = get_global_id(1) * 8, b = get_global_id(2);
+  if (c0 >= C || r0 >= R) return;
+  __global const T *s = src + soff + b * R * C;
+  __global T *d = dst + doff + b * R * C;
+  if (c0 + 8 <= C && r0 + 8 <= R) {
+    /* row i = src[c0 + i][r0 .. r0 + 7]; three rounds of shuffles (pairs of
+     * lanes, of pairs, of quads) turn the rows into the columns. T is
+     * unsigned (the file moves bits), so T8 is also shuffle2's mask type. */
+    const T8 r0v = vload8(0, s + (c0 + 0) * R + r0), r1v = vload8(0, s + (c0 + 1) * R + r0);
+    const T8 r2v = vload8(0, s + (c0 + 2) * R + r0), r3v = vload8(0, s + (c0 + 3) * R + r0);
+    const T8 r4v = vload8(0, s + (c0 + 4) * R + r0), r5v = vload8(0, s + (c0 + 5) * R + r0);
+    const T8 r6v = vload8(0, s + (c0 + 6) * R + r0), r7v = vload8(0, s + (c0 + 7) * R + r0);
+    const T8 ev = (T8)(0, 8, 2, 10, 4, 12, 6, 14), od = (T8)(1, 9, 3, 11, 5, 13, 7, 15);
+    const T8 lo2 = (T8)(0, 1, 8, 9, 4, 5, 12, 13), hi2 = (T8)(2, 3, 10, 11, 6, 7, 14, 15);
+    const T8 lo4 = (T8)(0, 1, 2, 3, 8, 9, 10, 11), hi4 = (T8)(4, 5, 6, 7, 12, 13, 14, 15);
+    const T8 a0 = shuffle2(r0v, r1v, ev), a1 = shuffle2(r0v, r1v, od), a2 = shuffle2(r2v, r3v, ev), a3 = shuffle2(r2v, r3v, od);
+    const T8 a4 = shuffle2(r4v, r5v, ev), a5 = shuffle2(r4v, r5v, od), a6 = shuffle2(r6v, r7v, ev), a7 = shuffle2(r6v, r7v, od);
+    const T8 b0 = shuffle2(a0, a2, lo2), b2 = shuffle2(a0, a2, hi2), b1 = shuffle2(a1, a3, lo2), b3 = shuffle2(a1, a3, hi2);
+    const T8 b4 = shuffle2(a4, a6, lo2), b6 = shuffle2(a4, a6, hi2), b5 = shuffle2(a5, a7, lo2), b7 = shuffle2(a5, a7, hi2);
+    __global T *dr = d + r0 * C + c0;
+    vstore8(shuffle2(b0, b4, lo4), 0, dr);
+    vstore8(shuffle2(b1, b5, lo4), 0, dr + C);
+    vstore8(shuffle2(b2, b6, lo4), 0, dr + 2 * C);
+    vstore8(shuffle2(b3, b7, lo4), 0, dr + 3 * C);
+    vstore8(shuffle2(b0, b4, hi4), 0, dr + 4 * C);
+    vstore8(shuffle2(b1, b5, hi4), 0, dr + 5 * C);
+    vstore8(shuffle2(b2, b6, hi4), 0, dr + 6 * C);
+    vstore8(shuffle2(b3, b7, hi4), 0, dr + 7 * C);
+    return;
+  }
+  for (long i = c0; i < c0 + 8 && i < C; i++)
+    for (long j = r0; j < r0 + 8 && j < R; j++) d[j * C + i] = s[i * R + j];
+}
+
 /* Gather along an axis of data viewed as [O, A, N] with I indices:
  * y[o, j, k] = x[o, idx[j], k]. Also Compress (indices from a param buffer). */
 __kernel void mv_gather(__global const T *x, __global const uchar *idx, __global T *y, long I, long A, long N, int icode, long n) {

@@ -316,6 +316,7 @@ int main(int argc, char **argv) {
     {"KilnAttention 2x5x8, Skv 7, Dv 4", "KilnAttention", 1, 3, 1, {0}, {3, 3, 3}, {{2, 5, 8}, {2, 8, 7}, {2, 7, 4}}, "kiln_scale=f:0.35", -1},
     /* ops without tunable parameters: their fp16-storage variants (--half only) */
     {"Transpose 3x5x7 perm 2,0,1", "Transpose", 13, 1, 1, {0}, {3}, {{3, 5, 7}}, "perm=is:2,0,1", -1},
+    {"Transpose 2x24x19 perm 0,2,1 (tiles)", "Transpose", 13, 1, 1, {0}, {3}, {{2, 24, 19}}, "perm=is:0,2,1", -1},
     {"Concat 2x3 ++ 2x5 axis 1", "Concat", 13, 2, 1, {0}, {2, 2}, {{2, 3}, {2, 5}}, "axis=i:1", -1},
     {"Split 2x8 axis 1 in 2", "Split", 11, 1, 2, {0}, {2}, {{2, 8}}, "axis=i:1", -1},
     {"DepthToSpace 1x8x3x5 b2", "DepthToSpace", 13, 1, 1, {0}, {4}, {{1, 8, 3, 5}}, "blocksize=i:2", -1},

@@ -169,6 +169,8 @@ for src, dst, tag in [(F32, I32, "f32_i32"), (I64, F32, "i64_f32"), (F32, BOOL, 
 
 # movement
 save("mv_transpose_odd", N("Transpose", ["a"], ["y"], perm=[2, 0, 1]), [vi("a", F32, [3, 7, 11])], Y)
+# a batched plane transpose: 8x8 tiles (mv_transpose2), whole and at the edges
+save("mv_transpose_tiles", N("Transpose", ["a"], ["y"], perm=[0, 2, 1]), [vi("a", F32, [2, 17, 12])], Y)
 save("mv_slice_step", N("Slice", ["a", "st", "en", "ax", "sp"], ["y"]), [vi("a", F32, [9, 13])], Y,
      [const("st", i64(8, 1)), const("en", i64(-20, 12)), const("ax", i64(0, 1)), const("sp", i64(-3, 4))])
 save("mv_gather_nd", N("GatherND", ["a", "i"], ["y"]), [vi("a", F32, [5, 7, 3])], Y, [const("i", np.array([[4, 6], [0, 0], [2, 5]], np.int64))])
@@ -298,8 +300,8 @@ conf_movement="transpose_all_permutations_3 transpose_default concat_3d_axis_1 s
   edge_pad constant_pad tril_neg triu_one_row eyelike_populate_off_main_diagonal onehot_with_negative_axis reversesequence_batch
   reversesequence_time tile expand_dim_changed depthtospace_crd_mode spacetodepth compress_negative_axis nonzero_example unique_sorted_with_axis
   range_int32_type_negative_delta"
-run_movement="mv_transpose_odd mv_slice_step mv_gather_nd mv_pad_reflect mv_concat_odd"
-need_movement="mv_strided mv_gather mv_gather_elements mv_gather_nd mv_pad mv_trilu mv_eye mv_onehot mv_revseq"
+run_movement="mv_transpose_odd mv_transpose_tiles mv_slice_step mv_gather_nd mv_pad_reflect mv_concat_odd"
+need_movement="mv_strided mv_transpose2 mv_gather mv_gather_elements mv_gather_nd mv_pad mv_trilu mv_eye mv_onehot mv_revseq"
 conf_scatter="scatter_elements_with_axis scatter_elements_with_duplicate_indices scatter_elements_with_negative_indices scatter_elements_without_axis
   scatter_with_axis scatter_without_axis scatternd scatternd_add scatternd_multiply"
 run_scatter="sc_nd_max sc_el_add"

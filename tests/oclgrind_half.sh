@@ -30,7 +30,7 @@ MULTI="Conv 1x8x10x9 k3 const w+b (Winograd)|Conv depthwise 1x6x11x13 k3 s2 cons
 # checks run (clean), on the unoptimized kernels, without that plugin.
 VHALF="LayerNorm 3x37 (L % 8 != 0)|GroupNorm 2x6x5x3 G=3 (per group)|GlobalAveragePool 2x5x7x9|GlobalMaxPool 1x3x33x33"
 for c in "LayerNorm 3x37 (L % 8 != 0)" "GroupNorm 2x6x5x3 G=3 (per group)" "MVN 2x3x4x5 (strided rows)" "ReduceMean 6x301 axis -1" \
-         "Softmax scale+mask[1,1,37] 2x3x37" "Add 3x37 + 37" "Where 5x1 ? 5x7 : 7" "Transpose 3x5x7 perm 2,0,1" "Concat 2x3 ++ 2x5 axis 1" \
+         "Softmax scale+mask[1,1,37] 2x3x37" "Add 3x37 + 37" "Where 5x1 ? 5x7 : 7" "Transpose 3x5x7 perm 2,0,1" "Transpose 2x24x19 perm 0,2,1 (tiles)" "Concat 2x3 ++ 2x5 axis 1" \
          "Cast float to int32 37" "KilnCast 1001 to fp16" "KilnCast 3x77 to fp32" "MatMul 5x33 @ 33x17" "Gemm 5x19 @ (13x19)^T + bias const B" \
          "Conv 1x3x9x7 k3 (computed weights)" "Conv 1x16x7x9 1x1 const w" "Conv 1x8x9x11 1x1 s2 const w+b" "Conv 1x8x10x9 k3 const w+b (Winograd)" \
          "Conv depthwise 1x6x11x13 k3 s2 const" "ConvTranspose 1x4x5x5 k3 s2" "MaxPool 2x3x11x13 k3 s2 p1" "GlobalAveragePool 2x5x7x9" "GlobalMaxPool 1x3x33x33" \

@@ -1664,6 +1664,12 @@ static void gen_shape_ops(void) {
   tc("Transpose", 13, "u8 [130,3]"); in_x(U8, DIMS(130, 3));
   tc("Transpose", 13, "bool rank 3"); in_x(BOOL, DIMS(3, 5, 7)); a_is("perm", INTS(1, 2, 0));
   tc("Transpose", 13, "f16 [2,3]"); in_x(F16, DIMS(2, 3));
+  /* batched 2-D transposes of planes with 8x8 tiles (mv_transpose2), whole and at the edges */
+  tc("Transpose", 13, "[3,24,19] perm 0,2,1 (tiles)"); in_x(F32, DIMS(3, 24, 19)); a_is("perm", INTS(0, 2, 1));
+  tc("Transpose", 13, "[2,16,9,3] NCHW to NHWC (tiles)"); in_x(F32, DIMS(2, 16, 9, 3)); a_is("perm", INTS(0, 2, 3, 1));
+  tc("Transpose", 13, "u8 [40,24] (tiles)"); in_x(U8, DIMS(40, 24));
+  tc("Transpose", 13, "i64 [24,17] (tiles)"); in_x(I64, DIMS(24, 17));
+  tc("Transpose", 13, "f16 [20,24] (tiles)"); in_x(F16, DIMS(20, 24));
   tc("Transpose", 13, "double"); in_x(F64, DIMS(17, 9));
   tc("Transpose", 13, "zero-size"); in_x(F32, DIMS(0, 3, 2)); a_is("perm", INTS(2, 0, 1));
   tc("Transpose", 13, "scalar"); in_x(F32, SCALAR);

@@ -152,12 +152,35 @@ static int sjobs_run(kiln_exec *x, kiln_node *n, size_t es, const sjob *jobs, in
   return 0;
 }
 
+/* A strided copy that is a batched 2-D transpose, dst[b][r][c] =
+ * src[soff + b*R*C + c*R + r] with dst contiguous from doff: mv_transpose2
+ * (8x8 tiles) instead of mv_strided. 1 when it ran (or failed: *rc), 0 when
+ * the job is not one. Planes of fewer than 8 rows or columns stay with
+ * mv_strided (no whole tile). */
+static int try_transpose2(kiln_exec *x, size_t es, const sjob *j, int *rc, kiln_error *err) {
+  int k = (int)j->m[0];
+  const int64_t *nd = j->m + 3, *ns = j->m + 3 + SMAX, *nds = j->m + 3 + 2 * SMAX;
+  if (k != 2 && k != 3) return 0;
+  int64_t R = nd[k - 2], C = nd[k - 1], B = k == 3 ? nd[0] : 1;
+  if (ns[k - 2] != 1 || ns[k - 1] != R || nds[k - 1] != 1 || nds[k - 2] != C || R < 8 || C < 8) return 0;
+  if (k == 3 && (ns[0] != R * C || nds[0] != R * C)) return 0;
+  cl_kernel kr = kbits(x, es, "mv_transpose2", err);
+  if (!kr) { *rc = err->status; return 1; }
+  cl_long r = R, c = C, so = j->m[1], dof = j->m[2];
+  if (kiln_cl_args(kr, err, KARG(j->src), KARG(j->dst), KARG(r), KARG(c), KARG(so), KARG(dof), KEND)) { *rc = err->status; return 1; }
+  size_t gws[3] = {(size_t)((C + 7) / 8), (size_t)((R + 7) / 8), (size_t)B};
+  *rc = kiln_exec_launch(x, kr, 3, gws, NULL, err);
+  return 1;
+}
+
 /* Strided copy of a whole tensor of dims d: source strides ss (elements). */
 static int run_gather_view(kiln_exec *x, kiln_node *n, size_t es, cl_mem src, cl_mem dst, int rank, const int64_t *dims, const int64_t *ss, int64_t soff, kiln_error *err) {
   int64_t ds[SMAX];
   kiln_strides(rank, dims, ds);
   sjob j;
   sjob_set(&j, src, dst, rank, dims, ss, soff, ds, 0);
+  int rc = 0;
+  if (try_transpose2(x, es, &j, &rc, err)) return rc;
   return sjobs_run(x, n, es, &j, 1, err);
 }
 
