@@ -248,6 +248,10 @@ save("conv_1d", N("Conv", ["x", "w"], ["y"], pads=[1, 2], strides=[2]), [vi("x",
 save("conv_1x1_res", [N("Conv", ["x", "w"], ["c"]), N("Add", ["c", "x"], ["y"])], [vi("x", F32, [1, 6, 5, 7])], Y, [const("w", w(6, 6, 1, 1))])
 save("conv_3x3_res", [N("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), N("Add", ["c", "x"], ["y"])], [vi("x", F32, [1, 6, 5, 7])], Y,
      [const("w", w(6, 6, 3, 3))])
+# depthwise rows shorter than a vector with a SiLU and residual epilogue: dwr's
+# partial row ends run the vector epilogue (reading the residual past the row)
+save("conv_dw_silu_res", [N("Conv", ["x", "w"], ["c"], group=4, pads=[1, 1, 1, 1]), N("Sigmoid", ["c"], ["s"]), N("Mul", ["c", "s"], ["m"]),
+                          N("Add", ["m", "x"], ["y"])], [vi("x", F32, [1, 4, 5, 7])], Y, [const("w", w(4, 1, 3, 3))])
 
 # pool
 save("pool_lp", N("LpPool", ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 2], p=3), [vi("x", F32, [1, 3, 7, 9])], Y)
@@ -337,7 +341,8 @@ need_gemm="gemm gemm_panel gemm_pack_b"
 conf_conv="basic_conv_with_padding conv_with_strides_and_asymmetric_padding conv_with_autopad_same convtranspose convtranspose_1d
   convtranspose_3d convtranspose_dilations convtranspose_pads convinteger_with_padding qlinearconv basic_convinteger"
 tune_conv="conv_s2_p1:exhaustive:6:0 conv_s2_p1:random:3:5 conv_s1_p1_bias:exhaustive:6:0 conv_1x1:exhaustive:4:0 conv_1x1_s2:random:3:6
-  conv_dw:exhaustive:4:0 conv_group_dil:random:3:7 conv_var_w:random:3:8 conv_1d:random:3:9 conv_1x1_res:exhaustive:6:0 conv_3x3_res:exhaustive:6:0"
+  conv_dw:exhaustive:4:0 conv_group_dil:random:3:7 conv_var_w:random:3:8 conv_1d:random:3:9 conv_1x1_res:exhaustive:6:0 conv_3x3_res:exhaustive:6:0
+  conv_dw_silu_res:exhaustive:9:0"
 # (each label matches one case: one case per Oclgrind process)
 params_conv="$CONV_PARAMS:3x3 s1 p1 edge tiles:1x1 s2x3 grouped:depthwise 3x3 s2 p1 N=2:3x3 dil 2 p2:3x3 s1 p1 C=1 M=1:depthwise 9x9 s1 p4:depthwise 3x3 s1 p1 wide rows:1x1 s1 input scaled no bias:5x5 s1 p2 C=3 M=6 (oclgrind)"
 need_conv="conv_direct conv_dw conv_dwv conv_dwr conv_pw conv_gemm conv_gemm_s conv_gemm_local conv_im2col conv_im2col_p wino_in wino_in_p wino_out wino4_in_p
