@@ -34,6 +34,8 @@ typedef struct {
   double *busy, *total;   /* per run */
   int cap;
   double copy_gbps;       /* the session's device figures (kiln_param_basis); 0: none */
+  double copy_mib;        /* ... the working set of that figure */
+  char figures[32];       /* ... and where they come from */
 } prof;
 
 static int prof_add(prof *p, kiln_session *s, int run) {
@@ -110,22 +112,23 @@ static void prof_print(prof *p, int runs) {
   if (p->nn > show) printf("  (%d more nodes)\n", p->nn - show);
   /* the memory-bound kernels against the device's copy bandwidth */
   int nm = 0, slow = 0, worst = -1;
-  double mt = 0;
+  double mt = 0, low = 0;
   for (int j = 0; j < p->nn; j++) {
     if (p->first[j].compute || !(med[j] > 0)) continue;
     nm++;
     mt += med[j];
     double r = gbps(&p->first[j], med[j]);
     if (p->copy_gbps > 0 && r < 0.5 * p->copy_gbps) slow++;
-    if (worst < 0 || r < gbps(&p->first[worst], med[worst])) worst = j;
+    if (worst < 0 || r < low) worst = j, low = r;
   }
   if (nm) {
     printf("memory-bound: %d kernels (element-wise, norms, reductions, pooling, data movement), %.3f ms (%.1f%% of busy)", nm, mt / 1e3,
            busy > 0 ? 100 * mt / busy : 0);
     if (p->copy_gbps > 0)
-      printf("; %d below half the copy bandwidth (%.1f GB/s); slowest %.1f GB/s (%.0f%%) %s %s\n", slow, p->copy_gbps, gbps(&p->first[worst], med[worst]),
-             100 * gbps(&p->first[worst], med[worst]) / p->copy_gbps, p->first[worst].op, p->first[worst].node);
-    else printf("; slowest %.1f GB/s %s %s\n", gbps(&p->first[worst], med[worst]), p->first[worst].op, p->first[worst].node);
+      printf("; %d below half the copy bandwidth (%.1f GB/s at %.0f MiB, %s); slowest %.1f GB/s (%.0f%%)", slow, p->copy_gbps, p->copy_mib, p->figures, low,
+             100 * low / p->copy_gbps);
+    else printf("; slowest %.1f GB/s", low);
+    printf(" %s %s\n", p->first[worst].op, p->first[worst].node);
   }
   free(med);
   free(idx);
@@ -140,6 +143,8 @@ static void prof_json(FILE *o, prof *p, int runs) {
   kiln_cli__json_num(o, runs > 0 && p->total ? median_of(p->total, runs) / 1e3 : NAN);
   fprintf(o, ",\"copy_gbps\":");
   kiln_cli__json_num(o, p->copy_gbps > 0 ? p->copy_gbps : NAN);
+  fprintf(o, ",\"copy_mib\":");
+  kiln_cli__json_num(o, p->copy_gbps > 0 ? p->copy_mib : NAN);
   fprintf(o, ",\"nodes\":[");
   for (int j = 0; med && j < p->nn; j++) {
     fprintf(o, "%s{\"node\":", j ? "," : "");
@@ -237,6 +242,8 @@ static int cmd_bench(int argc, char **argv) {
     kiln_param_basis pb;
     kiln_session_param_basis(s, &pb);
     pf.copy_gbps = pb.copy_gbps;
+    pf.copy_mib = pb.copy_bytes / 1048576;
+    snprintf(pf.figures, sizeof pf.figures, "%s", pb.figures);
   }
   int n = 0;
   double t_start = now_s(), wall = 0;

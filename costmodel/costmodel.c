@@ -848,6 +848,7 @@ void kiln_cm_state_basis(const kiln_cm_state *st, kiln_param_basis *b) {
   b->probe_ms = st->figs.probe_ms;
   b->probe_compile_ms = st->figs.probe_compile_ms;
   b->copy_gbps = st->dm.nbw > 0 ? st->dm.bw[st->dm.nbw - 1] : 0;
+  b->copy_bytes = st->dm.nbw > 0 ? st->dm.bw_size[st->dm.nbw - 1] : 0;
 }
 
 void kiln_cm_state_free(kiln_cm_state *st) {

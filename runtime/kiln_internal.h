@@ -22,10 +22,10 @@
 
 /* ---- errors ----------------------------------------------------------- */
 
-/* Sets err (if not NULL) to status and a printf-style message; returns status. */
 /* runtime/options.c: environment defaults for CPU OpenCL drivers (POCL_AFFINITY),
  * set once before the first OpenCL call. */
 void kiln__cpu_driver_env(void);
+/* Sets err (if not NULL) to status and a printf-style message; returns status. */
 int kiln__err(kiln_error *err, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The monotonic clock in seconds. */
 double kiln__now_s(void);

@@ -1077,19 +1077,20 @@ static int resize_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   int dt = kiln_dev_dtype(kiln_in(g, n, 0)); /* float16: fp16 storage */
   /* nearest upsampling by integer factors of the last two axes: resize_up, no tables */
   int64_t fh = hw && p.in[r - 2] ? p.out[r - 2] / p.in[r - 2] : 0, fw = hw && p.in[r - 1] ? p.out[r - 1] / p.in[r - 1] : 0;
-  bool up = hw && fh >= 1 && fw >= 1 && fh * fw > 1 && fh <= 64 && fw <= 64 && p.out[r - 2] == fh * p.in[r - 2] &&
+  bool up = hw && fh >= 1 && fw >= 1 && fh * fw > 1 && p.out[r - 2] == fh * p.in[r - 2] &&
             p.out[r - 1] == fw * p.in[r - 1] && nt[r - 2] == 1 && nt[r - 1] == 1;
   for (int a = r - 2; a < r && up; a++)
     for (int64_t o = 0; o < p.out[a] && up; o++) up = tidx[off[a] + o] == o / (a == r - 2 ? fh : fw) && twt[off[a] + o] == 1.0f;
   if (up) {
     free(tidx);
     free(twt);
-    cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", kiln_cl_type_opts(dt, (char[256]){0}, 256), "resize_up", err);
+    char uo[256];
+    cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", kiln_cl_type_opts(dt, uo, sizeof uo), "resize_up", err);
     if (!k) return err->status;
     cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
     cl_int H = (cl_int)p.in[r - 2], W = (cl_int)p.in[r - 1], FH = (cl_int)fh, FW = (cl_int)fw;
     if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(H), KARG(W), KARG(FH), KARG(FW), KEND)) return err->status;
-    size_t gws[3] = {(size_t)((W + 7) / 8), (size_t)H, (size_t)planes};
+    size_t gws[3] = {(size_t)((W + 7) / 8), (size_t)H, (size_t)planes}; /* RU_V (resize.cl) inputs a work-item */
     return kiln_exec_launch(x, k, 3, gws, NULL, err);
   }
   cl_mem ib = kiln_exec_param(x, n, 1, tidx, sizeof *tidx * (size_t)(tot + 1), err);
