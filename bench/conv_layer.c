@@ -12,6 +12,7 @@
  *   defaults; the vector must be valid for the shape), or "default".
  * Exit 0 ok, 1 a wrong result or failure, 2 usage. */
 #include "kiln_internal.h"
+#include "bench_device.h"
 #include <math.h>
 #include <time.h>
 
@@ -71,7 +72,7 @@ int main(int argc, char **argv) {
   if (nv == 0 || rounds < 1) { fprintf(stderr, "%s: no parameter vectors\n", argv[0]); return 2; }
   kiln_device *dev;
   kiln_error err = {0};
-  if (kiln_device_open(devsel, &dev, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+  if (bench_device_open(devsel, &dev, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
   kiln_graph g = {0};
   kiln_node n = {0};
   int64_t st[2] = {sh[6], sh[6]}, dl[2] = {1, 1}, pads[4] = {sh[7], sh[7], sh[7], sh[7]};

@@ -16,6 +16,7 @@
  * One line per model: name, nodes run, kernel us, MB, GB/s, fraction of the
  * probed copy bandwidth, memcpy GB/s and the fraction of it. */
 #include "kiln.h"
+#include "bench_device.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +126,7 @@ int main(int argc, char **argv) {
   }
   kiln_error err = {0};
   kiln_device *d = NULL;
-  if (kiln_device_open(sel, &d, &err)) { fprintf(stderr, "bench_eltwise_bw: %s\n", err.msg); return 77; }
+  if (bench_device_open(sel, &d, &err)) { fprintf(stderr, "bench_eltwise_bw: %s\n", err.msg); return 77; }
   if (copy <= 0) {
     kiln_probe_figure *f = NULL;
     int nf = 0;

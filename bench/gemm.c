@@ -28,6 +28,7 @@
  * --no-clblast leaves CLBlast out altogether (on POCL each of its programs
  * is a compile of minutes). */
 #include "kiln_internal.h"
+#include "bench_device.h"
 #include "kiln_db.h"
 #include "onnx.pb-c.h"
 #include <cblas.h>
@@ -220,7 +221,7 @@ int main(int argc, char **argv) {
 
   kiln_error err = {0};
   kiln_device *d;
-  if (kiln_device_open(sel, &d, &err)) { fprintf(stderr, "bench_gemm: %s\n", err.msg); return 77; }
+  if (bench_device_open(sel, &d, &err)) { fprintf(stderr, "bench_gemm: %s\n", err.msg); return 77; }
   kiln_options opts; /* the KILN_* environment; gemm_kernels is set per pass below */
   if (kiln_options_from_env(&opts, &err) || kiln_device_set_options(d, &opts, &err)) { fprintf(stderr, "bench_gemm: %s\n", err.msg); return 2; }
   openblas_set_num_threads(2);

@@ -22,6 +22,7 @@
  *   must be valid for the shape), "default", or "openblas".
  * Exit 0 ok, 1 a wrong result or failure, 2 usage. */
 #include "kiln_internal.h"
+#include "bench_device.h"
 #include <cblas.h>
 #include <math.h>
 #include <time.h>
@@ -166,7 +167,7 @@ int main(int argc, char **argv) {
   }
   kiln_device *dev;
   kiln_error err = {0};
-  if (kiln_device_open(devsel, &dev, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+  if (bench_device_open(devsel, &dev, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
   /* gs[0]: fp32 storage; gs[1]: fp16 (--fp16) */
   kiln_graph gs[2] = {{0}};
   kiln_node ns[2] = {{0}};

@@ -4,6 +4,7 @@
  * memcpy (counted as read + write, like the probe). Prints the ratios the
  * cost-model issue asks for: peak >= 0.6x OpenBLAS, copy >= 0.6x memcpy. */
 #include "kiln.h"
+#include "bench_device.h"
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,7 @@ int main(int argc, char **argv) {
   double blas_gf = 2.0 * n * n * n / blas * 1e-9, memcpy_gb = 2.0 * sz / cp * 1e-9;
   kiln_error err = {0};
   kiln_device *d = NULL;
-  if (kiln_device_open(dev, &d, &err)) { fprintf(stderr, "probe_peers: %s\n", err.msg); return 2; }
+  if (bench_device_open(dev, &d, &err)) { fprintf(stderr, "probe_peers: %s\n", err.msg); return 2; }
   kiln_probe_figure *f = NULL;
   int nf = 0;
   if (kiln_probe(d, NULL, &f, &nf, &err)) { fprintf(stderr, "probe_peers: %s\n", err.msg); return 1; }

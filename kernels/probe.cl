@@ -86,6 +86,29 @@ FLOPS_KERNEL(4, float4)
 FLOPS_KERNEL(8, float8)
 FLOPS_KERNEL(16, float16)
 
+/* The device's arithmetic peak: FMA_CHAINS chains of fused multiply-adds
+ * (fma, which POCL emits as one instruction where mad became a multiply and
+ * an add; twice CHAINS, enough to cover an FMA unit's latency on CPUs with two
+ * of them: on a 2-core AVX-512 EPYC flops_16 read 334-362 GFLOP/s and 16 fma
+ * chains 520, the rate ONNX Runtime's kernels reach there). Only flops_peak
+ * takes it: the cost model's per-width figures stay the mad ones its priors
+ * were fitted on. */
+#define FMA_CHAINS 16
+#define FMA_KERNEL(N, T)                                                                            \
+  __kernel void fma_##N(__global float *dst, int iters, float a, float b) {                          \
+    T x[FMA_CHAINS];                                                                                 \
+    for (int c = 0; c < FMA_CHAINS; c++) x[c] = (T)((float)(get_global_id(0) + (size_t)c) * 1e-7f); \
+    for (int i = 0; i < iters; i++) {                                                                \
+      _Pragma("unroll") for (int c = 0; c < FMA_CHAINS; c++) x[c] = fma(x[c], (T)(a), (T)(b));       \
+    }                                                                                                \
+    T s = x[0];                                                                                      \
+    for (int c = 1; c < FMA_CHAINS; c++) s += x[c];                                                  \
+    dst[get_global_id(0)] = hsum_##N(s);                                                             \
+  }
+FMA_KERNEL(1, float)
+FMA_KERNEL(4, float4)
+FMA_KERNEL(16, float16)
+
 __kernel void empty(void) {}
 
 /* Layout change by index arithmetic, the way convolutions build their GEMM
