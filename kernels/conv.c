@@ -58,7 +58,14 @@
  *            CNN stems, 3 channels): conv_dirv, CONV_TOC output channels of
  *            an output row per work-item in vectors of CONVDW_VW along the
  *            row (dwr's input loads and column split), the weights packed
- *            in panels of CONV_TOC channels (pack_panels).
+ *            in panels of CONV_TOC channels (pack_panels);
+ *   dirc     direct 2-D with the vectors along the output channels
+ *            (conv_dirc): CONV_TP output pixels x CONVDW_R vectors of
+ *            CONVDW_VW channels per work-item, each input element loaded
+ *            once per tap and broadcast, the weights in panels of VW*R
+ *            channels (pack_panels); no copy for strides or pads and full
+ *            lanes on small planes (resnet's 7x7 and 14x14 layers, the
+ *            strided 3x3 and 1x1 ones), windows up to DIRC_KMAX taps.
  * The GEMM-based solvers (1x1, im2col, wino) share the register tile
  * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
  * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
@@ -67,7 +74,7 @@
 #include "ops/window.h"
 #include "conv.h"
 
-enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4, CONV_A_DWR, CONV_A_DIRV };
+enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4, CONV_A_DWR, CONV_A_DIRV, CONV_A_DIRC };
 static const kiln_kparam conv_kparams[CP_COUNT] = {
   [CP_ALGO] = {"CONV_ALGO", 0, {0}, CONV_A_DIRECT}, /* values: the registry's indices (conv_tunable_of) */
   [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
@@ -86,9 +93,10 @@ _Static_assert(CP_COUNT <= KILN_MAX_KPARAMS, "too many conv parameters");
 
 /* kiln_tunable.dims of a Conv instance */
 enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN, CD_KK };
-/* CF_XS: the input scaled per image and channel (input 3, a squeeze-excite
+/* CF_PAD: a window reaches past the input (pads; dirc copies it padded first).
+ * CF_XS: the input scaled per image and channel (input 3, a squeeze-excite
  * gate fused by runtime/passes.c); only panel's conv_pw reads it */
-enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64 };
+enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64, CF_PAD = 128 };
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
@@ -895,6 +903,82 @@ static int dirv_launch(const conv_ctx *c, kiln_error *err) {
   return kiln_exec_launch(c->x, k, 3, gws, NULL, err);
 }
 
+/* -- dirc: direct with vectors along the output channels ------------------ */
+
+/* Taps per window up to which dirc applies (unrolled in the kernel) */
+#define DIRC_KMAX 49
+/* Accumulator vectors per work-item (CONV_TP x CONVDW_R) at most: AVX-512 has 32 registers */
+#define DIRC_ACC 16
+
+/* Work-items per work-group along the pixels of one channel panel. */
+static int64_t dirc_wg(int64_t npb) { return npb < 32 ? npb : 32; }
+
+static int dirc_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  int64_t kk = t->dims[CD_KK], icg = kk > 0 ? t->dims[CD_K] / kk : 0;
+  if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D | CF_XS)) || kk < 1 || kk > DIRC_KMAX || icg < 1 || t->dims[CD_ESZ] == 8) return -1;
+  if (p[CP_TP] * p[CP_DWR] > DIRC_ACC) return -1;
+  /* a panel wider than the layer's channels (twice rounded up) only multiplies zeros */
+  if (p[CP_DWR] > 1 && (int64_t)p[CP_DWVW] * p[CP_DWR] > 2 * round_up(t->dims[CD_M], p[CP_DWVW])) return -1;
+  if (p[CP_TP] > 4 && p[CP_TP] > 2 * t->dims[CD_P]) return -1;
+  return 0;
+}
+
+static void dirc_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  conv_sizes s = sizes_of(t, f);
+  int tp = p[CP_TP], pw = p[CP_DWVW] * p[CP_DWR];
+  int64_t npb = ceil_div(s.P, tp), mb = ceil_div(s.M, pw), wg = dirc_wg(npb), ngr = ceil_div(npb, wg);
+  f->flops = 2.0 * s.nb * (double)(mb * pw) * s.K * (double)(npb * tp); /* whole panels and pixel blocks */
+  f->work_groups = (double)s.nb * (double)mb * (double)ngr;
+  f->wg_size = (double)wg;
+  /* the input read once per channel panel, the weights once per work-group (from cache after) */
+  double x_bytes = (double)s.nb * (double)t->dims[CD_IN] * s.esz;
+  f->bytes = x_bytes * (double)mb + s.wbytes * (double)ngr + s.ybytes;
+  f->vec = p[CP_DWVW];
+  if (t->dims[CD_FLAGS] & CF_PAD) { /* conv_pad's copy first (the padded plane taken as the input's) */
+    f->launches = 2;
+    f->bytes += 2 * x_bytes;
+    f->footprint += x_bytes;
+  }
+}
+
+/* The input plane dirc reads, padded (*ihp x *iwp, larger than the input's
+ * when a window reaches past it: then conv_pad copies it so). */
+static bool dirc_padded(const win_geom *w, int64_t *ihp, int64_t *iwp) {
+  int64_t ih = w->in[1], iw = w->in[2];
+  int64_t rh = (w->out[1] - 1) * w->s[1] + (w->k[1] - 1) * w->d[1] + 1, rw = (w->out[2] - 1) * w->s[2] + (w->k[2] - 1) * w->d[2] + 1;
+  *ihp = ih + w->pb[1] > rh ? ih + w->pb[1] : rh;
+  *iwp = iw + w->pb[2] > rw ? iw + w->pb[2] : rw;
+  return w->pb[1] || w->pb[2] || rh > ih || rw > iw;
+}
+
+static int dirc_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  int tp = c->p[CP_TP], pw = c->p[CP_DWVW] * c->p[CP_DWR];
+  cl_mem A = conv_packed(c, pack_panels, pw, err);
+  if (!A) return err->status;
+  char opts[sizeof c->opts + 320];
+  geom_opts(c, opts, sizeof opts);
+  int64_t ihp, iwp;
+  cl_mem xin = c->bx;
+  if (dirc_padded(w, &ihp, &iwp)) {
+    size_t o = strlen(opts);
+    snprintf(opts + o, sizeof opts - o, " -DDIRC_IHP=%lld -DDIRC_IWP=%lld", (long long)ihp, (long long)iwp);
+    xin = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * w->c * ihp * iwp) * c->desz, err);
+    if (!xin) return err->status;
+    cl_kernel kp = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_pad", err);
+    if (!kp || kiln_cl_args(kp, err, KARG(c->bx), KARG(xin), KEND)) return err->status;
+    size_t gp[2] = {(size_t)ihp, (size_t)(w->n * w->c)};
+    if (kiln_exec_launch(c->x, kp, 2, gp, NULL, err)) return err->status;
+  }
+  cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dirc", err);
+  if (!k) return err->status;
+  if (kiln_cl_args(k, err, KARG(xin), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]), KEND))
+    return err->status;
+  int64_t npb = ceil_div(c->osz, tp), wg = dirc_wg(npb);
+  size_t gws[3] = {(size_t)round_up(npb, wg), (size_t)ceil_div(c->ocg, pw), (size_t)(w->n * w->group)}, lws[3] = {(size_t)wg, 1, 1};
+  return kiln_exec_launch(c->x, k, 3, gws, (size_t)wg <= c->x->d->info.max_work_group ? lws : NULL, err);
+}
+
 static int never(const kiln_tunable *t) { return 0; }
 
 /* The registry; an entry's index is its CONV_ALGO value, so entries are
@@ -912,6 +996,7 @@ const kiln_conv_solver kiln_conv_solvers[] = {
   [CONV_A_WINOP4] = {{"winop4", PANEL_USES, CONV_A_WINOP4}, wino4_applies, never, winop4_features, winop4_launch},
   [CONV_A_DWR] = {{"dwr", USES(CP_DWVW) | USES(CP_DWR), CONV_A_DWR}, dwr_applies, dwr_prefer, dwr_features, dwr_launch},
   [CONV_A_DIRV] = {{"dirv", USES(CP_TOC) | USES(CP_DWVW), CONV_A_DIRV}, dirv_applies, never, dirv_features, dirv_launch},
+  [CONV_A_DIRC] = {{"dirc", USES(CP_TP) | USES(CP_DWVW) | USES(CP_DWR), CONV_A_DIRC}, dirc_applies, never, dirc_features, dirc_launch},
 };
 const int kiln_conv_nsolvers = (int)(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0]);
 _Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CONV_ALGO holds at most 16 values (kiln_kparam.vals)");
@@ -962,6 +1047,8 @@ static int conv_flags(const win_geom *w, bool wc) {
   }
   if (w->k[0] == 1 && w->k[1] == 3 && w->k[2] == 3 && w->in[0] == 1 && w->s[1] == 1 && w->s[2] == 1 && w->d[1] == 1 && w->d[2] == 1 && w->group == 1)
     fl |= CF_WINO;
+  int64_t ihp, iwp;
+  if (dirc_padded(w, &ihp, &iwp)) fl |= CF_PAD;
   return fl;
 }
 

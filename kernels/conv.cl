@@ -994,6 +994,117 @@ __kernel void conv_dirv(__global const ST *x, __global const ST *w, __global con
 
 #endif /* dwr, dirv */
 
+/* [algo 12] dirc: direct 2-D convolution with the vectors along the output
+ * channels: a work-item takes CONV_TP output pixels (consecutive in the
+ * flattened plane, rows crossed) and CONVDW_R vectors of CONVDW_VW output
+ * channels, CONV_TP x CONVDW_R accumulator vectors; per input channel and tap
+ * it loads CONVDW_R weight vectors (packed on the host in panels of
+ * CONVDW_VW*CONVDW_R channels, [K][VW*R] per panel, K in the model's order
+ * ic, kh, kw: pack_panels) and CONV_TP input scalars, each broadcast. The
+ * lanes are full whatever the plane's size, where the solvers that vectorise
+ * along pixels lose most of theirs on small planes (7x7: a 16-wide tile over
+ * 49 pixels) and the strided convolutions pay an im2col copy. A padded
+ * convolution reads a copy of its input with the pads written out
+ * (conv_pad: -DDIRC_IHP, -DDIRC_IWP give its plane), so that no load is
+ * tested (tested loads ran 2-3x slower on resnet's 7x7 layers). Outputs are
+ * stored one by one (channel planes are P apart) through the scalar
+ * epilogue. Built with CONV_GEOM. grid: (ceil(P/TP) rounded up to the
+ * work-group, ceil(OCg/(VW*R)), N*G), work-groups along the pixels of one
+ * channel panel (its weights stay in that core's cache). */
+#if CONV_USES(12) && defined(CONV_GEOM)
+#define DIRC_W (CONVDW_VW * CONVDW_R)
+#define DCV CAT(T, CONVDW_VW)
+#if defined(T_DTYPE) && T_DTYPE == 10
+#define DIRC_LDW(p) CAT(kiln_vldh, CONVDW_VW)(0, (p))
+#else
+#define DIRC_LDW(p) CAT(vload, CONVDW_VW)(0, (p))
+#endif
+#ifdef DIRC_IHP
+#define DIRC_IH DIRC_IHP
+#define DIRC_IW DIRC_IWP
+#define DIRC_PH 0
+#define DIRC_PW 0
+/* x [N][C][IH][IW] into xp [N][C][DIRC_IHP][DIRC_IWP], the pads (PH, PW
+ * leading, the rest trailing) zeros. grid: (DIRC_IHP, N*C) */
+__kernel void conv_pad(__global const ST *x, __global ST *xp) {
+  const int IH = CM(M_IN + 1), IW = CM(M_IN + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
+  const int r = get_global_id(0), nc = get_global_id(1), ih = r - PH;
+  const long so = (long)nc * IH * IW + (long)ih * IW, d = ((long)nc * DIRC_IHP + r) * DIRC_IWP;
+  if (ih < 0 || ih >= IH) {
+    for (int j = 0; j < DIRC_IWP; j++) CP0(xp, d + j);
+    return;
+  }
+  for (int j = 0; j < DIRC_IWP; j++) {
+    const int iw = j - PW;
+    if (iw >= 0 && iw < IW) CP(xp, d + j, x, so + iw);
+    else CP0(xp, d + j);
+  }
+}
+#else
+#define DIRC_IH CM(M_IN + 1)
+#define DIRC_IW CM(M_IN + 2)
+#define DIRC_PH CM(M_P + 1)
+#define DIRC_PW CM(M_P + 2)
+#endif
+__kernel void conv_dirc(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
+                        __global const int *m, int has_bias, __global const ST *e0, __global const ST *e1) {
+  const int C = CM(M_C), OC = CM(M_OC), G = CM(M_G), ICg = CM(M_ICG), OCg = CM(M_OCG);
+  const int IH = DIRC_IH, IW = DIRC_IW, OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
+  const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
+  const int DH = CM(M_DL + 1), DW = CM(M_DL + 2), PH = DIRC_PH, PW = DIRC_PW;
+  const int P = OH * OW, KK = KH * KW;
+  const int p0 = get_global_id(0) * CONV_TP, ob = get_global_id(1), ng = get_global_id(2);
+  if (p0 >= P) return; /* the grid's padding to whole work-groups */
+  const int n = ng / G, g = ng % G, nmb = (OCg + DIRC_W - 1) / DIRC_W;
+  __global const ST *xg = x + ((long)n * C + (long)g * ICg) * ((long)IH * IW);
+  __global const ST *wp = w + ((long)g * nmb + ob) * (long)ICg * KK * DIRC_W;
+  /* each pixel's window corner in the input, inside it (the host pads
+   * otherwise); pixels past P repeat the last one: computed, not stored */
+  long base[CONV_TP];
+  _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
+    const int pp = min(p0 + p, P - 1), oh = pp / OW, ow = pp - oh * OW;
+    base[p] = (long)(oh * SH - PH) * IW + (ow * SW - PW);
+  }
+  DCV acc[CONV_TP][CONVDW_R];
+  _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) acc[p][v] = (DCV)0;
+  for (int ic = 0; ic < ICg; ic++) {
+    __global const ST *xc = xg + (long)ic * IH * IW;
+    __global const ST *wc = wp + (long)ic * KK * DIRC_W;
+    /* taps not unrolled across rows: LLVM hoisted all 9 taps' weights and
+     * addresses and spilled them; a row's pixels as pointers, the taps
+     * along it constant offsets */
+    _Pragma("unroll 1") for (int kh = 0; kh < KH; kh++) {
+      __global const ST *xr[CONV_TP];
+      _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) xr[p] = xc + (long)kh * DH * IW + base[p];
+      _Pragma("unroll") for (int kw = 0; kw < KW; kw++) {
+        DCV wv[CONVDW_R];
+        _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) wv[v] = DIRC_LDW(wc + (kh * KW + kw) * DIRC_W + v * CONVDW_VW);
+        _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
+          const DCV xs = (DCV)(LD(xr[p], kw * DW));
+          _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) acc[p][v] = fma(xs, wv[v], acc[p][v]);
+        }
+      }
+    }
+  }
+  const int cb = g * OCg + ob * DIRC_W; /* the first channel of this panel in Y */
+  const long yb = ((long)n * OC + cb) * P + p0;
+  _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) {
+    T bs[CONVDW_VW];
+    _Pragma("unroll") for (int j = 0; j < CONVDW_VW; j++) bs[j] = has_bias && ob * DIRC_W + v * CONVDW_VW + j < OCg ? LD(bias, cb + v * CONVDW_VW + j) : (T)0;
+    _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
+      if (p0 + p >= P) break;
+      const T *r = (const T *)&acc[p][v];
+      for (int j = 0; j < CONVDW_VW; j++) {
+        const int o = v * CONVDW_VW + j;
+        if (ob * DIRC_W + o >= OCg) break;
+        const long yi = yb + (long)o * P + p;
+        SV(y, yi, EPI(r[j] + bs[j], yi, cb + o));
+      }
+    }
+  }
+}
+#endif /* CONV_USES(12) */
+
 /* [algo 6 on 1x1 stride-1 convs] 1x1 convolution (stride 1, no pads) as a
  * packed GEMM on the input itself, no im2col: Y[n][g*M + m][p] = sum_k A[g][m][k] * x[n][g*K
  * + k][p] (+ bias, epilogue), A the weights packed in panels of GEMM_TM rows
