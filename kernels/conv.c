@@ -95,7 +95,7 @@ _Static_assert(CP_COUNT <= KILN_MAX_KPARAMS, "too many conv parameters");
 enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN, CD_KK };
 /* CF_PAD: a window reaches past the input (pads; dirc copies it padded first).
  * CF_XS: the input scaled per image and channel (input 3, a squeeze-excite
- * gate fused by runtime/passes.c); only panel's conv_pw reads it */
+ * gate fused by runtime/passes.c); panel's conv_pw and dirc read it */
 enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64, CF_PAD = 128 };
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
@@ -915,7 +915,7 @@ static int64_t dirc_wg(int64_t npb) { return npb < 32 ? npb : 32; }
 
 static int dirc_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int64_t kk = t->dims[CD_KK], icg = kk > 0 ? t->dims[CD_K] / kk : 0;
-  if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D | CF_XS)) || kk < 1 || kk > DIRC_KMAX || icg < 1 || t->dims[CD_ESZ] == 8) return -1;
+  if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D)) || kk < 1 || kk > DIRC_KMAX || icg < 1 || t->dims[CD_ESZ] == 8) return -1;
   if (p[CP_TP] * p[CP_DWR] > DIRC_ACC) return -1;
   /* a panel wider than the layer's channels (twice rounded up) only multiplies zeros */
   if (p[CP_DWR] > 1 && (int64_t)p[CP_DWVW] * p[CP_DWR] > 2 * round_up(t->dims[CD_M], p[CP_DWVW])) return -1;
@@ -958,6 +958,8 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
   if (!A) return err->status;
   char opts[sizeof c->opts + 320];
   geom_opts(c, opts, sizeof opts);
+  cl_mem xs = kiln_in_buf(c->x, c->n, 3); /* the input's scales per (n, c) (CF_XS) */
+  if (xs) { size_t o = strlen(opts); snprintf(opts + o, sizeof opts - o, " -DPW_XSCALE=1"); }
   int64_t ihp, iwp;
   cl_mem xin = c->bx;
   if (dirc_padded(w, &ihp, &iwp)) {
@@ -974,6 +976,10 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(xin), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]), KEND))
     return err->status;
+  if (xs) {
+    cl_int r = clSetKernelArg(k, 8, sizeof xs, &xs);
+    if (r != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clSetKernelArg: %s", kiln__clerror(r));
+  }
   int64_t npb = ceil_div(c->osz, tp), wg = dirc_wg(npb);
   size_t gws[3] = {(size_t)round_up(npb, wg), (size_t)ceil_div(c->ocg, pw), (size_t)(w->n * w->group)}, lws[3] = {(size_t)wg, 1, 1};
   return kiln_exec_launch(c->x, k, 3, gws, (size_t)wg <= c->x->d->info.max_work_group ? lws : NULL, err);
@@ -1006,8 +1012,8 @@ _Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CO
 static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int algo = p[CP_ALGO];
   if (algo < 0 || algo >= kiln_conv_nsolvers) return -1;
-  /* a scaled input: conv_pw alone reads the scales (1x1 stride 1 under panel) */
-  if ((t->dims[CD_FLAGS] & CF_XS) && (algo != CONV_A_PANEL || !(t->dims[CD_FLAGS] & CF_1X1))) return -1;
+  /* a scaled input: conv_pw (1x1 stride 1 under panel) and conv_dirc read the scales */
+  if ((t->dims[CD_FLAGS] & CF_XS) && !(algo == CONV_A_DIRC || (algo == CONV_A_PANEL && (t->dims[CD_FLAGS] & CF_1X1)))) return -1;
   const kiln_conv_solver *s = &kiln_conv_solvers[algo];
   for (int i = 1; i < CP_COUNT; i++)
     if (!(s->base.uses >> i & 1) && p[i] != t->params[i].dflt) return -1; /* pinned */

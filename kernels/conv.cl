@@ -1006,18 +1006,24 @@ __kernel void conv_dirv(__global const ST *x, __global const ST *w, __global con
  * 49 pixels) and the strided convolutions pay an im2col copy. A padded
  * convolution reads a copy of its input with the pads written out
  * (conv_pad: -DDIRC_IHP, -DDIRC_IWP give its plane), so that no load is
- * tested (tested loads ran 2-3x slower on resnet's 7x7 layers). Outputs are
- * stored one by one (channel planes are P apart) through the scalar
- * epilogue. Built with CONV_GEOM. grid: (ceil(P/TP) rounded up to the
+ * tested (tested loads ran 2-3x slower on resnet's 7x7 layers). Each output
+ * channel's CONV_TP pixels are gathered from the accumulators into one vector
+ * and stored whole through the vector epilogue (the last, partial block one
+ * by one). With -DPW_XSCALE a ninth argument xs [N][C] scales the input
+ * per image and channel, as conv_pw's (applied to the weights of the
+ * channel). Built with CONV_GEOM. grid: (ceil(P/TP) rounded up to the
  * work-group, ceil(OCg/(VW*R)), N*G), work-groups along the pixels of one
  * channel panel (its weights stay in that core's cache). */
 #if CONV_USES(12) && defined(CONV_GEOM)
 #define DIRC_W (CONVDW_VW * CONVDW_R)
 #define DCV CAT(T, CONVDW_VW)
+#define DPV CAT(T, CONV_TP)
 #if defined(T_DTYPE) && T_DTYPE == 10
 #define DIRC_LDW(p) CAT(kiln_vldh, CONVDW_VW)(0, (p))
+#define DIRC_STP(v, p) CAT(kiln_vsth, CONV_TP)((v), 0, (p))
 #else
 #define DIRC_LDW(p) CAT(vload, CONVDW_VW)(0, (p))
+#define DIRC_STP(v, p) CAT(vstore, CONV_TP)((v), 0, (p))
 #endif
 #ifdef DIRC_IHP
 #define DIRC_IH DIRC_IHP
@@ -1047,7 +1053,11 @@ __kernel void conv_pad(__global const ST *x, __global ST *xp) {
 #define DIRC_PW CM(M_P + 2)
 #endif
 __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
-                        __global const int *m, int has_bias, __global const ST *e0, __global const ST *e1) {
+                        __global const int *m, int has_bias, __global const ST *e0, __global const ST *e1
+#ifdef PW_XSCALE
+                        , __global const ST *xs
+#endif
+                        ) {
   const int C = CM(M_C), OC = CM(M_OC), G = CM(M_G), ICg = CM(M_ICG), OCg = CM(M_OCG);
   const int IH = DIRC_IH, IW = DIRC_IW, OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
   const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
@@ -1070,6 +1080,9 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
   for (int ic = 0; ic < ICg; ic++) {
     __global const ST *xc = xg + (long)ic * IH * IW;
     __global const ST *wc = wp + (long)ic * KK * DIRC_W;
+#ifdef PW_XSCALE
+    const DCV sk = (DCV)(LD(xs, (long)n * C + (long)g * ICg + ic)); /* the input channel's scale in this image: on its weights */
+#endif
     /* taps not unrolled across rows: LLVM hoisted all 9 taps' weights and
      * addresses and spilled them; a row's pixels as pointers, the taps
      * along it constant offsets */
@@ -1079,6 +1092,9 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
       _Pragma("unroll") for (int kw = 0; kw < KW; kw++) {
         DCV wv[CONVDW_R];
         _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) wv[v] = DIRC_LDW(wc + (kh * KW + kw) * DIRC_W + v * CONVDW_VW);
+#ifdef PW_XSCALE
+        _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) wv[v] *= sk;
+#endif
         _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
           const DCV xs = (DCV)(LD(xr[p], kw * DW));
           _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) acc[p][v] = fma(xs, wv[v], acc[p][v]);
@@ -1088,17 +1104,28 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
   }
   const int cb = g * OCg + ob * DIRC_W; /* the first channel of this panel in Y */
   const long yb = ((long)n * OC + cb) * P + p0;
+  const bool full = p0 + CONV_TP <= P;
   _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) {
-    T bs[CONVDW_VW];
-    _Pragma("unroll") for (int j = 0; j < CONVDW_VW; j++) bs[j] = has_bias && ob * DIRC_W + v * CONVDW_VW + j < OCg ? LD(bias, cb + v * CONVDW_VW + j) : (T)0;
-    _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
-      if (p0 + p >= P) break;
-      const T *r = (const T *)&acc[p][v];
-      for (int j = 0; j < CONVDW_VW; j++) {
-        const int o = v * CONVDW_VW + j;
-        if (ob * DIRC_W + o >= OCg) break;
-        const long yi = yb + (long)o * P + p;
-        SV(y, yi, EPI(r[j] + bs[j], yi, cb + o));
+    /* a channel's CONV_TP outputs are consecutive in Y: gathered from the
+     * accumulators' lanes into one vector, through the vector epilogue
+     * (SiLU's exp once a vector, not once an element) and stored whole */
+    for (int j = 0; j < CONVDW_VW; j++) {
+      const int o = v * CONVDW_VW + j;
+      if (ob * DIRC_W + o >= OCg) break;
+      const T b = has_bias ? LD(bias, cb + o) : (T)0;
+      const long yi = yb + (long)o * P;
+      DPV t;
+      T *tt = (T *)&t;
+      _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) tt[p] = ((const T *)&acc[p][v])[j] + b;
+      if (full) {
+#if defined(KILN_EPIV)
+        t = EPIV(CONV_TP, t, yi, cb + o);
+#elif defined(KILN_EPI)
+        _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) tt[p] = EPI(tt[p], yi + p, cb + o);
+#endif
+        DIRC_STP(t, y + yi);
+      } else {
+        for (int p = 0; p < CONV_TP && p0 + p < P; p++) SV(y, yi + p, EPI(tt[p], yi + p, cb + o));
       }
     }
   }
