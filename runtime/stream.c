@@ -63,8 +63,22 @@ void kiln__stream_mark(kiln_graph *g, uint64_t max_memory) {
   free(ex);
 }
 
-/* Bytes of the streamed weights kernel e's nodes read. */
-static uint64_t weight_bytes(const kiln_graph *g, int e, bool *conv, bool *gemm) {
+/* Whether a Conv may run Winograd F(4x4,3x3), whose transformed weights are
+ * 4x the model's: a 2-D 3x3 kernel, strides and dilations 1, one group. Its
+ * other algorithms pack the weights once (panels rounded up to whole tiles). */
+static bool conv_packs_4x(const kiln_graph *g, const kiln_node *n) {
+  const kiln_value *w = n->nin > 1 && n->in[1] >= 0 ? &g->vals[n->in[1]] : NULL;
+  if (!w || w->rank != 4 || w->dims[2] != 3 || w->dims[3] != 3) return false;
+  const kiln_attr *a;
+  if ((a = kiln_attr_find(n, "group")) && a->i != 1) return false;
+  if ((a = kiln_attr_find(n, "strides"))) for (int k = 0; k < a->n; k++) if (a->ints[k] != 1) return false;
+  if ((a = kiln_attr_find(n, "dilations"))) for (int k = 0; k < a->n; k++) if (a->ints[k] != 1) return false;
+  return true;
+}
+
+/* Bytes of the streamed weights kernel e's nodes read; *conv: 1 a Conv, 2
+ * one that may pack them 4x (conv_packs_4x). */
+static uint64_t weight_bytes(const kiln_graph *g, int e, int *conv, bool *gemm) {
   uint64_t b = 0;
   for (int i = 0; i < g->nnodes; i++) {
     const kiln_node *n = &g->nodes[i];
@@ -72,15 +86,16 @@ static uint64_t weight_bytes(const kiln_graph *g, int e, bool *conv, bool *gemm)
     bool any = false;
     for (int k = 0; k < n->nin; k++)
       if (n->in[k] >= 0 && g->vals[n->in[k]].streamed) { b += kiln_value_dev_bytes(&g->vals[n->in[k]]); any = true; }
-    if (any && !strcmp(n->op_type, "Conv")) *conv = true;
+    if (any && !strcmp(n->op_type, "Conv") && !*conv) *conv = conv_packs_4x(g, n) ? 2 : 1;
     if (any && (!strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "Gemm"))) *gemm = true;
   }
   return b;
 }
 
 /* Kernel e's bytes while it runs: its weights and what it derives from them
- * (the op's worst case: Winograd F(4x4) packs 4x the weights). */
-static uint64_t kernel_bytes(uint64_t w, bool conv, bool gemm) { return w + (conv ? 4 * w : gemm ? w : 0); }
+ * (the op's worst case: Winograd F(4x4) packs 4x the weights, the other conv
+ * algorithms and the GEMMs a copy, rounded up to whole tiles: 5/4). */
+static uint64_t kernel_bytes(uint64_t w, int conv, bool gemm) { return w + (conv == 2 ? 4 * w : conv || gemm ? w + w / 4 : 0); }
 
 /* Uploads kernel e's streamed weights (dry: only counts them) into *bytes. */
 static int upload_weights(kiln_session *s, int e, bool dry, uint64_t *bytes, kiln_error *err) {
@@ -201,7 +216,8 @@ int kiln__stream_plan(kiln_session *s, kiln_error *err) {
   uint64_t all = 0;
   for (int i = 0; i < g->nnodes; i++) {
     if (g->nodes[i].folded || executor(g, i) != i) continue;
-    bool conv = false, gemm = false;
+    int conv = 0;
+    bool gemm = false;
     uint64_t w = weight_bytes(g, i, &conv, &gemm);
     if (!w) continue;
     c[nc] = (stream_cand){i, w, kernel_bytes(w, conv, gemm)};

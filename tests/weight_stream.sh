@@ -25,6 +25,10 @@ trap 'rm -rf "$tmp"' EXIT
 "$kiln" devices >/dev/null 2>&1 || { echo "weight_stream: no OpenCL device, skipped"; exit 77; }
 export HOME="$tmp/home"
 mkdir -p "$HOME"
+# the descriptors' defaults, not the cost model's choices: what streaming can
+# save depends on the plan's largest weights (winop4's transformed ones are 4x
+# the model's: one kernel alone then needs more than 3/5 of the peak)
+export KILN_NO_PREDICT=1
 "$py" - "$tmp/m.onnx" <<'PY'
 import sys
 import numpy as np
