@@ -332,7 +332,7 @@ size_t kiln_struct_size(const char *name) {
     S(kiln_error), S(kiln_tensor), S(kiln_device_info), S(kiln_shape_binding), S(kiln_load_options), S(kiln_value_info),
     S(kiln_model_stats), S(kiln_run_stats), S(kiln_node_time), S(kiln_fusion_info), S(kiln_plan_kernel), S(kiln_param_stats),
     S(kiln_param_basis), S(kiln_probe_figure), S(kiln_node_prediction), S(kiln_model_eval), S(kiln_tune_progress),
-    S(kiln_tune_result), S(kiln_tune_options),
+    S(kiln_tune_result), S(kiln_tune_options), S(kiln_options),
   };
 #undef S
   for (size_t i = 0; name && i < sizeof sizes / sizeof sizes[0]; i++)

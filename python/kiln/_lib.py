@@ -30,6 +30,12 @@ class LoadOptions(ctypes.Structure):
     _fields_ = [("shapes", ctypes.POINTER(ShapeBinding)), ("nshapes", ctypes.c_int), ("max_model_bytes", ctypes.c_uint64)]
 
 
+class Options(ctypes.Structure):
+    _fields_ = [("device", ctypes.c_char_p), ("db", ctypes.c_char_p), ("db_path", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
+                ("kernel_dir", ctypes.c_char_p), ("no_probe", ctypes.c_int), ("gemm_kernels", ctypes.c_uint),
+                ("attention_fuse", ctypes.c_int), ("no_predict", ctypes.c_int), ("max_model_bytes", ctypes.c_uint64)]
+
+
 class RunStats(ctypes.Structure):
     _fields_ = [("last_ms", ctypes.c_double), ("kernels_launched", ctypes.c_int), ("programs_compiled", ctypes.c_int),
                 ("compile_ms", ctypes.c_double), ("nodes_folded", ctypes.c_int), ("device_bytes", ctypes.c_uint64),
@@ -89,7 +95,7 @@ class TuneOptions(ctypes.Structure):
 _C_NAMES = {Error: "kiln_error", Tensor: "kiln_tensor", ValueInfo: "kiln_value_info", ShapeBinding: "kiln_shape_binding",
             LoadOptions: "kiln_load_options", RunStats: "kiln_run_stats", DeviceInfo: "kiln_device_info",
             NodeTime: "kiln_node_time", PlanKernel: "kiln_plan_kernel", TuneProgress: "kiln_tune_progress",
-            TuneResult: "kiln_tune_result", TuneOptions: "kiln_tune_options"}
+            TuneResult: "kiln_tune_result", TuneOptions: "kiln_tune_options", Options: "kiln_options"}
 
 _P = ctypes.c_void_p
 _E = ctypes.POINTER(Error)
@@ -98,6 +104,8 @@ _SIGS = {
     "kiln_strerror": (ctypes.c_char_p, [ctypes.c_int]),
     "kiln_device_list": (ctypes.c_int, [ctypes.POINTER(DeviceInfo), ctypes.c_int, ctypes.POINTER(ctypes.c_int), _E]),
     "kiln_device_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P), _E]),
+    "kiln_options_from_env": (ctypes.c_int, [ctypes.POINTER(Options), _E]),
+    "kiln_device_set_options": (ctypes.c_int, [_P, ctypes.POINTER(Options), _E]),
     "kiln_device_close": (None, [_P]),
     "kiln_device_get_info": (ctypes.POINTER(DeviceInfo), [_P]),
     "kiln_model_load": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(LoadOptions), ctypes.POINTER(_P), _E]),

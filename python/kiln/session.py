@@ -242,6 +242,8 @@ class InferenceSession:
     max_memory: a device memory budget in bytes, as `kiln run --max-memory`:
     weights stream from host memory when the plan needs more (get_stats()
     reports streamed_bytes and peak_device_bytes).
+    The other KILN_* variables (KILN_CACHE_DIR, KILN_KERNEL_DIR, KILN_PROBE,
+    KILN_NO_PREDICT, ...) apply as they do to the kiln command.
     Inputs whose symbolic dimensions change between calls are planned once per
     distinct set of input shapes; up to 8 such plans are kept (least recently
     used dropped)."""
@@ -299,6 +301,15 @@ class InferenceSession:
             self._cleanup()
             _raise(rc, err)
         self._d = d
+        # the KILN_* environment as the kiln command applies it (KILN_CACHE_DIR,
+        # KILN_KERNEL_DIR, KILN_PROBE, KILN_NO_PREDICT, ...): a bad value is an error
+        env = _lib.Options()
+        rc = _L.kiln_options_from_env(ctypes.byref(env), ctypes.byref(err))
+        if rc == 0:
+            rc = _L.kiln_device_set_options(d, ctypes.byref(env), ctypes.byref(err))
+        if rc:
+            self._cleanup()
+            _raise(rc, err)
         s = ctypes.c_void_p()
         rc = _L.kiln_session_create(m, d, ctypes.byref(s), ctypes.byref(err))
         if rc:

@@ -385,3 +385,16 @@ def test_max_memory_streams(tmp_path):
         assert small.get_stats()["streamed_bytes"] > 0
     with pytest.raises(ValueError, match="max_memory"):
         ort.InferenceSession(path, db=False, max_memory=-1)
+
+
+def test_env_options_apply(models, tmp_path, monkeypatch):
+    """The KILN_* environment applies to sessions as to the kiln command:
+    compiled programs go to KILN_CACHE_DIR; a malformed value is an error."""
+    cache = tmp_path / "programs"
+    monkeypatch.setenv("KILN_CACHE_DIR", str(cache))
+    sess = ort.InferenceSession(str(models / "cnn.onnx"), db=False)
+    sess.run(None, feed_for(sess, np.random.default_rng(0)))
+    assert cache.is_dir() and any(cache.iterdir()), "nothing cached under KILN_CACHE_DIR"
+    monkeypatch.setenv("KILN_GEMM_KERNELS", "7")
+    with pytest.raises(Exception, match="KILN_GEMM_KERNELS"):
+        ort.InferenceSession(str(models / "cnn.onnx"), db=False)
