@@ -210,48 +210,43 @@ static int probe_local(probe_ctx *c) {
   return 0;
 }
 
-/* Arithmetic peak per vector width. */
+/* Samples (GFLOP/s) of probe.cl's chain kernel NAME_WIDTH: `chains` chains,
+ * flops_iters / div rounds a work-item. */
+static int time_chains(probe_ctx *c, const char *name, int width, int chains, int div, double *ps) {
+  char kn[32];
+  snprintf(kn, sizeof kn, "%s_%d", name, width);
+  cl_kernel kf = probe_kernel(c, kn);
+  if (!kf) return cl_fail(c);
+  cl_int iters = c->cfg->flops_iters / div;
+  cl_float fa = 0.999f, fb = 0.001f;
+  size_t items = c->cu * c->wg * 8;
+  for (int r = 0; r < c->cfg->reps; r++) {
+    int rc = kiln_cl_args(kf, c->err, KARG(c->small), KARG(iters), KARG(fa), KARG(fb), KEND);
+    if (rc) return rc;
+    double t = timed_launch(c, kf, items, c->wg);
+    if (t < 0) return cl_fail(c);
+    ps[r] = 2.0 * width * chains * (double)iters * (double)items / t * 1e-9;
+  }
+  return 0;
+}
+
+/* Arithmetic peak per vector width (the cost model's figures: 8 chains of
+ * mad), and the device's peak (flops_peak: 16 chains of fma, or the best
+ * width if that is higher). */
 static int probe_flops(probe_ctx *c) {
-  static const int vws[] = {1, 2, 4, 8, 16};
-  double best = 0, bs[REPS_MAX];
+  static const int vws[] = {1, 2, 4, 8, 16}, fws[] = {1, 4, 16};
+  double best = 0, bs[REPS_MAX], ps[REPS_MAX], med[REPS_MAX];
   for (size_t vi = 0; vi < sizeof vws / sizeof vws[0]; vi++) {
+    int rc = time_chains(c, "flops", vws[vi], 8 /* CHAINS */, vws[vi], ps);
+    if (rc) return rc;
     char name[32];
-    snprintf(name, sizeof name, "flops_%d", vws[vi]);
-    cl_kernel kf = probe_kernel(c, name);
-    if (!kf) return cl_fail(c);
-    cl_int iters = c->cfg->flops_iters / vws[vi];
-    cl_float fa = 0.999f, fb = 0.001f;
-    size_t items = c->cu * c->wg * 8;
-    double ps[REPS_MAX];
-    for (int r = 0; r < c->cfg->reps; r++) {
-      int rc = kiln_cl_args(kf, c->err, KARG(c->small), KARG(iters), KARG(fa), KARG(fb), KEND);
-      if (rc) return rc;
-      double t = timed_launch(c, kf, items, c->wg);
-      if (t < 0) return cl_fail(c);
-      ps[r] = 2.0 * vws[vi] * 8 /* CHAINS */ * (double)iters * (double)items / t * 1e-9;
-    }
     snprintf(name, sizeof name, "flops_vec%d", vws[vi]);
     add(&c->fs, name, "GFLOP/s", ps, c->cfg->reps, 1);
     if (c->fs.n > 0 && c->fs.f[c->fs.n - 1].value > best) { best = c->fs.f[c->fs.n - 1].value; memcpy(bs, ps, sizeof(double) * (size_t)c->cfg->reps); }
   }
-  /* the peak itself: fused multiply-adds in FMA_CHAINS (16) chains, widths 1, 4, 16 */
-  static const int fws[] = {1, 4, 16};
   for (size_t vi = 0; vi < sizeof fws / sizeof fws[0]; vi++) {
-    char name[32];
-    snprintf(name, sizeof name, "fma_%d", fws[vi]);
-    cl_kernel kf = probe_kernel(c, name);
-    if (!kf) return cl_fail(c);
-    cl_int iters = c->cfg->flops_iters / 2 / fws[vi];
-    cl_float fa = 0.999f, fb = 0.001f;
-    size_t items = c->cu * c->wg * 8;
-    double ps[REPS_MAX], med[REPS_MAX];
-    for (int r = 0; r < c->cfg->reps; r++) {
-      int rc = kiln_cl_args(kf, c->err, KARG(c->small), KARG(iters), KARG(fa), KARG(fb), KEND);
-      if (rc) return rc;
-      double t = timed_launch(c, kf, items, c->wg);
-      if (t < 0) return cl_fail(c);
-      ps[r] = 2.0 * fws[vi] * 16 /* FMA_CHAINS */ * (double)iters * (double)items / t * 1e-9;
-    }
+    int rc = time_chains(c, "fma", fws[vi], 16 /* FMA_CHAINS */, 2 * fws[vi], ps);
+    if (rc) return rc;
     memcpy(med, ps, sizeof(double) * (size_t)c->cfg->reps);
     qsort(med, (size_t)c->cfg->reps, sizeof(double), kiln__cmp_double);
     const double m = c->cfg->best ? med[c->cfg->reps - 1] : med[c->cfg->reps / 2]; /* as add() reads a figure */

@@ -69,22 +69,23 @@ inline float hsum_2(float2 s) { return s.x + s.y; }
 inline float hsum_4(float4 s) { return hsum_2(s.lo) + hsum_2(s.hi); }
 inline float hsum_8(float8 s) { return hsum_4(s.lo) + hsum_4(s.hi); }
 inline float hsum_16(float16 s) { return hsum_8(s.lo) + hsum_8(s.hi); }
-#define FLOPS_KERNEL(N, T)                                                                     \
-  __kernel void flops_##N(__global float *dst, int iters, float a, float b) {                   \
-    T x[CHAINS];                                                                                \
-    for (int c = 0; c < CHAINS; c++) x[c] = (T)((float)(get_global_id(0) + (size_t)c) * 1e-7f); \
+/* CH chains of OP(x, a, b) on vectors T of width N: kernel NAME_N. */
+#define CHAIN_KERNEL(NAME, N, T, CH, OP)                                                        \
+  __kernel void NAME##_##N(__global float *dst, int iters, float a, float b) {                  \
+    T x[CH];                                                                                    \
+    for (int c = 0; c < CH; c++) x[c] = (T)((float)(get_global_id(0) + (size_t)c) * 1e-7f);     \
     for (int i = 0; i < iters; i++) {                                                           \
-      _Pragma("unroll") for (int c = 0; c < CHAINS; c++) x[c] = mad(x[c], (T)(a), (T)(b));      \
+      _Pragma("unroll") for (int c = 0; c < CH; c++) x[c] = OP(x[c], (T)(a), (T)(b));           \
     }                                                                                           \
     T s = x[0];                                                                                 \
-    for (int c = 1; c < CHAINS; c++) s += x[c];                                                 \
+    for (int c = 1; c < CH; c++) s += x[c];                                                     \
     dst[get_global_id(0)] = hsum_##N(s);                                                        \
   }
-FLOPS_KERNEL(1, float)
-FLOPS_KERNEL(2, float2)
-FLOPS_KERNEL(4, float4)
-FLOPS_KERNEL(8, float8)
-FLOPS_KERNEL(16, float16)
+CHAIN_KERNEL(flops, 1, float, CHAINS, mad)
+CHAIN_KERNEL(flops, 2, float2, CHAINS, mad)
+CHAIN_KERNEL(flops, 4, float4, CHAINS, mad)
+CHAIN_KERNEL(flops, 8, float8, CHAINS, mad)
+CHAIN_KERNEL(flops, 16, float16, CHAINS, mad)
 
 /* The device's arithmetic peak: FMA_CHAINS chains of fused multiply-adds
  * (fma, which POCL emits as one instruction where mad became a multiply and
@@ -94,20 +95,9 @@ FLOPS_KERNEL(16, float16)
  * takes it: the cost model's per-width figures stay the mad ones its priors
  * were fitted on. */
 #define FMA_CHAINS 16
-#define FMA_KERNEL(N, T)                                                                            \
-  __kernel void fma_##N(__global float *dst, int iters, float a, float b) {                          \
-    T x[FMA_CHAINS];                                                                                 \
-    for (int c = 0; c < FMA_CHAINS; c++) x[c] = (T)((float)(get_global_id(0) + (size_t)c) * 1e-7f); \
-    for (int i = 0; i < iters; i++) {                                                                \
-      _Pragma("unroll") for (int c = 0; c < FMA_CHAINS; c++) x[c] = fma(x[c], (T)(a), (T)(b));       \
-    }                                                                                                \
-    T s = x[0];                                                                                      \
-    for (int c = 1; c < FMA_CHAINS; c++) s += x[c];                                                  \
-    dst[get_global_id(0)] = hsum_##N(s);                                                             \
-  }
-FMA_KERNEL(1, float)
-FMA_KERNEL(4, float4)
-FMA_KERNEL(16, float16)
+CHAIN_KERNEL(fma, 1, float, FMA_CHAINS, fma)
+CHAIN_KERNEL(fma, 4, float4, FMA_CHAINS, fma)
+CHAIN_KERNEL(fma, 16, float16, FMA_CHAINS, fma)
 
 __kernel void empty(void) {}
 
