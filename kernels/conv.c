@@ -63,9 +63,10 @@
  *            (conv_dirc): CONV_TP output pixels x CONVDW_R vectors of
  *            CONVDW_VW channels per work-item, each input element loaded
  *            once per tap and broadcast, the weights in panels of VW*R
- *            channels (pack_panels); no copy for strides or pads and full
- *            lanes on small planes (resnet's 7x7 and 14x14 layers, the
- *            strided 3x3 and 1x1 ones), windows up to DIRC_KMAX taps.
+ *            channels (pack_panels); full lanes on small planes (resnet's
+ *            7x7 and 14x14 layers) and no im2col for strided ones; a padded
+ *            input copied once with its pads (conv_pad); windows up to
+ *            DIRC_KMAX taps.
  * The GEMM-based solvers (1x1, im2col, wino) share the register tile
  * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
  * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
@@ -315,6 +316,13 @@ static int conv_panel_gemm(const conv_ctx *c, conv_panel_args *a, kiln_error *er
   return kiln_exec_launch(x, k, 3, gg, lg, err);
 }
 
+/* The ninth argument of a kernel built with -DPW_XSCALE (conv_pw, conv_dirc):
+ * the input's scales per (n, c). */
+static int set_xscale(cl_kernel k, cl_mem xs, kiln_error *err) {
+  cl_int r = clSetKernelArg(k, 8, sizeof xs, &xs);
+  return r == CL_SUCCESS ? 0 : kiln__err(err, KILN_ECL, "clSetKernelArg: %s", kiln__clerror(r));
+}
+
 /* conv_im2col into a scratch buffer of ldb columns (solvers im2col, local). */
 static cl_mem conv_im2col(const conv_ctx *c, cl_int ldb, kiln_error *err) {
   const win_geom *w = c->w;
@@ -546,10 +554,7 @@ static int panel_pw_launch(const conv_ctx *c, kiln_error *err) {
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),
                    KEND))
     return err->status;
-  if (xs) {
-    cl_int r = clSetKernelArg(k, 8, sizeof xs, &xs);
-    if (r != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clSetKernelArg: %s", kiln__clerror(r));
-  }
+  if (xs && set_xscale(k, xs, err)) return err->status;
   size_t wg = (size_t)c->p[CP_PWG];
   size_t gws[3] = {(size_t)ceil_div(np, (int64_t)wg) * wg, (size_t)ceil_div(nmb, mb), (size_t)NB};
   size_t lws[3] = {wg, 1, 1};
@@ -905,7 +910,7 @@ static int dirv_launch(const conv_ctx *c, kiln_error *err) {
 
 /* -- dirc: direct with vectors along the output channels ------------------ */
 
-/* Taps per window up to which dirc applies (unrolled in the kernel) */
+/* Taps per window up to which dirc applies (a row's taps unrolled in the kernel, the rows not) */
 #define DIRC_KMAX 49
 /* Accumulator vectors per work-item (CONV_TP x CONVDW_R) at most: AVX-512 has 32 registers */
 #define DIRC_ACC 16
@@ -976,10 +981,7 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(xin), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]), KEND))
     return err->status;
-  if (xs) {
-    cl_int r = clSetKernelArg(k, 8, sizeof xs, &xs);
-    if (r != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clSetKernelArg: %s", kiln__clerror(r));
-  }
+  if (xs && set_xscale(k, xs, err)) return err->status;
   int64_t npb = ceil_div(c->osz, tp), wg = dirc_wg(npb);
   size_t gws[3] = {(size_t)round_up(npb, wg), (size_t)ceil_div(c->ocg, pw), (size_t)(w->n * w->group)}, lws[3] = {(size_t)wg, 1, 1};
   return kiln_exec_launch(c->x, k, 3, gws, (size_t)wg <= c->x->d->info.max_work_group ? lws : NULL, err);

@@ -64,7 +64,9 @@ void kiln__stream_mark(kiln_graph *g, uint64_t max_memory) {
 }
 
 /* Whether a Conv may run Winograd F(4x4,3x3), whose transformed weights are
- * 4x the model's: a 2-D 3x3 kernel, strides and dilations 1, one group. Its
+ * 4x the model's: a 2-D 3x3 kernel, strides and dilations 1, one group (the
+ * conv family's CF_WINO, kernels/conv.c, read off the node here: the plan
+ * streams before any kernel is chosen). Its
  * other algorithms pack the weights once (panels rounded up to whole tiles). */
 static bool conv_packs_4x(const kiln_graph *g, const kiln_node *n) {
   const kiln_value *w = n->nin > 1 && n->in[1] >= 0 ? &g->vals[n->in[1]] : NULL;
