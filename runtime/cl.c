@@ -314,35 +314,63 @@ void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const kiln_re
 static cl_program build_program_opts(kiln_device *d, const char *file, const char *src, const char *opts, const char *bopts,
                                      const char *key, int keep, kiln_error *err);
 
-/* *out = src with kernels/half_io.cl (fp16 storage's kiln_ldh / kiln_svh /
- * kiln_vldhN / kiln_vsthN) before it when it names one of them, a "#line 1" between so that build logs
- * keep the file's line numbers; NULL when not needed: programs without them
- * keep their source, and their cache keys, as they were. 0 or a status. */
-static int with_half_io(kiln_device *d, const char *src, char **out, kiln_error *err) {
+/* Files prepended to a program whose source names one of their functions:
+ * kernels/half_io.cl (fp16 storage's kiln_ldh / kiln_svh / kiln_vldhN /
+ * kiln_vsthN) and kernels/fastmath.cl (kiln_expN), one definition each for
+ * the kernel files and the generated fused and epilogue code. */
+static const struct {
+  const char *file;
+  const char *names[4];
+} preludes[] = {
+  {"half_io.cl", {"kiln_ldh", "kiln_svh", "kiln_vldh", "kiln_vsth"}},
+  {"fastmath.cl", {"kiln_exp", NULL, NULL, NULL}},
+};
+
+/* *out = src with the preludes it uses before it, a "#line 1" between so
+ * that build logs keep the file's line numbers; NULL when it uses none:
+ * those programs keep their source, and their cache keys, as they were.
+ * 0 or a status. */
+static int with_preludes(kiln_device *d, const char *src, char **out, kiln_error *err) {
   *out = NULL;
-  if (!strstr(src, "kiln_ldh") && !strstr(src, "kiln_svh") && !strstr(src, "kiln_vldh") && !strstr(src, "kiln_vsth")) return 0;
-  char *owned = NULL;
-  const char *pre = kiln_cl_source_in(d->opt.kernel_dir, "half_io.cl", &owned);
-  if (!pre) return kiln__err(err, KILN_EINTERNAL, "kernel file half_io.cl is not embedded");
-  static const char line[] = "\n#line 1\n";
-  size_t lp = strlen(pre), ll = sizeof line - 1, ls = strlen(src);
-  char *all = malloc(lp + ll + ls + 1);
-  if (all) {
-    memcpy(all, pre, lp);
-    memcpy(all + lp, line, ll);
-    memcpy(all + lp + ll, src, ls + 1);
+  const char *pre[sizeof preludes / sizeof preludes[0]] = {NULL};
+  char *owned[sizeof preludes / sizeof preludes[0]] = {NULL};
+  size_t lp = 0;
+  int rc = 0;
+  for (size_t k = 0; k < sizeof preludes / sizeof preludes[0]; k++) {
+    int used = 0;
+    for (int q = 0; q < 4 && preludes[k].names[q] && !used; q++) used = strstr(src, preludes[k].names[q]) != NULL;
+    if (!used) continue;
+    pre[k] = kiln_cl_source_in(d->opt.kernel_dir, preludes[k].file, &owned[k]);
+    if (!pre[k]) { rc = kiln__err(err, KILN_EINTERNAL, "kernel file %s is not embedded", preludes[k].file); break; }
+    lp += strlen(pre[k]) + 1;
   }
-  free(owned);
-  if (!all) return kiln__err(err, KILN_ENOMEM, "out of memory");
-  *out = all;
-  return 0;
+  if (!rc && lp) {
+    static const char line[] = "\n#line 1\n";
+    size_t ll = sizeof line - 1, ls = strlen(src), o = 0;
+    char *all = malloc(lp + ll + ls + 1);
+    if (!all) rc = kiln__err(err, KILN_ENOMEM, "out of memory");
+    else {
+      for (size_t k = 0; k < sizeof preludes / sizeof preludes[0]; k++)
+        if (pre[k]) {
+          size_t n = strlen(pre[k]);
+          memcpy(all + o, pre[k], n);
+          all[o + n] = '\n';
+          o += n + 1;
+        }
+      memcpy(all + o, line, ll);
+      memcpy(all + o + ll, src, ls + 1);
+      *out = all;
+    }
+  }
+  for (size_t k = 0; k < sizeof preludes / sizeof preludes[0]; k++) free(owned[k]);
+  return rc;
 }
 
-/* Builds src0 (with half_io.cl where it uses it) with opts, from the binary cache when it has the program; keep:
+/* Builds src0 (with the preludes it uses) with opts, from the binary cache when it has the program; keep:
  * a program built from source is stored there. */
 static cl_program build_program(kiln_device *d, const char *file, const char *src0, const char *opts, int keep, kiln_error *err) {
   char *full;
-  if (with_half_io(d, src0, &full, err)) return NULL;
+  if (with_preludes(d, src0, &full, err)) return NULL;
   const char *src = full ? full : src0;
   uint64_t h = 1469598103934665603ull;
   h = fnv1a(h, src, strlen(src));

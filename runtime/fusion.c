@@ -41,8 +41,12 @@ static bool has_erf(const kiln_graph *g, const int *nodes, int from, int n) {
   return false;
 }
 
-/* C expression of node n applied to temps a (and b) into buf; 0 if fusable. */
-static int node_expr(kiln_graph *g, kiln_node *n, const char *a, const char *b, char *buf, size_t len) {
+/* C expression of node n applied to temps a (and b) of w floats (1, or a
+ * vector of 2, 4, 8, 16) into buf; 0 if fusable. Sigmoid's exp is
+ * kiln_exp<w> (kernels/fastmath.cl: SiLU's exp cost POCL as much as the
+ * memory traffic of a kernel); Exp, Elu and Softplus keep the builtin
+ * (their results are exp's own, infinity included). */
+static int node_expr(kiln_graph *g, kiln_node *n, const char *a, const char *b, int w, char *buf, size_t len) {
   const char *op = n->op_type;
   char fa[48], fb[48];
   float alpha, beta;
@@ -69,7 +73,7 @@ static int node_expr(kiln_graph *g, kiln_node *n, const char *a, const char *b, 
     return 0;
   }
   if (!strcmp(op, "Relu")) snprintf(buf, len, "(isnan(%s) ? %s : fmax(%s, 0.0f))", a, a, a);
-  else if (!strcmp(op, "Sigmoid")) snprintf(buf, len, "1.0f / (1.0f + exp(-%s))", a);
+  else if (!strcmp(op, "Sigmoid")) snprintf(buf, len, "1.0f / (1.0f + kiln_exp%d(-%s))", w, a);
   else if (!strcmp(op, "Tanh")) snprintf(buf, len, "tanh(%s)", a);
   else if (!strcmp(op, "Exp")) snprintf(buf, len, "exp(%s)", a);
   else if (!strcmp(op, "Log")) snprintf(buf, len, "log(%s)", a);
@@ -126,7 +130,7 @@ static bool fusable(kiln_graph *g, kiln_node *n) {
     if (!v || v->dtype != KILN_DT_FLOAT) return false;
   }
   char buf[256];
-  return node_expr(g, n, "a", nd == 2 ? "b" : NULL, buf, sizeof buf) == 0;
+  return node_expr(g, n, "a", nd == 2 ? "b" : NULL, 1, buf, sizeof buf) == 0;
 }
 
 static bool same_shape(const kiln_value *a, const kiln_value *b) {
@@ -196,7 +200,7 @@ static int generate(kiln_graph *g, kiln_fgroup *grp, kiln_error *err) {
         if (grp->ext[e] == v) { snprintf(opnd[q], sizeof opnd[q], "x%d", e); found = 1; }
       if (!found) { free(src); return kiln__err(err, KILN_EINTERNAL, "fusion: operand of '%s' not found", n->name); }
     }
-    if (node_expr(g, n, opnd[0], nd == 2 ? opnd[1] : NULL, expr, sizeof expr)) { free(src); return kiln__err(err, KILN_EINTERNAL, "fusion: '%s' not expressible", n->name); }
+    if (node_expr(g, n, opnd[0], nd == 2 ? opnd[1] : NULL, 1, expr, sizeof expr)) { free(src); return kiln__err(err, KILN_EINTERNAL, "fusion: '%s' not expressible", n->name); }
     o += (size_t)snprintf(src + o, cap - o, "  float t%d = %s; /* %s */\n", k, expr, n->op_type);
   }
   if (y->half) o += (size_t)snprintf(src + o, cap - o, "  kiln_svh(y, i, t%d);\n  }\n}\n", grp->nnodes - 1);
@@ -351,7 +355,7 @@ static int epi_body(kiln_graph *g, const kiln_fgroup *G, const int *ekind, int w
         else snprintf(opnd[k], sizeof opnd[k], "((float%d)(%.9g))", w, c);
       }
     }
-    if (node_expr(g, n, opnd[0], nd == 2 ? opnd[1] : NULL, expr, sizeof expr)) return -1;
+    if (node_expr(g, n, opnd[0], nd == 2 ? opnd[1] : NULL, w, expr, sizeof expr)) return -1;
     *o += (size_t)snprintf(src + *o, cap - *o, "  const %s t%d = %s; /* %s */\n", ty, q, expr, n->op_type);
   }
   *o += (size_t)snprintf(src + *o, cap - *o, "  return t%d;\n}\n", G->nnodes - 1);
@@ -383,8 +387,9 @@ static int epi_generate(kiln_graph *g, kiln_fgroup *G, const int *ekind, kiln_er
    * per-element loop called exp once a lane). efficientnet_b0's layers +
    * SiLU on POCL (kernel time, alternated, load 5): 1x1 16->96 at 112x112
    * 1.3-2.3 -> 0.75 ms, depthwise 3x3 32ch 0.58 -> 0.23 ms, the 3x3 s2 stem
-   * 1.2 -> 0.9 ms. (A branch-free polynomial exp of our own was slower
-   * than POCL's, scalar and on vectors.) Not for heads in fp16 storage
+   * 1.2 -> 0.9 ms. (An earlier polynomial exp of our own was slower than
+   * POCL's: it rounded with rint, a call a lane on POCL; kernels/fastmath.cl
+   * rounds by an addition.) Not for heads in fp16 storage
    * (operands through vload_half) nor Erf (kiln_erf is scalar). */
   if (!half && !has_erf(g, G->nodes, 1, G->nnodes)) {
     o += (size_t)snprintf(src + o, cap - o, "#define KILN_EPIV 1\n");
