@@ -193,7 +193,11 @@ inline void store_vec(TV acc, const int m, const int n0, const int N, const T al
   if (n0 + VW <= N && (!has_c || scn == 1)) {
     TV o = alpha * acc;
     if (has_c) o += beta * GVLOAD(0, C + m * scm + n0);
-#ifdef KILN_EPI
+#if defined(KILN_EPIR) && VW >= 4
+    /* the epilogue on the whole vector, channels n0.. (GELU's erf as vector
+     * code: bert_encoder's feed-forward MatMul + GELU) */
+    o = CAT(kiln_epir, VW)(o, ybase + (long)m * N + n0, n0, e0, e1);
+#elif defined(KILN_EPI)
     T *ro = (T *)&o;
     for (int e = 0; e < VW; e++) ro[e] = EPI(ro[e], ybase + (long)m * N + n0 + e, n0 + e);
 #endif

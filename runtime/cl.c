@@ -316,14 +316,14 @@ static cl_program build_program_opts(kiln_device *d, const char *file, const cha
 
 /* Files prepended to a program whose source names one of their functions:
  * kernels/half_io.cl (fp16 storage's kiln_ldh / kiln_svh / kiln_vldhN /
- * kiln_vsthN) and kernels/fastmath.cl (kiln_expN), one definition each for
+ * kiln_vsthN) and kernels/fastmath.cl (kiln_expN, kiln_erfN), one definition each for
  * the kernel files and the generated fused and epilogue code. */
 static const struct {
   const char *file;
   const char *names[4];
 } preludes[] = {
   {"half_io.cl", {"kiln_ldh", "kiln_svh", "kiln_vldh", "kiln_vsth"}},
-  {"fastmath.cl", {"kiln_exp", NULL, NULL, NULL}},
+  {"fastmath.cl", {"kiln_exp", "kiln_erf", NULL, NULL}},
 };
 
 /* *out = src with the preludes it uses before it, a "#line 1" between so
