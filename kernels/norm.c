@@ -13,7 +13,7 @@
 
 static const kiln_kparam norm_params[NP_COUNT] = {
   [NP_WG] = {"NORM_WG", 6, {1, 16, 32, 64, 128, 256}, KILN_NORM_WG}, /* work-items per row (one work-group per row) */
-  [NP_VW] = {"NORM_VW", 4, {1, 2, 4, 8}, 1},                          /* vector width of the loads along a contiguous row */
+  [NP_VW] = {"NORM_VW", 5, {1, 2, 4, 8, 16}, 1},                          /* vector width of the loads along a contiguous row */
   [NP_BLK] = {"NORM_BLK", 2, {0, 1}, 0},                              /* 1: a contiguous block of the row per work-item */
 };
 #define NORM_ITEM_MIN_ROWS 64 /* rows from which the default is a work-item per row */
@@ -61,7 +61,7 @@ static void norm_features(const kiln_tunable *t, const int *p, kiln_features *f)
  * work-item per row (on POCL a LayerNormalization of 2048 rows of 320 ran
  * 26 ms with a work-group of 64 per row). */
 static void norm_defaults(kiln_tunable *t) {
-  const int vw = t->dims[ND_CONTIG] && t->dims[ND_L] >= 8 ? 8 : 1;
+  const int vw = !t->dims[ND_CONTIG] ? 1 : t->dims[ND_L] >= 16 ? 16 : t->dims[ND_L] >= 8 ? 8 : 1;
   t->params[NP_VW].dflt = vw;
   if (t->dims[ND_ROWS] >= NORM_ITEM_MIN_ROWS) {
     t->params[NP_WG].dflt = 1;

@@ -112,7 +112,7 @@ inline long inner_off(__global const long *meta, long j) {
 }
 
 #ifndef NORM_VW
-  #define NORM_VW 1   // norm_rows: elements per vector load along a contiguous row (1, 2, 4, 8; >1 only for rows with unit inner stride); the host always sets it (per instance, kernels/norm.c)
+  #define NORM_VW 1   // norm_rows: elements per vector load along a contiguous row (1, 2, 4, 8, 16; >1 only for rows with unit inner stride); the host always sets it (per instance, kernels/norm.c)
 #endif
 #ifndef NORM_BLK
   #define NORM_BLK 0  // norm_rows: 0 cyclic elements per work-item (GPU-style), 1 one contiguous block per work-item (CPU-style)
@@ -133,8 +133,11 @@ inline T vsum(VT a) {
   return a.s0 + a.s1;
 #elif NORM_VW == 4
   return (a.s0 + a.s1) + (a.s2 + a.s3);
-#else
+#elif NORM_VW == 8
   return ((a.s0 + a.s1) + (a.s2 + a.s3)) + ((a.s4 + a.s5) + (a.s6 + a.s7));
+#else /* 16: lane by lane (a.lo + a.hi made oclgrind report the sums uninitialized) */
+  return (((a.s0 + a.s1) + (a.s2 + a.s3)) + ((a.s4 + a.s5) + (a.s6 + a.s7))) +
+         (((a.s8 + a.s9) + (a.sa + a.sb)) + ((a.sc + a.sd) + (a.se + a.sf)));
 #endif
 }
 #endif
