@@ -73,14 +73,27 @@ static double figure_distance(const kiln_devmodel *a, const kiln_devmodel *b) {
   return d;
 }
 
+static bool has_family(const prior_set *s, const char *family) {
+  if (!family) return true;
+  for (size_t i = 0; i < s->nfam; i++)
+    if (s->fam[i].family && !strcmp(s->fam[i].family, family)) return true;
+  return false;
+}
+
 /* The prior of m's kind measured on the device whose figures are nearest to
- * m's (the first of the kind when m has none). */
-static const prior_set *prior_near(const kiln_devmodel *m) {
-  const prior_set *best = prior_for(&m->info);
+ * m's (the first of the kind when m has none) among those that have family
+ * (any, NULL): a device nearer to a set without the family takes it from the
+ * nearest set with it, where it used to get no prediction at all (a tuned
+ * database's probe nearer prior_cpu, which has no norm family, left every
+ * untuned GroupNormalization of vae_decoder_16 on its defaults). */
+static const prior_set *prior_near(const kiln_devmodel *m, const char *family) {
+  const prior_set *best = NULL;
+  for (size_t i = 0; i < NPRIORS && !best; i++)
+    if (priors[i].gpu == (m->info.is_gpu != 0) && has_family(&priors[i], family)) best = &priors[i];
   if (!best || peak_of(m) <= 0) return best;
   double bd = INFINITY;
   for (size_t i = 0; i < NPRIORS; i++) {
-    if (priors[i].gpu != (m->info.is_gpu != 0) || !priors[i].probe[0]) continue;
+    if (priors[i].gpu != (m->info.is_gpu != 0) || !priors[i].probe[0] || !has_family(&priors[i], family)) continue;
     kiln_devmodel pm;
     if (kiln_devmodel_from_probe(priors[i].probe, &m->info, &pm, NULL) != 0) continue;
     double d = figure_distance(m, &pm);
@@ -128,7 +141,7 @@ const char *kiln_cm_prior_device(const kiln_device_info *info) {
 }
 
 int kiln_cm_prior(const kiln_devmodel *m, const char *family, kiln_correction *c) {
-  const prior_set *s = prior_near(m);
+  const prior_set *s = prior_near(m, family);
   if (!s) return KILN_ENOTFOUND;
   for (size_t i = 0; i < s->nfam; i++) {
     const prior_family *p = &s->fam[i];
