@@ -154,8 +154,15 @@ static int head_vectors(kiln_tunable *t, int (*p)[KILN_MAX_KPARAMS], int cap) {
         q[0] = a;
         if (s) {
           if (quick) continue; /* --quick: each algorithm at its default tile only */
-          if (a != 1 && a != 2 && a != 4 && a != 6 && a != 7) continue;
+          if (a != 1 && a != 2 && a != 4 && a != 6 && a != 7 && a != 12) continue;
           for (int i = 0; i < t->nparams; i++) {
+            /* dirc: 4-wide channel vectors, two a panel, 4 pixels: the
+             * epilogue on its accumulators for the vectors wholly inside
+             * the layer's channels, after the gather for a partial one */
+            if (a == 12 && !strcmp(t->params[i].name, "CONV_TP")) q[i] = 4;
+            if (a == 12 && !strcmp(t->params[i].name, "CONVDW_VW")) q[i] = 4;
+            if (a == 12 && !strcmp(t->params[i].name, "CONVDW_R")) q[i] = 2;
+            if (a == 12) continue;
             if (!strcmp(t->params[i].name, "GEMM_TM")) q[i] = 8;
             if (!strcmp(t->params[i].name, "GEMM_TN")) q[i] = 16;
             if (!strcmp(t->params[i].name, "GEMM_ORDER") && a < 6) q[i] = 1;
