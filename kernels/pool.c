@@ -46,12 +46,20 @@ static const kiln_kparam gpool_params[PP_COUNT] = {
   [PP_A] = {"PL_WG", 6, {1, 16, 32, 64, 128, 256}, 1},
   [PP_B] = {"PL_VW", 5, {1, 2, 4, 8, 16}, 8},
 };
-/* PL_VW's default 8: measured by `kiln tune --families gpool` on efficientnet_b0's 11 global pools (POCL, idle):
+/* PL_VW's default 8 (16 on larger planes: gpool_defaults): measured by `kiln tune --families gpool` on efficientnet_b0's 11 global pools (POCL, idle):
  * with PL_WG=1, vectors of 8 were the fastest or within 10-25% of it on every plane size from 7x7 to 56x56
  * (144x56x56: 29.8 us vs 180.7 us at 1), 2.6x over the whole model's pools; the CPU prior has no gpool
  * family, so without a database this default is what runs. It is not valid for planes of fewer than 8
  * elements nor for integer types (pool_fwd): those run the valid vector nearest to it
  * (kiln_tunable_defaults), PL_WG=1,PL_VW=1. */
+
+/* 16-wide on planes of 14x14 and more: `kiln tune --families gpool --strategy
+ * exhaustive` on efficientnet_b0's 11 global pools (POCL, session 25) picked
+ * PL_VW=16 for every plane from 14x14 to 56x56 (1.14-1.54x over 8: 144x56x56
+ * 17.3 -> 11.6 us, 144x28x28 5.9 -> 3.9 us) and 8 on the 7x7 planes (ties). */
+static void gpool_defaults(kiln_tunable *t) {
+  if (t->dims[PD_FLOAT] && t->dims[PD_IN] >= 196) t->params[PP_B].dflt = 16;
+}
 
 static int gpool_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
   const int wg = p[PP_A], vw = p[PP_B];
@@ -79,8 +87,8 @@ static void gpool_features(const kiln_tunable *t, const int *p, kiln_features *f
 static const kiln_solver pool_solvers[] = {{"pool_fwd", ~0u, -1}};
 static const kiln_solver gpool_solvers[] = {{"gpool", ~0u, -1}};
 
-#define POOL_FAMILY(nm, prm, solv, val, feat)                                                                                                           \
+#define POOL_FAMILY(nm, prm, solv, val, feat, dfl)                                                                                                      \
   {.name = nm, .file = "pool.cl", .oclgrind = "pool", .nparams = PP_COUNT, .params = prm, .selector = -1, KILN_SOLVERS(solv), .valid = val,  \
-   .features = feat}
-const kiln_family kiln_family_pool = POOL_FAMILY("pool", pool_params, pool_solvers, pool_valid, pool_features);
-const kiln_family kiln_family_gpool = POOL_FAMILY("gpool", gpool_params, gpool_solvers, gpool_valid, gpool_features);
+   .features = feat, .defaults = dfl}
+const kiln_family kiln_family_pool = POOL_FAMILY("pool", pool_params, pool_solvers, pool_valid, pool_features, NULL);
+const kiln_family kiln_family_gpool = POOL_FAMILY("gpool", gpool_params, gpool_solvers, gpool_valid, gpool_features, gpool_defaults);

@@ -46,7 +46,7 @@
   #define PL_WG 64 // the host always sets it (pool: a launch size, gpool: this kernel's); gpool_wg: work-items per (n, c) plane (power of two)
 #endif
 #ifndef PL_VW
-  #define PL_VW 8  // gpool_wg, gpool_plane: consecutive elements per work-item step (gpool_plane: a vector)
+  #define PL_VW 8  // the host always sets it (per instance: 16 on planes of 14x14 and more, kernels/pool.c); gpool_wg, gpool_plane: consecutive elements per work-item step (gpool_plane: a vector)
 #endif
 
 /* With -DPL_GEOM=<the 23 ints of m> -DPL_MODE=.. -DPL_IND=.. -DPL_ORDER=..

@@ -561,6 +561,7 @@ static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   t->dims[PD_WIN] = w.k[0] * w.k[1] * w.k[2];
   t->dims[PD_ESIZE] = (int64_t)kiln_dtype_size(kiln_dev_dtype(xv));
   t->dims[PD_FLOAT] = xv->dtype == KILN_DT_FLOAT || xv->dtype == KILN_DT_DOUBLE;
+  kiln_family_end(global ? &kiln_family_gpool : &kiln_family_pool, t);
   return 0;
 }
 
