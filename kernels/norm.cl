@@ -168,10 +168,10 @@ inline void sidx_step(long *rem, long *qm, const long sr, const long sq, const l
   if (*qm >= jmod) *qm -= jmod;
 }
 
-/* Activation after a normalization (flags bits 128.. of norm_rows). */
 /* SiLU's exp: kiln_expN (kernels/fastmath.cl) on float, the builtin on
  * double. On POCL it took vae_decoder_16's GroupNormalization + SiLU
- * kernels from 11.1 to 9.0 ms in all (alternated runs, default parameters). */
+ * kernels from 11.1 to 9.0 ms in all (alternated runs, default parameters,
+ * 8 wide). */
 #if T_IS_DOUBLE
 #define NORM_EXP1(v) exp(v)
 #define NORM_EXPV(v) exp(v)
@@ -179,6 +179,7 @@ inline void sidx_step(long *rem, long *qm, const long sr, const long sq, const l
 #define NORM_EXP1(v) kiln_exp1(v)
 #define NORM_EXPV(v) NR_CAT(kiln_exp, NORM_VW)(v)
 #endif
+/* Activation after a normalization (flags bits 128.. of norm_rows). */
 inline T norm_act(T v, int flags) {
   if (flags & 128) return fmax(v, (T)0);                 /* Relu */
   if (flags & 256) return v / ((T)1 + NORM_EXP1(-v));   /* SiLU: x * Sigmoid(x) */
@@ -262,7 +263,7 @@ void norm_rows(__global const ST *x, __global ST *y, __global const long *meta,
   T s = 0, s2 = 0;
 #if NORM_VW > 1
   __global const ST *xr = x + base;
-  const T K = (flags & 512) ? (T)0 : LD(xr, 0);
+  const T K = (flags & 512) || L < 1 ? (T)0 : LD(xr, 0); /* (an empty row reads nothing) */
   {
     VT a = (VT)0, a2 = (VT)0;
     for (long v = v0; v < v1; v += vs) {
@@ -279,7 +280,7 @@ void norm_rows(__global const ST *x, __global ST *y, __global const long *meta,
     s2 += d * d;
   }
 #else
-  const T K = (flags & 512) ? (T)0 : LD(x, base);
+  const T K = (flags & 512) || L < 1 ? (T)0 : LD(x, base);
   for (long j = t0; j < t1; j += ts) {
     const T d = LD(x, base + inner_off(meta, j)) - K;
     s += d;
