@@ -62,6 +62,14 @@
   #define ATT_WG 4   // the host always sets it, per instance; work-group size of the launch (0: the driver's choice); the kernel does not depend on it
 #endif
 
+/* fma() where the device has FMA hardware (the host defines KILN_FMA): POCL
+ * compiles mad() to a multiply and an add */
+#ifdef KILN_FMA
+#define KMAD(a, b, c) fma((a), (b), (c))
+#else
+#define KMAD(a, b, c) mad((a), (b), (c))
+#endif
+
 #define ATT_MAXB 6
 #define ATT_DVC (ATT_DV / ATT_DVS)
 #define M_OP(k) (3 + ATT_MAXB + (k) * (ATT_MAXB + 2))
@@ -215,7 +223,7 @@ inline void att_block(const QV *qt, QV *acc, QV *mx, QV *sum, __global const T *
   for (int d = 0; d < ATT_D; d++) {
     const QV q = qt[d];
     __global const T *kd = kb + d * ATT_KCS;
-    _Pragma("unroll") for (int jj = 0; jj < ATT_BK; jj++) s[jj] = mad(q, (QV)(kd[kr[jj]]), s[jj]);
+    _Pragma("unroll") for (int jj = 0; jj < ATT_BK; jj++) s[jj] = KMAD(q, (QV)(kd[kr[jj]]), s[jj]);
   }
   if (has_mask) {
     _Pragma("unroll") for (int jj = 0; jj < ATT_BK; jj++) {
@@ -249,7 +257,7 @@ inline void att_block(const QV *qt, QV *acc, QV *mx, QV *sum, __global const T *
   for (int c = 0; c < ATT_DV; c++) {
     QV a = acc[c] * corr;
     __global const T *vc = vb + c * ATT_VCS;
-    _Pragma("unroll") for (int jj = 0; jj < ATT_BK; jj++) a = mad(s[jj], (QV)(vc[vr[jj]]), a);
+    _Pragma("unroll") for (int jj = 0; jj < ATT_BK; jj++) a = KMAD(s[jj], (QV)(vc[vr[jj]]), a);
     acc[c] = a;
   }
 }

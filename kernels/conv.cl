@@ -99,13 +99,21 @@
 #define RT T
 #define LD(p, i) ((p)[i])
 #define SV(p, i, v) ((p)[i] = (v))
-#define VLOAD8G(i, p) vload8((i), (p))
-#define VSTORE8G(v, i, p) vstore8((v), (i), (p))
+#define VLOAD8G(i, p) GLDU(8, i, p)
+#define VSTORE8G(v, i, p) GSTU(8, v, i, p)
 #define LDROW(a, p, n) _Pragma("unroll") for (int c_ = 0; c_ < (n); c_++) (a)[c_] = (p)[c_]
 #endif
 /* copies of stored elements (im2col): RT, a half's bits under fp16 storage */
 #define CP(d, di, s, si) (((__global RT *)(d))[di] = ((__global const RT *)(s))[si])
 #define CP0(d, di) (((__global RT *)(d))[di] = (RT)0)
+/* multiply-add of the inner loops: fma() where the host defines KILN_FMA (the
+ * device has FMA hardware): POCL compiles mad() to a multiply and an add,
+ * up to half the arithmetic rate of an FMA unit */
+#ifdef KILN_FMA
+#define KMAD(a, b, c) fma((a), (b), (c))
+#else
+#define KMAD(a, b, c) mad((a), (b), (c))
+#endif
 
 /* A program built for one algorithm (-DCONV_ALGO=a, as the tuned Conv
  * family's programs are) compiles only the kernels that algorithm launches:
@@ -156,6 +164,15 @@
 #define EPIV(W, v, i, c) CAT(kiln_epi, W)((v), (i), (c), e0, e1)
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
+/* Vectors of T at any element alignment, read and written as one access:
+ * POCL's vload16/vstore16 split into three or four narrower moves (a 16-wide
+ * store became an xmm store and two extracts), these become one instruction
+ * per register. GLDU/GSTU(N, i, p): vector i of N-element vectors at p. */
+typedef CAT(T, 4) kiln_tu4 __attribute__((aligned(sizeof(T))));
+typedef CAT(T, 8) kiln_tu8 __attribute__((aligned(sizeof(T))));
+typedef CAT(T, 16) kiln_tu16 __attribute__((aligned(sizeof(T))));
+#define GLDU(N, i, p) (*(__global const CAT(kiln_tu, N) *)((p) + (long)(i) * (N)))
+#define GSTU(N, v, i, p) (*(__global CAT(kiln_tu, N) *)((p) + (long)(i) * (N)) = (v))
 #define T8 CAT(T, 8)
 
 /* indices into the geometry array */
@@ -219,7 +236,7 @@ __kernel void conv_direct(__global const ST *x, __global const ST *w, __global c
           }
           for (int i = 0; i < CONV_TOC; i++) {
             const T wv = LD(w, woff[i] + wk + kw);
-            for (int j = 0; j < CONV_TP; j++) acc[i][j] = mad(wv, xv[j], acc[i][j]);
+            for (int j = 0; j < CONV_TP; j++) acc[i][j] = KMAD(wv, xv[j], acc[i][j]);
           }
         }
       }
@@ -272,7 +289,7 @@ inline void gemm_body(__global const ST *A, __global const ST *B, __global const
       LDROW(ar, a, GEMM_TM);
       for (int i = 0; i < GEMM_TM; i++) {
         const T8 av = (T8)(ar[i]);
-        for (int j = 0; j < GEMM_NV; j++) acc[i][j] = mad(av, bv[j], acc[i][j]);
+        for (int j = 0; j < GEMM_NV; j++) acc[i][j] = KMAD(av, bv[j], acc[i][j]);
       }
     }
   } else {
@@ -291,7 +308,7 @@ inline void gemm_body(__global const ST *A, __global const ST *B, __global const
       LDROW(ar, a, GEMM_TM);
       for (int i = 0; i < GEMM_TM; i++) {
         const T8 av = (T8)(ar[i]);
-        for (int j = 0; j < GEMM_NV; j++) acc[i][j] = mad(av, bv[j], acc[i][j]);
+        for (int j = 0; j < GEMM_NV; j++) acc[i][j] = KMAD(av, bv[j], acc[i][j]);
       }
     }
   }
@@ -458,7 +475,7 @@ __kernel void conv_gemm_local(__global const ST *W, __global const ST *col, __gl
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int kk = 0; kk < LG_TS; kk++) {
       const T av = As[ly][kk];
-      for (int w = 0; w < LG_WPT; w++) acc[w] = mad(av, Bs[kk][lx + w * (LG_TS / LG_WPT)], acc[w]);
+      for (int w = 0; w < LG_WPT; w++) acc[w] = KMAD(av, Bs[kk][lx + w * (LG_TS / LG_WPT)], acc[w]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
@@ -712,11 +729,11 @@ __kernel void conv_dw(__global const ST *x, __global const ST *w, __global const
         const T wv = LD(wc, (kd * KH + kh) * KW + kw);
         const int iw = iw0 + kw * DW;
         if (iw >= 0 && iw + (CONVDW_TP - 1) * SW < IW) {
-          for (int j = 0; j < CONVDW_TP; j++) acc[j] = mad(wv, LD(xr, iw + j * SW), acc[j]);
+          for (int j = 0; j < CONVDW_TP; j++) acc[j] = KMAD(wv, LD(xr, iw + j * SW), acc[j]);
         } else {
           for (int j = 0; j < CONVDW_TP; j++) {
             const int q = iw + j * SW;
-            if (q >= 0 && q < IW) acc[j] = mad(wv, LD(xr, q), acc[j]);
+            if (q >= 0 && q < IW) acc[j] = KMAD(wv, LD(xr, q), acc[j]);
           }
         }
       }
@@ -743,7 +760,7 @@ __kernel void conv_dw(__global const ST *x, __global const ST *w, __global const
 #if defined(T_DTYPE) && T_DTYPE == 10
 #define TDV_LOADG CAT(kiln_vldh, CONVDW_VW)
 #else
-#define TDV_LOADG TDV_LOAD
+#define TDV_LOADG(i, p) GLDU(CONVDW_VW, i, p)
 #endif
 #if CONV_USES(8)
 __kernel void conv_dwv(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
@@ -782,7 +799,7 @@ __kernel void conv_dwv(__global const ST *x, __global const ST *w, __global cons
           }
           xv = TDV_LOAD(0, t);
         }
-        acc = mad((TDV)(wv), xv, acc);
+        acc = KMAD((TDV)(wv), xv, acc);
       }
     }
     T o[CONVDW_VW];
@@ -812,7 +829,7 @@ __kernel void conv_dwv(__global const ST *x, __global const ST *w, __global cons
 #if defined(T_DTYPE) && T_DTYPE == 10
 #define TDV_STOREG(v, i, p) CAT(kiln_vsth, CONVDW_VW)((v), (i), (p))
 #else
-#define TDV_STOREG(v, i, p) TDV_STORE((v), (i), (p))
+#define TDV_STOREG(v, i, p) GSTU(CONVDW_VW, v, i, p)
 #endif
 /* CONVDW_VW inputs xr[iw0 + j*SW]: whole vectors (interior), or each one
  * guarded against the row's bounds (edge: zeros outside) */
@@ -886,7 +903,7 @@ inline __attribute__((always_inline)) void dwr_block(__global const ST *xc, cons
       const int ih = (oh0 + r) * SH - PH + kh * DH;
       if (!rows_in && (oh0 + r >= OH || ih < 0 || ih >= IH)) continue;
       __global const ST *xr = xc + (long)ih * IW;
-      _Pragma("unroll") for (int kw = 0; kw < KW; kw++) acc[r] = mad((TDV)(wk[kh * KW + kw]), dwr_in(xr, ow0 * SW - PW + kw * DW, edge), acc[r]);
+      _Pragma("unroll") for (int kw = 0; kw < KW; kw++) acc[r] = KMAD((TDV)(wk[kh * KW + kw]), dwr_in(xr, ow0 * SW - PW + kw * DW, edge), acc[r]);
     }
   _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) {
     if (!rows_in && oh0 + r >= OH) break;
@@ -957,9 +974,9 @@ inline __attribute__((always_inline)) void dirv_block(__global const ST *xg, __g
         /* half weights: one vector conversion per tap (scalar ones are software on POCL) */
         const CAT(T, CONV_TOC) wv = CAT(kiln_vldh, CONV_TOC)(0, wk + kw * CONV_TOC);
         const T *wt = (const T *)&wv;
-        _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) acc[o] = mad((TDV)(wt[o]), xv, acc[o]);
+        _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) acc[o] = KMAD((TDV)(wt[o]), xv, acc[o]);
 #else
-        _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) acc[o] = mad((TDV)(wk[kw * CONV_TOC + o]), xv, acc[o]);
+        _Pragma("unroll") for (int o = 0; o < CONV_TOC; o++) acc[o] = KMAD((TDV)(wk[kw * CONV_TOC + o]), xv, acc[o]);
 #endif
       }
     }
@@ -1022,8 +1039,8 @@ __kernel void conv_dirv(__global const ST *x, __global const ST *w, __global con
 #define DIRC_LDW(p) CAT(kiln_vldh, CONVDW_VW)(0, (p))
 #define DIRC_STP(v, p) CAT(kiln_vsth, CONV_TP)((v), 0, (p))
 #else
-#define DIRC_LDW(p) CAT(vload, CONVDW_VW)(0, (p))
-#define DIRC_STP(v, p) CAT(vstore, CONV_TP)((v), 0, (p))
+#define DIRC_LDW(p) GLDU(CONVDW_VW, 0, p)
+#define DIRC_STP(v, p) GSTU(CONV_TP, v, 0, p)
 #endif
 #ifdef DIRC_IHP
 #define DIRC_IH DIRC_IHP
@@ -1199,8 +1216,8 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
 #define PW_LOADG CAT(kiln_vldh, PW_VW)
 #define PW_STOREG CAT(kiln_vsth, PW_VW)
 #else
-#define PW_LOADG PW_LOAD
-#define PW_STOREG PW_STORE
+#define PW_LOADG(i, p) GLDU(PW_VW, i, p)
+#define PW_STOREG(v, i, p) GSTU(PW_VW, v, i, p)
 #endif
 #define PW_RBCAP (16 / (GEMM_TM * PW_NV))
 #if PW_RBCAP >= 4 && PW_MB >= 4
@@ -1247,7 +1264,7 @@ inline void pw_block(__global const ST *xb, __global const ST *xsb, __global con
       LDROW(ar, pa[u], GEMM_TM);
       _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) {
         const PWV a = (PWV)(ar[i]);
-        _Pragma("unroll") for (int v = 0; v < PW_NV; v++) acc[u * GEMM_TM + i][v] = mad(a, b[v], acc[u * GEMM_TM + i][v]);
+        _Pragma("unroll") for (int v = 0; v < PW_NV; v++) acc[u * GEMM_TM + i][v] = KMAD(a, b[v], acc[u * GEMM_TM + i][v]);
       }
     }
     _Pragma("unroll") for (int u = 0; u < PW_RB; u++) pa[u] += GEMM_TM;
@@ -1346,7 +1363,7 @@ __kernel void convt_gather(__global const ST *x, __global const ST *w, __global 
         if (iw >= IW) continue;
         const long xo = ((long)n * C + (long)grp * ICg) * isz + ((long)id * IH + ih) * IW + iw;
         const long wo = ((long)grp * ICg * OCg + ocg) * KK + (kd * KH + kh) * KW + kw;
-        for (int ic = 0; ic < ICg; ic++) acc = mad(LD(x, xo + ic * isz), LD(w, wo + (long)ic * OCg * KK), acc);
+        for (int ic = 0; ic < ICg; ic++) acc = KMAD(LD(x, xo + ic * isz), LD(w, wo + (long)ic * OCg * KK), acc);
       }
     }
   }

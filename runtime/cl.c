@@ -187,6 +187,8 @@ int kiln_device_open(const char *sel, kiln_device **out, kiln_error *err) {
   char ext[8192] = "";
   clGetDeviceInfo(d->dev, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
   d->has_fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+  cl_device_fp_config fpc = 0;
+  d->has_fma = clGetDeviceInfo(d->dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fpc, &fpc, NULL) == CL_SUCCESS && (fpc & CL_FP_FMA);
   kiln_device_set_options(d, NULL, NULL); /* the defaults */
   *out = d;
   return 0;
@@ -372,6 +374,18 @@ static cl_program build_program(kiln_device *d, const char *file, const char *sr
   char *full;
   if (with_preludes(d, src0, &full, err)) return NULL;
   const char *src = full ? full : src0;
+  /* fma() where the device has the instruction: POCL's mad() is a multiply
+   * and an add (no contraction), half the arithmetic rate of an FMA unit, and
+   * it defines no FP_FAST_FMAF; only programs that ask (name KILN_FMA) get
+   * the define, so the others keep their cache keys. */
+  char *fopts = NULL;
+  if (d->has_fma && strstr(src, "KILN_FMA")) {
+    size_t ol = strlen(opts);
+    if (!(fopts = malloc(ol + 16))) { free(full); kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+    memcpy(fopts, opts, ol);
+    memcpy(fopts + ol, " -DKILN_FMA=1", 14);
+    opts = fopts;
+  }
   uint64_t h = 1469598103934665603ull;
   h = fnv1a(h, src, strlen(src));
   h = fnv1a(h, "\1", 1);
@@ -387,12 +401,13 @@ static cl_program build_program(kiln_device *d, const char *file, const char *sr
    * it changes no code. */
   size_t olen = strlen(opts);
   char *bopts = malloc(olen + 4);
-  if (!bopts) { free(full); kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
+  if (!bopts) { free(full); free(fopts); kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
   memcpy(bopts, opts, olen);
   memcpy(bopts + olen, " -w", 4);
   cl_program prog = build_program_opts(d, file, src, opts, bopts, key, keep, err);
   free(bopts);
   free(full);
+  free(fopts);
   return prog;
 }
 

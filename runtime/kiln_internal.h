@@ -230,6 +230,7 @@ struct kiln_device {
   cl_context ctx;
   cl_command_queue q;
   bool has_fp64;
+  bool has_fma;              /* CL_FP_FMA in the single-precision config: kernels that name KILN_FMA get -DKILN_FMA=1 */
   kiln_cl_prog *progs;
   int nprogs, capprogs;
   char cache_dir[512];       /* binary cache files, "" = off (used when bin_db is NULL) */
