@@ -164,15 +164,7 @@
 #define EPIV(W, v, i, c) CAT(kiln_epi, W)((v), (i), (c), e0, e1)
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
-/* Vectors of T at any element alignment, read and written as one access:
- * POCL's vload16/vstore16 split into three or four narrower moves (a 16-wide
- * store became an xmm store and two extracts), these become one instruction
- * per register. GLDU/GSTU(N, i, p): vector i of N-element vectors at p. */
-typedef CAT(T, 4) kiln_tu4 __attribute__((aligned(sizeof(T))));
-typedef CAT(T, 8) kiln_tu8 __attribute__((aligned(sizeof(T))));
-typedef CAT(T, 16) kiln_tu16 __attribute__((aligned(sizeof(T))));
-#define GLDU(N, i, p) (*(__global const CAT(kiln_tu, N) *)((p) + (long)(i) * (N)))
-#define GSTU(N, v, i, p) (*(__global CAT(kiln_tu, N) *)((p) + (long)(i) * (N)) = (v))
+/* GLDU / GSTU (global vectors as one access): vec_io.cl, prepended by the host */
 #define T8 CAT(T, 8)
 
 /* indices into the geometry array */

@@ -145,8 +145,8 @@ inline void batch_offsets(__global const long *bmeta, long z, long *ao, long *bo
     #define GVLOAD(i, p) CAT(kiln_vldh, VW)(i, p)
     #define GVSTORE(x, i, p) CAT(kiln_vsth, VW)(x, i, p)
   #else
-    #define GVLOAD(i, p) VLOADL(i, p)
-    #define GVSTORE(x, i, p) VSTOREL(x, i, p)
+    #define GVLOAD(i, p) GLDU(VW, i, p) /* vec_io.cl */
+    #define GVSTORE(x, i, p) GSTU(VW, x, i, p)
   #endif
 #endif
 #if (defined(T_IS_FLOAT) && T_IS_FLOAT) || (defined(T_IS_DOUBLE) && T_IS_DOUBLE)

@@ -125,8 +125,8 @@ typedef NR_CAT(T, NORM_VW) VT;
 #define VLOAD(i, p) NR_CAT(kiln_vldh, NORM_VW)((i), (p))
 #define VSTORE(v, i, p) NR_CAT(kiln_vsth, NORM_VW)((v), (i), (p))
 #else
-#define VLOAD(i, p) NR_CAT(vload, NORM_VW)((i), (p))
-#define VSTORE(v, i, p) NR_CAT(vstore, NORM_VW)((v), (i), (p))
+#define VLOAD(i, p) GLDU(NORM_VW, i, p) /* vec_io.cl */
+#define VSTORE(v, i, p) GSTU(NORM_VW, v, i, p)
 #endif
 inline T vsum(VT a) {
 #if NORM_VW == 2

@@ -191,9 +191,9 @@ __kernel void pool_fwd(__global const ST *x, __global ST *y, __global long *ind,
 #define PR_LOAD2 PR_CAT(kiln_vldh, PR_W2)
 #define PR_STORE PR_CAT(kiln_vsth, PL_WPI)
 #else
-#define PR_LOAD PR_CAT(vload, PL_WPI)
-#define PR_LOAD2 PR_CAT(vload, PR_W2)
-#define PR_STORE PR_CAT(vstore, PL_WPI)
+#define PR_LOAD(i, p) GLDU(PL_WPI, i, p) /* vec_io.cl */
+#define PR_LOAD2(i, p) GLDU(PR_W2, i, p)
+#define PR_STORE(v, i, p) GSTU(PL_WPI, v, i, p)
 #endif
 /* vectors in private memory (T: float under fp16 storage) */
 #define PR_PSTORE PR_CAT(vstore, PL_WPI)
@@ -325,7 +325,7 @@ void gpool_wg(__global const ST *x, __global ST *y, const long S, int mode, floa
 #if defined(T_DTYPE) && T_DTYPE == 10
 #define GP_LOAD GP_CAT(kiln_vldh, PL_VW)
 #else
-#define GP_LOAD GP_CAT(vload, PL_VW)
+#define GP_LOAD(i, p) GLDU(PL_VW, i, p) /* vec_io.cl; T is ACC here (float types) */
 #endif
 #endif
 /* r takes element v (a scalar step of the mode) */

@@ -349,8 +349,8 @@ inline long sm_mbase(__global const long *mm, long r) {
  * 0 or 1: 16 lanes at a time (POCL's 16-lane exp ran twice as fast as its
  * 8-lane one on an AVX-512 CPU); softmax stores exp(v - max) and rescales it
  * in place (one exp per element). */
-typedef RD_CAT(T, 16) SVT;
-#define SM_VLD(j) (vload16(0, x + base + (j)) * scale + (has_mask ? (mstep ? vload16(0, mask + mbase + (j)) : (SVT)mask[mbase]) : (SVT)0))
+typedef RD_CAT(T, 16) SVT; /* global vectors through GLDU / GSTU (vec_io.cl) */
+#define SM_VLD(j) (GLDU(16, 0, x + base + (j)) * scale + (has_mask ? (mstep ? GLDU(16, 0, mask + mbase + (j)) : (SVT)mask[mbase]) : (SVT)0))
 /* horizontal max / sum through a private array (halving the vector with
  * .lo/.hi made Oclgrind report uninitialized values) */
 inline T sm_hmax(SVT v) {
@@ -379,7 +379,7 @@ inline void sm_line_vec(__global const T *x, __global T *y, long base, long len,
   T s = 0;
   for (j = 0; j + 16 <= len; j += 16) {
     SVT e = exp(SM_VLD(j) - m);
-    if (mode == SM_SOFTMAX) vstore16(e, 0, y + base + j);
+    if (mode == SM_SOFTMAX) GSTU(16, e, 0, y + base + j);
     sv += e;
   }
   for (; j < len; j++) {
@@ -390,11 +390,11 @@ inline void sm_line_vec(__global const T *x, __global T *y, long base, long len,
   s += sm_hsum(sv);
   if (mode == SM_SOFTMAX) {
     T inv = (T)1 / s;
-    for (j = 0; j + 16 <= len; j += 16) vstore16(vload16(0, y + base + j) * inv, 0, y + base + j);
+    for (j = 0; j + 16 <= len; j += 16) GSTU(16, GLDU(16, 0, y + base + j) * inv, 0, y + base + j);
     for (; j < len; j++) y[base + j] *= inv;
   } else {
     T ls = m + log(s);
-    for (j = 0; j + 16 <= len; j += 16) vstore16(SM_VLD(j) - ls, 0, y + base + j);
+    for (j = 0; j + 16 <= len; j += 16) GSTU(16, SM_VLD(j) - ls, 0, y + base + j);
     for (; j < len; j++) y[base + j] = SM_LD(j) - ls;
   }
 }

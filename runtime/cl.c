@@ -318,15 +318,25 @@ static cl_program build_program_opts(kiln_device *d, const char *file, const cha
 
 /* Files prepended to a program whose source names one of their functions:
  * kernels/half_io.cl (fp16 storage's kiln_ldh / kiln_svh / kiln_vldhN /
- * kiln_vsthN) and kernels/fastmath.cl (kiln_expN, kiln_erfN), one definition each for
- * the kernel files and the generated fused and epilogue code. */
+ * kiln_vsthN), kernels/fastmath.cl (kiln_expN, kiln_erfN) and
+ * kernels/vec_io.cl (GLDU / GSTU), one definition each for the kernel files
+ * and the generated fused and epilogue code. kiln_source_hash counts them
+ * with the file that uses them. */
 static const struct {
   const char *file;
   const char *names[4];
 } preludes[] = {
   {"half_io.cl", {"kiln_ldh", "kiln_svh", "kiln_vldh", "kiln_vsth"}},
   {"fastmath.cl", {"kiln_exp", "kiln_erf", NULL, NULL}},
+  {"vec_io.cl", {"GLDU", "GSTU", NULL, NULL}},
 };
+
+/* 1 when src names one of prelude k's functions */
+static int prelude_used(size_t k, const char *src) {
+  for (int q = 0; q < 4 && preludes[k].names[q]; q++)
+    if (strstr(src, preludes[k].names[q])) return 1;
+  return 0;
+}
 
 /* *out = src with the preludes it uses before it, a "#line 1" between so
  * that build logs keep the file's line numbers; NULL when it uses none:
@@ -339,9 +349,7 @@ static int with_preludes(kiln_device *d, const char *src, char **out, kiln_error
   size_t lp = 0;
   int rc = 0;
   for (size_t k = 0; k < sizeof preludes / sizeof preludes[0]; k++) {
-    int used = 0;
-    for (int q = 0; q < 4 && preludes[k].names[q] && !used; q++) used = strstr(src, preludes[k].names[q]) != NULL;
-    if (!used) continue;
+    if (!prelude_used(k, src)) continue;
     pre[k] = kiln_cl_source_in(d->opt.kernel_dir, preludes[k].file, &owned[k]);
     if (!pre[k]) { rc = kiln__err(err, KILN_EINTERNAL, "kernel file %s is not embedded", preludes[k].file); break; }
     lp += strlen(pre[k]) + 1;
@@ -573,6 +581,14 @@ void kiln_source_hash_in(const char *dir, const char *files, char *buf, size_t l
     char *owned;
     const char *src = kiln_cl_source_in(dir, name, &owned);
     h = fnv1a(h, src ? src : "", src ? strlen(src) : 0);
+    /* the preludes the file uses are part of its code: an edit to them makes its records stale */
+    for (size_t k = 0; src && k < sizeof preludes / sizeof preludes[0]; k++) {
+      if (!prelude_used(k, src)) continue;
+      char *po;
+      const char *ps = kiln_cl_source_in(dir, preludes[k].file, &po);
+      if (ps) h = fnv1a(h, ps, strlen(ps));
+      free(po);
+    }
     free(owned);
     f = e ? e + 1 : f + n;
   }
