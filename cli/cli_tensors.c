@@ -169,7 +169,8 @@ static void compare_tensor(const kiln_tensor *dev, const kiln_tensor *ref, doubl
     if (e > r->max_abs) r->max_abs = e;
     if (rel > r->max_rel) r->max_rel = rel;
     double q = scaled ? e / fmax(scale, 1e-30) : rel; /* what the tolerance applies to */
-    if (q > rtol && (r->ok || e >= r->max_abs)) { /* report the worst element */
+    bool bad = q > rtol && (scaled || e > KILN_CLI_CHECK_SCALED_FLOOR * scale);
+    if (bad && (r->ok || e >= r->max_abs)) { /* report the worst element */
       r->ok = false;
       snprintf(r->why, sizeof r->why, "worst at element %lld: device %.7g, reference %.7g", (long long)k, d, w);
     }

@@ -47,7 +47,8 @@ static const kiln_cli_opt OPTS[] = {
   KILN_OPT_DEVICE(A, devsel, KILN_CLI_DEVICE_HELP),
   {.name = "--check", .kind = KILN_OPT_FLAG, .off = offsetof(A, check),
    .help = "also run the CPU reference and compare; exit 1 when an element\n"
-           "differs by more than 1e-3 x max(|ref|, 1% of the output's max |ref|)"},
+           "differs by more than 1e-3 x max(|ref|, 1% of the output's max |ref|)\n"
+           "and by more than 1e-4 x the output's max |ref|"},
   KILN_OPT_JSON(A, json, "print one JSON object on stdout and nothing else"),
   KILN_OPT_DB(A, dbpath, "tuning database (default $KILN_DB, else ~/.cache/kiln/tuning.db if it exists;\n"
                          "$KILN_DB_PATH: shared read-only databases consulted after it)"),
@@ -278,8 +279,9 @@ static void print_report(const run_args *a, const run_state *r) {
     printf(",\"check\":");
     if (!check) printf("null");
     else {
-      printf("{\"ok\":%s,\"rtol\":%g,\"tolerance_of\":\"%s\",\"precision\":\"%s\",\"max_abs_err\":", res.ok ? "true" : "false", res.rtol,
-             res.scaled ? "max_scaled_err" : "max_rel_err", kiln_precision_name(kiln_session_precision(s)));
+      printf("{\"ok\":%s,\"rtol\":%g,\"tolerance_of\":\"%s\",\"scaled_floor\":%g,\"precision\":\"%s\",\"max_abs_err\":", res.ok ? "true" : "false",
+             res.rtol, res.scaled ? "max_scaled_err" : "max_rel_err", res.scaled ? 0.0 : KILN_CLI_CHECK_SCALED_FLOOR,
+             kiln_precision_name(kiln_session_precision(s)));
       kiln_cli__json_num(stdout, res.max_abs);
       printf(",\"max_rel_err\":"); kiln_cli__json_num(stdout, res.max_rel);
       printf(",\"max_scaled_err\":"); kiln_cli__json_num(stdout, res.max_scaled);
@@ -337,7 +339,8 @@ static void print_report(const run_args *a, const run_state *r) {
         printf("check vs CPU reference (fp32; plan in %s): max abs err %.3g, max err / max |ref| %.3g (tolerance %g), max rel err %.3g: %s\n",
                kiln_precision_name(kiln_session_precision(s)), res.max_abs, res.max_scaled, res.rtol, res.max_rel, res.ok ? "ok" : "MISMATCH");
       else
-        printf("check vs CPU reference: max abs err %.3g, max rel err %.3g (tolerance %g): %s\n", res.max_abs, res.max_rel, res.rtol, res.ok ? "ok" : "MISMATCH");
+        printf("check vs CPU reference: max abs err %.3g, max err / max |ref| %.3g, max rel err %.3g (tolerance %g where the error is also over %g of max |ref|): %s\n",
+               res.max_abs, res.max_scaled, res.max_rel, res.rtol, KILN_CLI_CHECK_SCALED_FLOOR, res.ok ? "ok" : "MISMATCH");
       for (int i = 0; i < nout; i++)
         if (nout > 1 || !res.cmp[i].ok || res.scaled)
           printf("  '%s': max abs err %.3g, max err / max |ref| %.3g, max rel err %.3g%s%s\n", kiln_session_output(s, i)->name, res.cmp[i].max_abs,
