@@ -897,7 +897,28 @@ inline __attribute__((always_inline)) void dwr_block(__global const ST *xc, cons
       __global const ST *xr = xc + (long)ih * IW;
       _Pragma("unroll") for (int kw = 0; kw < KW; kw++) acc[r] = KMAD((TDV)(wk[kh * KW + kw]), dwr_in(xr, ow0 * SW - PW + kw * DW, edge), acc[r]);
     }
-  _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) {
+  int r0 = 0;
+#if defined(KILN_EPIV) && defined(KILN_EPI_NOFULL) && CONVDW_VW == 8 && CONVDW_R >= 2 && !(defined(T_DTYPE) && T_DTYPE == 10)
+  /* Two rows' vectors of the channel through the 16-wide epilogue at once:
+   * the 8-wide one (SiLU's exp and division) cost POCL twice as much an
+   * element as the 16-wide (efficientnet_b0's depthwise + SiLU layers). The
+   * epilogue reads no operand of the output's size, so the index it gets
+   * is not used and the concatenation is its lanes in any order. */
+  if (OW - ow0 >= CONVDW_VW)
+    _Pragma("unroll") for (; r0 + 1 < CONVDW_R; r0 += 2) {
+      if (!rows_in && oh0 + r0 + 1 >= OH) break;
+      const long yo = yc + (long)(oh0 + r0) * OW + ow0;
+      /* through a union, not (float16)(a, b) and .lo/.hi: Oclgrind's
+       * uninitialized-value check crashed on those */
+      union { float16 v; float8 h[2]; } u;
+      u.h[0] = acc[r0];
+      u.h[1] = acc[r0 + 1];
+      u.v = EPIV(16, u.v, yo, c);
+      TDV_STOREG(u.h[0], 0, y + yo);
+      TDV_STOREG(u.h[1], 0, y + yo + OW);
+    }
+#endif
+  _Pragma("unroll") for (int r = r0; r < CONVDW_R; r++) {
     if (!rows_in && oh0 + r >= OH) break;
     dwr_store(acc[r], y, yc + (long)(oh0 + r) * OW + ow0, OW - ow0, c, e0, e1);
   }

@@ -154,7 +154,7 @@ static int head_vectors(kiln_tunable *t, int (*p)[KILN_MAX_KPARAMS], int cap) {
         q[0] = a;
         if (s) {
           if (quick) continue; /* --quick: each algorithm at its default tile only */
-          if (a != 1 && a != 2 && a != 4 && a != 6 && a != 7 && a != 12) continue;
+          if (a != 1 && a != 2 && a != 4 && a != 6 && a != 7 && a != 10 && a != 12) continue;
           for (int i = 0; i < t->nparams; i++) {
             /* dirc: 4-wide channel vectors, two a panel, 4 pixels: the
              * epilogue on its accumulators for the vectors wholly inside
@@ -163,6 +163,9 @@ static int head_vectors(kiln_tunable *t, int (*p)[KILN_MAX_KPARAMS], int cap) {
             if (a == 12 && !strcmp(t->params[i].name, "CONVDW_VW")) q[i] = 4;
             if (a == 12 && !strcmp(t->params[i].name, "CONVDW_R")) q[i] = 2;
             if (a == 12) continue;
+            /* dwr: 4 rows a work-item (rows paired through a 16-wide epilogue) */
+            if (a == 10 && !strcmp(t->params[i].name, "CONVDW_R")) q[i] = 4;
+            if (a == 10) continue;
             if (!strcmp(t->params[i].name, "GEMM_TM")) q[i] = 8;
             if (!strcmp(t->params[i].name, "GEMM_TN")) q[i] = 16;
             if (!strcmp(t->params[i].name, "GEMM_ORDER") && a < 6) q[i] = 1;
@@ -384,6 +387,14 @@ int main(int argc, char **argv) {
   z = un(t, "Sigmoid", y);
   bin(t, "Mul", y, z);
   run(t, "Conv 1x1 + SiLU (Mul(x, Sigmoid(x)))", 2);
+
+  /* 18 rows of 19: dwr at 4 rows a work-item pairs rows through the 16-wide
+   * epilogue (no full-size operand), a last work-item of 2 rows, and a
+   * partial last vector that takes the 8-wide path */
+  y = conv(t, 1, 3, 3, 18, 3, 1, 1, 3, NULL);
+  z = un(t, "Sigmoid", y);
+  bin(t, "Mul", y, z);
+  run(t, "depthwise Conv + SiLU, rows paired", 2);
 
   /* a residual operand read by the epilogue at the flat output index: 5x6
    * pixels leave every column block size a partial last block, and the
