@@ -62,14 +62,7 @@
   #define ATT_WG 4   // the host always sets it, per instance; work-group size of the launch (0: the driver's choice); the kernel does not depend on it
 #endif
 
-/* fma() where the device has FMA hardware (the host defines KILN_FMA): POCL
- * compiles mad() to a multiply and an add */
-#ifdef KILN_FMA
-#define KMAD(a, b, c) fma((a), (b), (c))
-#else
-#define KMAD(a, b, c) mad((a), (b), (c))
-#endif
-
+/* KMAD (multiply-add, fma where the device has it): fastmath.cl, prepended by the host */
 #define ATT_MAXB 6
 #define ATT_DVC (ATT_DV / ATT_DVS)
 #define M_OP(k) (3 + ATT_MAXB + (k) * (ATT_MAXB + 2))

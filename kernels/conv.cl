@@ -106,14 +106,7 @@
 /* copies of stored elements (im2col): RT, a half's bits under fp16 storage */
 #define CP(d, di, s, si) (((__global RT *)(d))[di] = ((__global const RT *)(s))[si])
 #define CP0(d, di) (((__global RT *)(d))[di] = (RT)0)
-/* multiply-add of the inner loops: fma() where the host defines KILN_FMA (the
- * device has FMA hardware): POCL compiles mad() to a multiply and an add,
- * up to half the arithmetic rate of an FMA unit */
-#ifdef KILN_FMA
-#define KMAD(a, b, c) fma((a), (b), (c))
-#else
-#define KMAD(a, b, c) mad((a), (b), (c))
-#endif
+/* KMAD (multiply-add, fma where the device has it): fastmath.cl, prepended by the host */
 
 /* A program built for one algorithm (-DCONV_ALGO=a, as the tuned Conv
  * family's programs are) compiles only the kernels that algorithm launches:

@@ -1,8 +1,8 @@
-/* fastmath.cl: exp for the logistic function and erf, on float and float
+/* fastmath.cl: KMAD (below), and exp for the logistic function and erf, on float and float
  * vectors: kiln_exp1(x), kiln_exp2/4/8/16, kiln_erf1 ... kiln_erf16 (one
  * name per width: overloading is a clang extension not every OpenCL
  * compiler has). runtime/cl.c prepends this file to every program whose
- * source names kiln_exp or kiln_erf, as it does half_io.cl.
+ * source names kiln_exp, kiln_erf or KMAD, as it does half_io.cl.
  *
  * Why: SiLU (x / (1 + exp(-x))) after a GroupNormalization or a convolution
  * costs POCL about a cycle an element on this CPU, as much as reading and
@@ -21,6 +21,16 @@
  * of 0 (1 / (1 + e) is then 0 or 1 to float precision); NaN stays NaN. */
 #ifndef KILN_FASTMATH
 #define KILN_FASTMATH 1
+/* KMAD(a, b, c) = a * b + c for the inner loops: fma() where the host
+ * defines KILN_FMA (the device reports CL_FP_FMA; runtime/cl.c adds it to
+ * every program that names KILN_FMA, as this file does), else mad(). POCL
+ * compiles mad() to a multiply and an add, up to half the rate of an FMA
+ * unit, and defines no FP_FAST_FMAF. */
+#ifdef KILN_FMA
+#define KMAD(a, b, c) fma((a), (b), (c))
+#else
+#define KMAD(a, b, c) mad((a), (b), (c))
+#endif
 #define KILN_EXP_DEF(name, F, I)                                                       \
   inline F name(F x) {                                                                 \
     const F c = fmin(fmax(x, (F)(-87.0f)), (F)(88.0f));                                \

@@ -318,7 +318,7 @@ static cl_program build_program_opts(kiln_device *d, const char *file, const cha
 
 /* Files prepended to a program whose source names one of their functions:
  * kernels/half_io.cl (fp16 storage's kiln_ldh / kiln_svh / kiln_vldhN /
- * kiln_vsthN), kernels/fastmath.cl (kiln_expN, kiln_erfN) and
+ * kiln_vsthN), kernels/fastmath.cl (kiln_expN, kiln_erfN, KMAD) and
  * kernels/vec_io.cl (GLDU / GSTU), one definition each for the kernel files
  * and the generated fused and epilogue code. kiln_source_hash counts them
  * with the file that uses them. */
@@ -327,7 +327,7 @@ static const struct {
   const char *names[4];
 } preludes[] = {
   {"half_io.cl", {"kiln_ldh", "kiln_svh", "kiln_vldh", "kiln_vsth"}},
-  {"fastmath.cl", {"kiln_exp", "kiln_erf", NULL, NULL}},
+  {"fastmath.cl", {"kiln_exp", "kiln_erf", "KMAD", NULL}},
   {"vec_io.cl", {"GLDU", "GSTU", NULL, NULL}},
 };
 
