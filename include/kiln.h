@@ -513,7 +513,7 @@ typedef struct kiln_param_basis {
   char note[1024];
   double probe_ms, probe_compile_ms;
   double copy_gbps; /* the figures' copy bandwidth at their largest working set (GB/s, read + write; 0: none) */
-  double copy_bytes; /* that working set: 128 MiB from `kiln probe`, 16 MiB from the quick probe (which a large cache may hold) */
+  double copy_bytes; /* that working set: 128 MiB from `kiln probe` and from the quick probe (no cache holds it) */
 } kiln_param_basis;
 void kiln_session_param_basis(const kiln_session *s, kiln_param_basis *b);
 
