@@ -95,8 +95,8 @@ void kiln_lines_default(int64_t lines, int64_t len, bool contig, int64_t min_wg,
 extern const kiln_family kiln_family_reduce, kiln_family_softmax;
 
 /* pool, gpool (kernels/pool.c): pool.cl's windowed and global pools */
-enum { PP_A, PP_B, PP_COUNT }; /* pool: PL_WPI, PL_WG; gpool: PL_WG, PL_VW */
-enum { PD_PLANES, PD_OUT, PD_IN, PD_WIN, PD_ESIZE, PD_FLOAT };
+enum { PP_A, PP_B, PP_C, PP_COUNT }; /* pool: PL_WPI, PL_WG, PL_ROWS; gpool: PL_WG, PL_VW */
+enum { PD_PLANES, PD_OUT, PD_IN, PD_WIN, PD_ESIZE, PD_FLOAT, PD_OW, PD_OH }; /* PD_OW: the output row width when pool_row runs (else 0) */
 extern const kiln_family kiln_family_pool, kiln_family_gpool;
 
 /* eltwise (kernels/elementwise.c): elementwise.cl's unary, clip and broadcast kernels */

@@ -17,18 +17,35 @@
 static size_t max_wg(const kiln_device_info *dev) { return dev && dev->max_work_group ? dev->max_work_group : 256; }
 
 static const kiln_kparam pool_params[PP_COUNT] = {
-  [PP_A] = {"PL_WPI", 4, {1, 2, 4, 8}, 8}, /* 2-D pools (pool_row): the row vector width; squeezenet's 3x3/2 MaxPools
+  [PP_A] = {"PL_WPI", 5, {1, 2, 4, 8, 16}, 8}, /* 2-D pools (pool_row): the row vector width; squeezenet's 3x3/2 MaxPools
                                               tuned 4-5.7x faster at 8 (or 4) than at 1, and without a pool entry in
                                               the prior this default is what runs */
   [PP_B] = {"PL_WG", 5, {0, 32, 64, 128, 256}, 0},
+  [PP_C] = {"PL_ROWS", 4, {1, 2, 4, 8}, 1}, /* pool_row: output rows per work-item (3x3/2 max pools share input rows) */
 };
 
 static int pool_valid(const kiln_tunable *t, const int *p, const kiln_device_info *dev) {
-  const int wpi = p[PP_A], wg = p[PP_B];
+  const int wpi = p[PP_A], wg = p[PP_B], rows = p[PP_C];
   if ((size_t)wg > max_wg(dev)) return 1;
   if (wpi > 1 && (int64_t)wpi > t->dims[PD_OUT]) return 1;       /* more than a plane's outputs */
   if (wg > 0 && (int64_t)wg * wpi / 2 >= t->dims[PD_OUT] * t->dims[PD_PLANES]) return 1;
+  if (rows > 1 && (!t->dims[PD_OW] || rows > t->dims[PD_OH])) return 1; /* pool_fwd has no rows; no more rows than the plane */
+  if (t->dims[PD_OW] && wpi > 1 && wpi > t->dims[PD_OW]) return 1;     /* blocks wider than a row go an output at a time */
   return 0;
+}
+
+/* pool_row's defaults by the output row: the widest block a row holds (16
+ * lanes: two-source permutes split the stride-2 taps) and 4 rows a
+ * work-item. Measured (kiln tune, POCL, squeezenet's 64x111x111 3x3/2 max
+ * pool): PL_WPI=8 one row 70-73 us, 16 one row 53-59, 16 two rows 42-48,
+ * 16 four rows 40-44, eight rows 41-45. */
+static void pool_defaults(kiln_tunable *t) {
+  const int64_t ow = t->dims[PD_OW], oh = t->dims[PD_OH];
+  if (!ow) return;
+  int wpi = 16;
+  while (wpi > 1 && wpi > ow) wpi /= 2;
+  t->params[PP_A].dflt = wpi;
+  t->params[PP_C].dflt = oh >= 8 ? 4 : 1;
 }
 
 static void pool_features(const kiln_tunable *t, const int *p, kiln_features *f) {
@@ -87,8 +104,8 @@ static void gpool_features(const kiln_tunable *t, const int *p, kiln_features *f
 static const kiln_solver pool_solvers[] = {{"pool_fwd", ~0u, -1}};
 static const kiln_solver gpool_solvers[] = {{"gpool", ~0u, -1}};
 
-#define POOL_FAMILY(nm, prm, solv, val, feat, dfl)                                                                                                      \
-  {.name = nm, .file = "pool.cl", .oclgrind = "pool", .nparams = PP_COUNT, .params = prm, .selector = -1, KILN_SOLVERS(solv), .valid = val,  \
+#define POOL_FAMILY(nm, np, prm, solv, val, feat, dfl)                                                                                                      \
+  {.name = nm, .file = "pool.cl", .oclgrind = "pool", .nparams = np, .params = prm, .selector = -1, KILN_SOLVERS(solv), .valid = val,  \
    .features = feat, .defaults = dfl}
-const kiln_family kiln_family_pool = POOL_FAMILY("pool", pool_params, pool_solvers, pool_valid, pool_features, NULL);
-const kiln_family kiln_family_gpool = POOL_FAMILY("gpool", gpool_params, gpool_solvers, gpool_valid, gpool_features, gpool_defaults);
+const kiln_family kiln_family_pool = POOL_FAMILY("pool", PP_COUNT, pool_params, pool_solvers, pool_valid, pool_features, pool_defaults);
+const kiln_family kiln_family_gpool = POOL_FAMILY("gpool", PP_C, gpool_params, gpool_solvers, gpool_valid, gpool_features, gpool_defaults);

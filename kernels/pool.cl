@@ -40,7 +40,10 @@
 #endif
 
 #ifndef PL_WPI
-  #define PL_WPI 8 // pool_fwd / pool_row: consecutive outputs per work-item (1, 2, 4, 8)
+  #define PL_WPI 8 // the host always sets it (per instance: pool_defaults, kernels/pool.c); pool_fwd / pool_row: consecutive outputs per work-item (1, 2, 4, 8, 16)
+#endif
+#ifndef PL_ROWS
+  #define PL_ROWS 1 // the host always sets it when above 1 (per instance: pool_defaults); pool_row: output rows per work-item
 #endif
 #ifndef PL_WG
   #define PL_WG 64 // the host always sets it (pool: a launch size, gpool: this kernel's); gpool_wg: work-items per (n, c) plane (power of two)
@@ -181,7 +184,7 @@ __kernel void pool_fwd(__global const ST *x, __global ST *y, __global long *ind,
 #elif PL_WPI == 4
 #define PR_W2 8
 #else
-#define PR_W2 16
+#define PR_W2 16 /* PL_WPI 16: two vectors of 16 (PR_EO) */
 #endif
 #if PL_WPI > 1
 #define PRV PR_CAT(T, PL_WPI)
@@ -198,13 +201,88 @@ __kernel void pool_fwd(__global const ST *x, __global ST *y, __global long *ind,
 /* vectors in private memory (T: float under fp16 storage) */
 #define PR_PSTORE PR_CAT(vstore, PL_WPI)
 #define PR_PLOAD PR_CAT(vload, PL_WPI)
+/* PR_EO(p, ev, od): the even and odd lanes of the 2 * PL_WPI elements at p.
+ * At 16 a pair of 16-wide loads and two two-source permutes (shuffle2 with
+ * constant masks: one vpermt2ps each on AVX-512), which halves the
+ * instructions an output of the 8-wide block costs (squeezenet's 3x3/2
+ * MaxPools); narrower blocks permute one vector. */
+#if PL_WPI == 16
+#if T_IS_DOUBLE
+#define PR_MASK ulong16
+#else
+#define PR_MASK uint16
 #endif
-__kernel void pool_row(__global const ST *x, __global ST *y, __global long *ind, __global const int *m,
-                       int mode, float p, int with_ind, int storage_order) {
+#define PR_EVEN_M ((PR_MASK)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30))
+#define PR_ODD_M ((PR_MASK)(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31))
+/* a left pad of one: lane j's tap 0 is element 2j - 1, lane 0's (padding) element 0 */
+#define PR_LPAD_M ((PR_MASK)(0, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29))
+#define PR_EO(p, ev, od)                                  \
+  do {                                                    \
+    const PRV a0_ = PR_LOAD2(0, (p)), a1_ = PR_LOAD2(1, (p)); \
+    ev = shuffle2(a0_, a1_, PR_EVEN_M);                   \
+    od = shuffle2(a0_, a1_, PR_ODD_M);                    \
+  } while (0)
+#else
+/* shuffle with constant masks, not .even/.odd: Oclgrind's uninitialized-value
+ * plugin reports every store of a vector built by those swizzles */
+#define PR_EO(p, ev, od)                                  \
+  do {                                                    \
+    const PRV2 a_ = PR_LOAD2(0, (p));                     \
+    ev = shuffle(a_, PR_EVEN_M);                          \
+    od = shuffle(a_, PR_ODD_M);                           \
+  } while (0)
+#if T_IS_DOUBLE
+#define PR_MASK PR_CAT(ulong, PL_WPI)
+#else
+#define PR_MASK PR_CAT(uint, PL_WPI)
+#endif
+#if PL_WPI == 2
+#define PR_EVEN_M ((PR_MASK)(0, 2))
+#define PR_ODD_M ((PR_MASK)(1, 3))
+#define PR_LPAD_M ((PR_MASK)(0, 1))
+#elif PL_WPI == 4
+#define PR_EVEN_M ((PR_MASK)(0, 2, 4, 6))
+#define PR_ODD_M ((PR_MASK)(1, 3, 5, 7))
+#define PR_LPAD_M ((PR_MASK)(0, 1, 3, 5))
+#else
+#define PR_EVEN_M ((PR_MASK)(0, 2, 4, 6, 8, 10, 12, 14))
+#define PR_ODD_M ((PR_MASK)(1, 3, 5, 7, 9, 11, 13, 15))
+#define PR_LPAD_M ((PR_MASK)(0, 1, 3, 5, 7, 9, 11, 13))
+#endif
+#endif
+#endif
+#if PL_WPI > 1
+/* Max over the 3-wide stride-2 windows of one input row for the block at w0
+ * (lpad: w0 = -1, a left pad of one), taps in pool_at's order. */
+inline PRV pr_hmax3(__global const ST *xr, const int w0, const bool lpad) {
+  PRV e, o, e2;
+  if (lpad) {
+#if PL_WPI == 16
+    const PRV a0 = PR_LOAD2(0, xr), a1 = PR_LOAD2(1, xr);
+    e = shuffle2(a0, a1, PR_LPAD_M);
+    o = shuffle2(a0, a1, PR_EVEN_M);
+    e2 = shuffle2(a0, a1, PR_ODD_M);
+#else
+    const PRV2 a = PR_LOAD2(0, xr);
+    e = shuffle(a, PR_LPAD_M);
+    o = shuffle(a, PR_EVEN_M);
+    e2 = shuffle(a, PR_ODD_M);
+#endif
+  } else {
+    PRV u;
+    PR_EO(xr + w0, e, o);
+    PR_EO(xr + w0 + 1, u, e2);
+  }
+  PRV acc = e;
+  acc = o > acc ? o : acc;
+  return e2 > acc ? e2 : acc;
+}
+#endif
+
+/* Output row oh's block at ow0 of plane nc. */
+inline void pool_row_at(__global const ST *x, __global ST *y, __global long *ind, __global const int *m,
+                        int mode, float p, int with_ind, int storage_order, const int ow0, const int oh, const long nc) {
   const int IH = PM(3), IW = PM(4), OH = PM(6), OW = PM(7), KH = PM(9), KW = PM(10), SH = PM(12), SW = PM(13), DH = PM(15);
-  const int ow0 = (int)get_global_id(0) * PL_WPI, oh = (int)get_global_id(1);
-  const long nc = get_global_id(2);
-  if (ow0 >= OW || oh >= OH || nc >= (long)PM(0) * PM(1)) return;
   const int h0 = oh * SH - PM(18);
 #if PL_WPI > 1
   /* The block computed as a vector: a row's last block, when partial, moves
@@ -232,18 +310,21 @@ __kernel void pool_row(__global const ST *x, __global ST *y, __global long *ind,
       for (int kh = 0; kh < KH; kh++, xr += (long)DH * IW) {
         PRV e, o, e2;
         if (lpad) {
-          const PRV2 a = PR_LOAD2(0, xr);
-          o = a.even;
-          e2 = a.odd;
-          T t[PL_WPI + 1]; /* tap 0: tap 2 one lane up, x[0] (lane 0's tap 1) in lane 0 */
-          PR_PSTORE(e2, 0, t + 1);
-          t[0] = LD(xr, 0);
-          e = PR_PLOAD(0, t);
+#if PL_WPI == 16
+          const PRV a0 = PR_LOAD2(0, xr), a1 = PR_LOAD2(1, xr);
+          e = shuffle2(a0, a1, PR_LPAD_M);
+          o = shuffle2(a0, a1, PR_EVEN_M);
+          e2 = shuffle2(a0, a1, PR_ODD_M);
+#else
+          const PRV2 a = PR_LOAD2(0, xr); /* tap 0: element 2j - 1, lane 0's (padding) element 0 */
+          e = shuffle(a, PR_LPAD_M);
+          o = shuffle(a, PR_EVEN_M);
+          e2 = shuffle(a, PR_ODD_M);
+#endif
         } else {
-          const PRV2 a = PR_LOAD2(0, xr + w0);
-          e = a.even;
-          o = a.odd;
-          e2 = PR_LOAD2(0, xr + w0 + 1).odd;
+          PRV u;
+          PR_EO(xr + w0, e, o);
+          PR_EO(xr + w0 + 1, u, e2);
         }
         if (kh == 0) acc = MODE == 0 ? e : e + o + e2;
         else if (MODE != 0) acc += e + o + e2;
@@ -255,11 +336,15 @@ __kernel void pool_row(__global const ST *x, __global ST *y, __global long *ind,
       }
     } else {
       xr += w0;
-      acc = SW == 1 ? PR_LOAD(0, xr) : PR_LOAD2(0, xr).even; /* max: the first tap (as pool_at: a NaN there stays) */
+      PRV u;
+      if (SW == 1) acc = PR_LOAD(0, xr); /* max: the first tap (as pool_at: a NaN there stays) */
+      else PR_EO(xr, acc, u);
       if (MODE != 0) acc = (PRV)0;
       for (int kh = 0; kh < KH; kh++, xr += (long)DH * IW)
         for (int kw = 0; kw < KW; kw++) {
-          const PRV v = SW == 1 ? PR_LOAD(0, xr + kw) : PR_LOAD2(0, xr + kw).even;
+          PRV v;
+          if (SW == 1) v = PR_LOAD(0, xr + kw);
+          else PR_EO(xr + kw, v, u);
           if (MODE == 0) acc = v > acc ? v : acc;
           else acc += v;
         }
@@ -275,6 +360,47 @@ __kernel void pool_row(__global const ST *x, __global ST *y, __global long *ind,
   }
 #endif
   for (int t = 0; t < PL_WPI && ow0 + t < OW; t++) pool_at(x, y, ind, m, mode, p, with_ind, storage_order, (long)oh * OW + ow0 + t, nc);
+}
+
+/* Work-item (g0, g1, nc): the blocks at ow0 = g0 * PL_WPI of output rows
+ * g1 * PL_ROWS .. + PL_ROWS - 1. 3x3 stride-2 max pools (squeezenet's,
+ * resnet's) whose rows lie inside the input take each input row's
+ * horizontal maxima once: PL_ROWS output rows read 2 * PL_ROWS + 1 input
+ * rows, not 3 * PL_ROWS. Others go a row at a time (pool_row_at). */
+__kernel void pool_row(__global const ST *x, __global ST *y, __global long *ind, __global const int *m,
+                       int mode, float p, int with_ind, int storage_order) {
+  const int OH = PM(6), OW = PM(7);
+  const int ow0 = (int)get_global_id(0) * PL_WPI, oh0 = (int)get_global_id(1) * PL_ROWS;
+  const long nc = get_global_id(2);
+  if (ow0 >= OW || oh0 >= OH || nc >= (long)PM(0) * PM(1)) return;
+#if PL_WPI > 1 && PL_ROWS > 1
+  const int IH = PM(3), IW = PM(4);
+  const int owv = ow0 + PL_WPI > OW && OW >= PL_WPI ? OW - PL_WPI : ow0, w0 = owv * 2 - PM(19), h0 = oh0 * 2 - PM(18);
+  const bool lpad = w0 == -1;
+  if (MODE == 0 && !WITH_IND && PM(9) == 3 && PM(10) == 3 && PM(12) == 2 && PM(13) == 2 && PM(15) == 1 && PM(16) == 1 &&
+      oh0 + PL_ROWS <= OH && h0 >= 0 && h0 + 2 * PL_ROWS < IH && w0 >= -1 && w0 + 2 * PL_WPI < IW && owv + PL_WPI <= OW) {
+    __global const ST *xr = x + nc * ((long)IH * IW) + (long)h0 * IW;
+    long yo = nc * ((long)OH * OW) + (long)oh0 * OW + owv;
+    PRV top = pr_hmax3(xr, w0, lpad); /* the first window row of output row r: the last of row r - 1 */
+    for (int r = 0; r < PL_ROWS; r++, yo += OW) {
+      xr += IW;
+      const PRV mid = pr_hmax3(xr, w0, lpad);
+      xr += IW;
+      const PRV bot = pr_hmax3(xr, w0, lpad);
+      PRV acc = top;
+      acc = mid > acc ? mid : acc;
+      acc = bot > acc ? bot : acc;
+      top = bot;
+      if (owv == ow0) PR_STORE(acc, 0, y + yo);
+      else {
+        const T *ra = (const T *)&acc;
+        for (int j = ow0 - owv; j < PL_WPI; j++) SV(y, yo + j, ra[j]);
+      }
+    }
+    return;
+  }
+#endif
+  for (int r = 0; r < PL_ROWS && oh0 + r < OH; r++) pool_row_at(x, y, ind, m, mode, p, with_ind, storage_order, ow0, oh0 + r, nc);
 }
 #endif
 

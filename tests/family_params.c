@@ -133,6 +133,26 @@ static int gpool_plane_widths(kiln_graph *g, kiln_node *n, void **host, const ki
   return bad;
 }
 
+/* pool_row's 3x3 stride-2 max path shares input rows between PL_ROWS output
+ * rows and builds 16-wide blocks from two-source permutes (a left pad, a
+ * moved last block, a last group of fewer rows going a row at a time): every
+ * valid PL_WPI x PL_ROWS pair runs for those cases, not only a cover. */
+static int pool_row_pairs(kiln_graph *g, kiln_node *n, void **host, const kiln_tunable *t, const char *label, int *nrun) {
+  int bad = 0, p[KILN_MAX_KPARAMS];
+  if (!t->dims[PD_OW] || t->dims[PD_WIN] != 9) return 0;
+  for (int a = 0; a < t->params[PP_A].nvals; a++)
+    for (int c = 0; c < t->params[PP_C].nvals; c++) {
+      for (int i = 0; i < t->nparams; i++) p[i] = t->params[i].dflt;
+      p[PP_A] = t->params[PP_A].vals[a];
+      p[PP_B] = 0;
+      p[PP_C] = t->params[PP_C].vals[c];
+      if (t->valid && t->valid(t, p, &dev->info)) continue;
+      bad += sc_run(dev, g, n, host, t, p, label);
+      (*nrun)++;
+    }
+  return bad;
+}
+
 static void run_case(const case_t *cc) {
   /* each case's inputs from a seed of its own label: a case added or moved
    * leaves the others' data as it was (a new case once shifted the shared
@@ -218,6 +238,7 @@ static void run_case(const case_t *cc) {
   int nsolv;
   bad = sc_run_all(dev, &g, &n, host, &t, &t, &dev->info, cc->label, &tested, &nsolv);
   if (!strcmp(t.family, "gpool")) bad += gpool_plane_widths(&g, &n, host, &t, cc->label, &tested);
+  if (!strcmp(t.family, "pool") && strstr(cc->label, "(rows shared)")) bad += pool_row_pairs(&g, &n, host, &t, cc->label, &tested);
   runs += tested;
   if (bad) fails++;
   printf("%s %-44s %-8s %d parameter vectors%s\n", bad ? "FAIL" : "ok  ", cc->label, t.family, tested, sc_half ? " (fp16 storage)" : "");
@@ -274,6 +295,8 @@ int main(int argc, char **argv) {
     /* 3-wide stride-2 rows (one load and an element per window row), the partial last block moved left */
     {"MaxPool 1x3x27x27 k3 s2 ceil (row end moved)", "MaxPool", 12, 1, 1, {0}, {4}, {{1, 3, 27, 27}}, "kernel_shape=is:3,3;strides=is:2,2;ceil_mode=i:1", -1},
     {"AveragePool 1x2x15x35 k3 s2 (row vectors)", "AveragePool", 19, 1, 1, {0}, {4}, {{1, 2, 15, 35}}, "kernel_shape=is:3,3;strides=is:2,2", -1},
+    {"MaxPool 1x2x31x45 k3 s2 p1 (rows shared)", "MaxPool", 12, 1, 1, {0}, {4}, {{1, 2, 31, 45}}, "kernel_shape=is:3,3;strides=is:2,2;pads=is:1,1,1,1", -1},
+    {"MaxPool 1x3x39x39 k3 s2 ceil (rows shared)", "MaxPool", 12, 1, 1, {0}, {4}, {{1, 3, 39, 39}}, "kernel_shape=is:3,3;strides=is:2,2;ceil_mode=i:1", -1},
     {"MaxPool 1x2x9x40 k3 s2 p1 (left pad in vectors)", "MaxPool", 12, 1, 1, {0}, {4}, {{1, 2, 9, 40}}, "kernel_shape=is:3,3;strides=is:2,2;pads=is:1,1,1,1", -1},
     {"AveragePool 1x2x9x37 k2x3 s2 incl pad", "AveragePool", 19, 1, 1, {0}, {4}, {{1, 2, 9, 37}}, "kernel_shape=is:2,3;strides=is:2,2;pads=is:0,1,1,1;count_include_pad=i:1", -1},
     {"GlobalAveragePool 2x5x7x9", "GlobalAveragePool", 1, 1, 1, {0}, {4}, {{2, 5, 7, 9}}, NULL, -1},

@@ -540,6 +540,9 @@ static int pool_ref(kiln_graph *g, kiln_node *n, void **in, void **out, kiln_err
 
 /* ---- tunable families "pool" and "gpool": kernels/pool.c ---- */
 
+/* Whether a windowed pool runs pool_row (2-D windows along output rows). */
+static bool pool_rows(const win_geom *w) { return w->in[0] == 1 && w->out[0] == 1 && w->k[0] == 1 && w->pb[0] == 0; }
+
 /* Descriptor of a pooling node (families "pool" and "gpool"). */
 static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   int mode;
@@ -561,6 +564,8 @@ static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   t->dims[PD_WIN] = w.k[0] * w.k[1] * w.k[2];
   t->dims[PD_ESIZE] = (int64_t)kiln_dtype_size(kiln_dev_dtype(xv));
   t->dims[PD_FLOAT] = xv->dtype == KILN_DT_FLOAT || xv->dtype == KILN_DT_DOUBLE;
+  t->dims[PD_OW] = !global && pool_rows(&w) ? w.out[2] : 0;
+  t->dims[PD_OH] = w.out[1];
   kiln_family_end(global ? &kiln_family_gpool : &kiln_family_pool, t);
   return 0;
 }
@@ -590,11 +595,12 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   int rc = pool_setup(g, n, &mode, &global, &w, err);
   if (rc) return rc;
   kiln_tunable t;
-  int pa = 1, pb = global ? 1 : 0; /* without a descriptor: one element per work-item, the driver's work-group */
+  int pa = 1, pb = global ? 1 : 0, pc = 1; /* without a descriptor: one element per work-item, the driver's work-group */
   if (pool_tunable(g, n, &t) == 0) {
     const int *p = kiln_exec_tparams(x, n, &t);
     pa = p[PP_A];
     pb = p[PP_B];
+    if (!global) pc = p[PP_C];
   }
   char opts[600], tb[256];
   cl_float p = mode == POOL_LP ? (cl_float)kiln_attr_int(n, "p", 2) : 0.f;
@@ -624,7 +630,10 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (!mb) return err->status;
   /* the defaults build the program every pool.cl kernel shares */
   kiln_cl_type_opts(kiln_dev_dtype(kiln_in(g, n, 0)), opts, sizeof opts);
+  const bool rows = !global && pool_rows(&w);
+  const int prows = rows ? pc : 1;
   snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_WPI=%d", wpi);
+  if (prows > 1) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_ROWS=%d", prows);
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0), bi = kiln_out_buf(x, n, 1);
   cl_int with_ind = bi != NULL, order = (cl_int)kiln_attr_int(n, "storage_order", 0);
   if (!global) {
@@ -637,14 +646,13 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   }
   /* 2-D windows go along output rows (pool_row: PL_WPI outputs of a row per
    * work-item, vector loads inside the input); others by flat index */
-  const bool rows = !global && w.in[0] == 1 && w.out[0] == 1 && w.k[0] == 1 && w.pb[0] == 0;
   cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", opts, rows ? "pool_row" : "pool_fwd", err);
   if (!k) return err->status;
   if (!bi) bi = by;
   if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(bi), KARG(mb), KARG(cm), KARG(p), KARG(with_ind), KARG(order), KEND)) return err->status;
   if (rows) {
     /* PL_WG work-items per group: along the row first, then rows */
-    size_t r0 = (size_t)((w.out[2] + wpi - 1) / wpi), OH = (size_t)w.out[1], l0 = 1, l1 = 1;
+    size_t r0 = (size_t)((w.out[2] + wpi - 1) / wpi), OH = (size_t)((w.out[1] + prows - 1) / prows), l0 = 1, l1 = 1;
     if (wg > 0) {
       while (l0 * 2 <= (size_t)wg && l0 * 2 <= r0) l0 *= 2;
       l1 = (size_t)wg / l0;
