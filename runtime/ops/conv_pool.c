@@ -1093,13 +1093,20 @@ static int resize_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (up) {
     free(tidx);
     free(twt);
-    char uo[256];
-    cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", kiln_cl_type_opts(dt, uo, sizeof uo), "resize_up", err);
+    char uo[300];
+    kiln_cl_type_opts(dt, uo, sizeof uo);
+    /* 16-input blocks where the element has an unsigned vector type of its
+     * size for shuffle()'s mask (resize.cl, RU_MASK) */
+    const size_t es = kiln_dtype_size(dt);
+    const char *mask = es == 1 ? "uchar16" : es == 2 ? "ushort16" : es == 4 ? "uint16" : es == 8 ? "ulong16" : NULL;
+    const int ruv = mask ? 16 : 8;
+    if (mask) snprintf(uo + strlen(uo), sizeof uo - strlen(uo), " -DRU_MASK=%s", mask);
+    cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", uo, "resize_up", err);
     if (!k) return err->status;
     cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
     cl_int H = (cl_int)p.in[r - 2], W = (cl_int)p.in[r - 1], FH = (cl_int)fh, FW = (cl_int)fw;
     if (kiln_cl_args(k, err, KARG(bx), KARG(by), KARG(H), KARG(W), KARG(FH), KARG(FW), KEND)) return err->status;
-    size_t gws[3] = {(size_t)((W + 7) / 8), (size_t)H, (size_t)planes}; /* RU_V (resize.cl) inputs a work-item */
+    size_t gws[3] = {(size_t)((W + ruv - 1) / ruv), (size_t)H, (size_t)planes}; /* RU_V (resize.cl) inputs a work-item */
     return kiln_exec_launch(x, k, 3, gws, NULL, err);
   }
   cl_mem ib = kiln_exec_param(x, n, 1, tidx, sizeof *tidx * (size_t)(tot + 1), err);
