@@ -206,12 +206,14 @@ __kernel void pool_fwd(__global const ST *x, __global ST *y, __global long *ind,
  * constant masks: one vpermt2ps each on AVX-512), which halves the
  * instructions an output of the 8-wide block costs (squeezenet's 3x3/2
  * MaxPools); narrower blocks permute one vector. */
-#if PL_WPI == 16
-#if T_IS_DOUBLE
-#define PR_MASK ulong16
-#else
-#define PR_MASK uint16
+/* shuffle masks are unsigned vectors of the element's size: the host names
+ * that type (PL_MASKT: uchar, ushort, uint, ulong; uint for fp16 storage,
+ * computed in float) */
+#ifndef PL_MASKT
+#define PL_MASKT uint
 #endif
+#if PL_WPI == 16
+#define PR_MASK PR_CAT(PL_MASKT, 16)
 #define PR_EVEN_M ((PR_MASK)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30))
 #define PR_ODD_M ((PR_MASK)(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31))
 /* a left pad of one: lane j's tap 0 is element 2j - 1, lane 0's (padding) element 0 */
@@ -231,11 +233,7 @@ __kernel void pool_fwd(__global const ST *x, __global ST *y, __global long *ind,
     ev = shuffle(a_, PR_EVEN_M);                          \
     od = shuffle(a_, PR_ODD_M);                           \
   } while (0)
-#if T_IS_DOUBLE
-#define PR_MASK PR_CAT(ulong, PL_WPI)
-#else
-#define PR_MASK PR_CAT(uint, PL_WPI)
-#endif
+#define PR_MASK PR_CAT(PL_MASKT, PL_WPI)
 #if PL_WPI == 2
 #define PR_EVEN_M ((PR_MASK)(0, 2))
 #define PR_ODD_M ((PR_MASK)(1, 3))

@@ -634,6 +634,11 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   const int prows = rows ? pc : 1;
   snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_WPI=%d", wpi);
   if (prows > 1) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_ROWS=%d", prows);
+  if (rows && wpi > 1) { /* pool_row's shuffle masks: unsigned of the element's size (fp16 storage computes in float) */
+    const int pdt = kiln_dev_dtype(kiln_in(g, n, 0));
+    const size_t es = pdt == KILN_DT_FLOAT16 ? 4 : kiln_dtype_size(pdt);
+    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_MASKT=%s", es == 1 ? "uchar" : es == 2 ? "ushort" : es == 8 ? "ulong" : "uint");
+  }
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0), bi = kiln_out_buf(x, n, 1);
   cl_int with_ind = bi != NULL, order = (cl_int)kiln_attr_int(n, "storage_order", 0);
   if (!global) {
