@@ -11,10 +11,13 @@
  * exp has no branch and no call: n = round(x log2 e) by adding 1.5 * 2^23
  * (the rounding of the addition, no rint: POCL's vector rint is a call a
  * lane, what made an earlier polynomial exp slower than POCL's own),
- * r = x - n ln 2 in two parts (Cody-Waite), e^r by its Taylor polynomial
- * of degree 7 (|r| <= 0.347: remainder below 1e-8), and 2^n added to the
- * result's exponent bits. Relative error at most 7.7e-8 on [-87, 88]
- * (every 0.00037, against double exp), 1.3 ulp; OpenCL's exp allows 3.
+ * r = x - n ln 2 in two parts (Cody-Waite), e^r by a polynomial of degree
+ * 5 fitted for least maximum relative error on |r| <= ln 2 / 2 (1.5e-7 in
+ * exact arithmetic; the Taylor polynomial of degree 7 it replaced took two
+ * more FMAs, 8% of a SiLU kernel's time: 84 -> 77 us on 401k elements,
+ * alternated), and 2^n added to the result's exponent bits. Relative error
+ * in float at most 2.2e-7 on [-87, 88] (every 0.0001, against double exp),
+ * 2.7 ulp; OpenCL's exp allows 3.
  *
  * For the logistic function only: x is clamped to [-87, 88], so large
  * arguments give 1.6e38 instead of infinity and small ones 1.6e-38 instead
@@ -37,14 +40,12 @@
     const F big = fma(c, (F)(1.44269504f), (F)(12582912.0f)); /* 1.5 * 2^23 + n */     \
     const F n = big - (F)(12582912.0f);                                                \
     const F r = fma(n, (F)(-1.42860677e-6f), fma(n, (F)(-0.693145752f), c));          \
-    F p = (F)(1.0f / 5040.0f);                                                         \
-    p = fma(p, r, (F)(1.0f / 720.0f));                                                 \
-    p = fma(p, r, (F)(1.0f / 120.0f));                                                 \
-    p = fma(p, r, (F)(1.0f / 24.0f));                                                  \
-    p = fma(p, r, (F)(1.0f / 6.0f));                                                   \
-    p = fma(p, r, (F)(0.5f));                                                          \
-    p = fma(p, r, (F)(1.0f));                                                          \
-    p = fma(p, r, (F)(1.0f));                                                          \
+    F p = (F)(0.00829185918f);                                                         \
+    p = fma(p, r, (F)(0.0419150367f));                                                 \
+    p = fma(p, r, (F)(0.166676611f));                                                  \
+    p = fma(p, r, (F)(0.499989003f));                                                  \
+    p = fma(p, r, (F)(0.999999642f));                                                  \
+    p = fma(p, r, (F)(1.00000012f));                                                   \
     const F e = as_##F(as_##I(p) + ((as_##I(big) - (I)(0x4B400000)) << 23));          \
     return select(e, x, isnan(x));                                                     \
   }
