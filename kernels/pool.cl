@@ -250,30 +250,53 @@ __kernel void pool_fwd(__global const ST *x, __global ST *y, __global long *ind,
 #endif
 #endif
 #if PL_WPI > 1
-/* Max over the 3-wide stride-2 windows of one input row for the block at w0
- * (lpad: w0 = -1, a left pad of one), taps in pool_at's order. */
+/* The three taps of the 3-wide stride-2 windows of one input row xr for
+ * the block at w0 (lpad: w0 = -1, a left pad of one: lane 0's tap 0 is
+ * padding and takes its tap 1, element 0), as vectors e, o, e2. */
+#if PL_WPI == 16
+#define PR_LPAD3(xr, e, o, e2)                                  \
+  do {                                                          \
+    const PRV a0_ = PR_LOAD2(0, (xr)), a1_ = PR_LOAD2(1, (xr)); \
+    e = shuffle2(a0_, a1_, PR_LPAD_M);                          \
+    o = shuffle2(a0_, a1_, PR_EVEN_M);                          \
+    e2 = shuffle2(a0_, a1_, PR_ODD_M);                          \
+  } while (0)
+#else
+#define PR_LPAD3(xr, e, o, e2)                                  \
+  do {                                                          \
+    const PRV2 a_ = PR_LOAD2(0, (xr));                          \
+    e = shuffle(a_, PR_LPAD_M);                                 \
+    o = shuffle(a_, PR_EVEN_M);                                 \
+    e2 = shuffle(a_, PR_ODD_M);                                 \
+  } while (0)
+#endif
+#define PR_TAPS3(xr, w0, lpad, e, o, e2)                        \
+  do {                                                          \
+    if (lpad) PR_LPAD3(xr, e, o, e2);                           \
+    else {                                                      \
+      PRV u_;                                                   \
+      PR_EO((xr) + (w0), e, o);                                 \
+      PR_EO((xr) + (w0) + 1, u_, e2);                           \
+    }                                                           \
+  } while (0)
+
+/* Max over those windows of one input row, taps in pool_at's order. */
 inline PRV pr_hmax3(__global const ST *xr, const int w0, const bool lpad) {
   PRV e, o, e2;
-  if (lpad) {
-#if PL_WPI == 16
-    const PRV a0 = PR_LOAD2(0, xr), a1 = PR_LOAD2(1, xr);
-    e = shuffle2(a0, a1, PR_LPAD_M);
-    o = shuffle2(a0, a1, PR_EVEN_M);
-    e2 = shuffle2(a0, a1, PR_ODD_M);
-#else
-    const PRV2 a = PR_LOAD2(0, xr);
-    e = shuffle(a, PR_LPAD_M);
-    o = shuffle(a, PR_EVEN_M);
-    e2 = shuffle(a, PR_ODD_M);
-#endif
-  } else {
-    PRV u;
-    PR_EO(xr + w0, e, o);
-    PR_EO(xr + w0 + 1, u, e2);
-  }
+  PR_TAPS3(xr, w0, lpad, e, o, e2);
   PRV acc = e;
   acc = o > acc ? o : acc;
   return e2 > acc ? e2 : acc;
+}
+
+/* A block's outputs at y + yo: the whole vector, or (a row's last block,
+ * moved left to end at OW) its lanes from ow0 - owv on. */
+inline void pr_store(__global ST *y, const long yo, PRV acc, const int ow0, const int owv) {
+  if (owv == ow0) PR_STORE(acc, 0, y + yo);
+  else {
+    const T *ra = (const T *)&acc;
+    for (int j = ow0 - owv; j < PL_WPI; j++) SV(y, yo + j, ra[j]);
+  }
 }
 #endif
 
@@ -307,23 +330,7 @@ inline void pool_row_at(__global const ST *x, __global ST *y, __global long *ind
     if (s2k3) {
       for (int kh = 0; kh < KH; kh++, xr += (long)DH * IW) {
         PRV e, o, e2;
-        if (lpad) {
-#if PL_WPI == 16
-          const PRV a0 = PR_LOAD2(0, xr), a1 = PR_LOAD2(1, xr);
-          e = shuffle2(a0, a1, PR_LPAD_M);
-          o = shuffle2(a0, a1, PR_EVEN_M);
-          e2 = shuffle2(a0, a1, PR_ODD_M);
-#else
-          const PRV2 a = PR_LOAD2(0, xr); /* tap 0: element 2j - 1, lane 0's (padding) element 0 */
-          e = shuffle(a, PR_LPAD_M);
-          o = shuffle(a, PR_EVEN_M);
-          e2 = shuffle(a, PR_ODD_M);
-#endif
-        } else {
-          PRV u;
-          PR_EO(xr + w0, e, o);
-          PR_EO(xr + w0 + 1, u, e2);
-        }
+        PR_TAPS3(xr, w0, lpad, e, o, e2);
         if (kh == 0) acc = MODE == 0 ? e : e + o + e2;
         else if (MODE != 0) acc += e + o + e2;
         if (MODE == 0) { /* in pool_at's order: the first tap first (a NaN there stays) */
@@ -348,12 +355,7 @@ inline void pool_row_at(__global const ST *x, __global ST *y, __global long *ind
         }
     }
     if (MODE != 0) acc /= (T)(KH * KW); /* inside the input: every position counts in both modes */
-    const long yo = nc * ((long)OH * OW) + (long)oh * OW + owv;
-    if (owv == ow0) PR_STORE(acc, 0, y + yo);
-    else {
-      const T *ra = (const T *)&acc;
-      for (int j = ow0 - owv; j < PL_WPI; j++) SV(y, yo + j, ra[j]);
-    }
+    pr_store(y, nc * ((long)OH * OW) + (long)oh * OW + owv, acc, ow0, owv);
     return;
   }
 #endif
@@ -389,11 +391,7 @@ __kernel void pool_row(__global const ST *x, __global ST *y, __global long *ind,
       acc = mid > acc ? mid : acc;
       acc = bot > acc ? bot : acc;
       top = bot;
-      if (owv == ow0) PR_STORE(acc, 0, y + yo);
-      else {
-        const T *ra = (const T *)&acc;
-        for (int j = ow0 - owv; j < PL_WPI; j++) SV(y, yo + j, ra[j]);
-      }
+      pr_store(y, yo, acc, ow0, owv);
     }
     return;
   }
