@@ -407,12 +407,17 @@ static bool plan_matches(kiln_session *s) {
  * elements keep buffers of their own. Buffers are reference-counted
  * (clRetainMemObject per value holding one). */
 
-typedef struct { cl_mem m; size_t size; bool busy; } pool_buf;
+/* freed: when it was last given back (a counter), so that among free
+ * buffers of the best-fitting size the most recently used one is taken: its
+ * lines are likelier still in cache when the new value is written */
+typedef struct { cl_mem m; size_t size; bool busy; uint64_t freed; } pool_buf;
 
 static int pool_take(kiln_device *d, pool_buf **pool, int *npool, size_t bytes, int *idx, uint64_t *total, kiln_error *err) {
   int best = -1;
   for (int i = 0; i < *npool; i++)
-    if (!(*pool)[i].busy && (*pool)[i].size >= bytes && (best < 0 || (*pool)[i].size < (*pool)[best].size)) best = i;
+    if (!(*pool)[i].busy && (*pool)[i].size >= bytes &&
+        (best < 0 || (*pool)[i].size < (*pool)[best].size || ((*pool)[i].size == (*pool)[best].size && (*pool)[i].freed > (*pool)[best].freed)))
+      best = i;
   if (best < 0) {
     /* grow the largest free buffer's worth? no: a new buffer of exactly this size */
     pool_buf *np = realloc(*pool, sizeof *np * (size_t)(*npool + 1));
@@ -420,7 +425,7 @@ static int pool_take(kiln_device *d, pool_buf **pool, int *npool, size_t bytes, 
     *pool = np;
     cl_mem m = kiln_cl_alloc(d, bytes, err);
     if (!m) return err ? err->status : KILN_ECL;
-    (*pool)[*npool] = (pool_buf){m, bytes, false};
+    (*pool)[*npool] = (pool_buf){m, bytes, false, 0};
     *total += bytes;
     best = (*npool)++;
   }
@@ -536,6 +541,7 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
   bool *sliced = calloc((size_t)nv + 1, sizeof(bool));
   pool_buf *pool = NULL;
   int npool = 0;
+  uint64_t nfreed = 0;
   uint64_t pooled = 0, own = 0;
   if (!last || !slot || !pinned || !slice_of || !slice_off || !sliced) {
     free(last); free(slot); free(pinned); free(slice_of); free(slice_off); free(sliced);
@@ -638,7 +644,7 @@ static int allocate_buffers(kiln_session *s, kiln_error *err) {
         for (int k = 0; k < cnt; k++) {
           int v = ids[k];
           if (v < 0 || slot[v] < 0 || pinned[v]) continue;
-          if (last[v] <= i) { pool[slot[v]].busy = false; slot[v] = -1; }
+          if (last[v] <= i) { pool[slot[v]].busy = false; pool[slot[v]].freed = ++nfreed; slot[v] = -1; }
         }
       }
     }
