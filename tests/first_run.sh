@@ -19,7 +19,9 @@
 #  4. a cache directory that cannot be made (under a regular file): the run
 #     succeeds with predictions and a note that the probe was not cached;
 #  5. KILN_PROBE=off: no probe, figures "prior", still predictions;
-#  6. `kiln plan` and `kiln bench` say "predicted" too;
+#  6. `kiln plan` and `kiln bench` say "predicted" too, and `kiln bench
+#     --profile` compares memory-bound kernels with the quick probe's copy at
+#     128 MiB (the probe cache holds copy_128MiB);
 #  7. `kiln tune --strategy exhaustive --max-trials 1 --json`: each
 #     instance's "share" is no larger than the one before it and shares sum
 #     to 1; the classifier's GEMM (M=1 N=10 K=32) is not first; run again, the
@@ -86,6 +88,8 @@ awk -v v="$(field first "$T/run1.json")" -v c="$(field first_compile_ms "$T/run1
   fail "run 1: first run $(field first "$T/run1.json") ms, $(field first_compile_ms "$T/run1.json") ms of it compiling"
 C=$(ls "$KILN_CACHE_DIR"/probe-*.json 2>/dev/null | head -n 1)
 [ -n "$C" ] && [ -s "$C" ] || fail "run 1 left no probe cache file in $KILN_CACHE_DIR"
+# the copy no cache holds, as `kiln probe` measures it: "copy bandwidth" is one figure
+grep -q '"copy_128MiB"' "$C" || fail "the quick probe has no copy at 128 MiB: $(cat "$C")"
 cp "$C" "$T/cache1"
 
 # 2. second run: from the cache
@@ -130,6 +134,9 @@ grep -q " predicted " "$T/plan.txt" || fail "kiln plan lists no kernel with pred
 "$KILN" bench "$M" --repeat 2 --warmup 1 --json >"$T/bench.json" 2>"$T/bench.err" || { cat "$T/bench.err"; fail "kiln bench"; }
 p=$(field predicted "$T/bench.json")
 [ -n "$p" ] && [ "$p" -gt 0 ] || fail "kiln bench: nothing predicted"
+# its memory-bound line divides by the quick probe's copy at 128 MiB
+"$KILN" bench "$M" --repeat 2 --warmup 1 --profile --json >"$T/benchp.json" 2>"$T/bench.err" || { cat "$T/bench.err"; fail "kiln bench --profile"; }
+[ "$(field copy_mib "$T/benchp.json")" = 128 ] || fail "kiln bench --profile: copy_mib '$(field copy_mib "$T/benchp.json")', want 128"
 
 # 7. tune's order: by predicted share, largest first. The first tune measures
 # every instance's default once (the order from the cost model's
