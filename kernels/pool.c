@@ -18,8 +18,8 @@ static size_t max_wg(const kiln_device_info *dev) { return dev && dev->max_work_
 
 static const kiln_kparam pool_params[PP_COUNT] = {
   [PP_A] = {"PL_WPI", 5, {1, 2, 4, 8, 16}, 8}, /* 2-D pools (pool_row): the row vector width; squeezenet's 3x3/2 MaxPools
-                                              tuned 4-5.7x faster at 8 (or 4) than at 1, and without a pool entry in
-                                              the prior this default is what runs */
+                                              tuned 4-5.7x faster at 8 (or 4) than at 1; pool_defaults sets it per
+                                              instance (the prior has no pool entry, so the default is what runs) */
   [PP_B] = {"PL_WG", 5, {0, 32, 64, 128, 256}, 0},
   [PP_C] = {"PL_ROWS", 4, {1, 2, 4, 8}, 1}, /* pool_row: output rows per work-item (3x3/2 max pools share input rows) */
 };

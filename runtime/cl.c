@@ -376,8 +376,6 @@ static int with_preludes(kiln_device *d, const char *src, char **out, kiln_error
   return rc;
 }
 
-/* Builds src0 (with the preludes it uses) with opts, from the binary cache when it has the program; keep:
- * a program built from source is stored there. */
 /* Options every program is built with. -cl-denorms-are-zero: single-precision
  * denormals may be flushed to zero, as GPUs do by default. On a CPU device
  * a denormal operand or result costs a microcode assist: on this machine's
@@ -387,6 +385,8 @@ static int with_preludes(kiln_device *d, const char *src, char **out, kiln_error
  * below 1.2e-38. */
 #define BUILD_OPTS_ALWAYS " -w -cl-denorms-are-zero"
 
+/* Builds src0 (with the preludes it uses) with opts, from the binary cache when it has the program; keep:
+ * a program built from source is stored there. */
 static cl_program build_program(kiln_device *d, const char *file, const char *src0, const char *opts, int keep, kiln_error *err) {
   char *full;
   if (with_preludes(d, src0, &full, err)) return NULL;
@@ -730,6 +730,10 @@ const char *kiln_cl_type(int dt) {
   case KILN_DT_FLOAT16: return "ushort"; /* storage only */
   }
   return NULL;
+}
+
+const char *kiln_cl_utype(size_t bytes) {
+  return bytes == 1 ? "uchar" : bytes == 2 ? "ushort" : bytes == 4 ? "uint" : bytes == 8 ? "ulong" : NULL;
 }
 
 const char *kiln_cl_type_opts(int dt, char *buf, size_t len) {

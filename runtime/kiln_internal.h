@@ -299,6 +299,9 @@ int kiln_cl_args(cl_kernel k, kiln_error *err, ...);
 const char *kiln_cl_type(int dtype);
 /* Build options "-DT=float -DT_IS_FLOAT=1 ..." for element type `dtype` into buf. */
 const char *kiln_cl_type_opts(int dtype, char *buf, size_t len);
+/* The OpenCL unsigned integer type of an element of `bytes` (1, 2, 4, 8:
+ * uchar .. ulong; NULL otherwise): shuffle()'s mask element type. */
+const char *kiln_cl_utype(size_t bytes);
 cl_mem kiln_cl_alloc(kiln_device *d, size_t bytes, kiln_error *err);
 int kiln_cl_write(kiln_device *d, cl_mem b, const void *src, size_t bytes, kiln_error *err);
 int kiln_cl_read(kiln_device *d, cl_mem b, void *dst, size_t bytes, kiln_error *err);

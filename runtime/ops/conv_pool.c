@@ -636,8 +636,8 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (prows > 1) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_ROWS=%d", prows);
   if (rows && wpi > 1) { /* pool_row's shuffle masks: unsigned of the element's size (fp16 storage computes in float) */
     const int pdt = kiln_dev_dtype(kiln_in(g, n, 0));
-    const size_t es = pdt == KILN_DT_FLOAT16 ? 4 : kiln_dtype_size(pdt);
-    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_MASKT=%s", es == 1 ? "uchar" : es == 2 ? "ushort" : es == 8 ? "ulong" : "uint");
+    const char *mt = kiln_cl_utype(pdt == KILN_DT_FLOAT16 ? 4 : kiln_dtype_size(pdt));
+    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPL_MASKT=%s", mt ? mt : "uint");
   }
   cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0), bi = kiln_out_buf(x, n, 1);
   cl_int with_ind = bi != NULL, order = (cl_int)kiln_attr_int(n, "storage_order", 0);
@@ -1102,10 +1102,9 @@ static int resize_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
     kiln_cl_type_opts(dt, uo, sizeof uo);
     /* 16-input blocks where the element has an unsigned vector type of its
      * size for shuffle()'s mask (resize.cl, RU_MASK) */
-    const size_t es = kiln_dtype_size(dt);
-    const char *mask = es == 1 ? "uchar16" : es == 2 ? "ushort16" : es == 4 ? "uint16" : es == 8 ? "ulong16" : NULL;
+    const char *mask = kiln_cl_utype(kiln_dtype_size(dt));
     const int ruv = mask ? 16 : 8;
-    if (mask) snprintf(uo + strlen(uo), sizeof uo - strlen(uo), " -DRU_MASK=%s", mask);
+    if (mask) snprintf(uo + strlen(uo), sizeof uo - strlen(uo), " -DRU_MASK=%s16", mask);
     cl_kernel k = kiln_cl_kernel(x->d, "resize.cl", uo, "resize_up", err);
     if (!k) return err->status;
     cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
