@@ -183,6 +183,13 @@ static void tune_summary(FILE *f, const kiln_tune_result *res, int nres, const c
   fprintf(f, "\n");
 }
 
+/* Whether some instance (fusion groupings aside) was left untuned. */
+static bool untuned(const kiln_tune_result *res, int nres) {
+  for (int i = 0; i < nres; i++)
+    if (strcmp(res[i].family, "fusion") && !res[i].tuned) return true;
+  return false;
+}
+
 /* Runs the tuner with SIGINT finishing the record being measured; *why
  * says why it stopped early (interrupted, budget spent), else stays "". */
 static int run_tuner(kiln_session *s, kiln_db *db, kiln_tune_options *o, kiln_tune_result **res, int *nres, char *why, size_t len, kiln_error *err) {
@@ -198,7 +205,8 @@ static int run_tuner(kiln_session *s, kiln_db *db, kiln_tune_options *o, kiln_tu
   double spent = tune_clock() - t0;
   why[0] = 0;
   if (tune_interrupted) snprintf(why, len, "interrupted after %.0f s", spent);
-  else if (o->budget_s > 0 && (spent > o->budget_s || rc == KILN_ELIMIT)) /* ELIMIT: a compile that would end past it was not started */
+  else if (o->budget_s > 0 && (spent > o->budget_s || rc == KILN_ELIMIT || (rc == 0 && untuned(*res, *nres) && spent > 0.9 * o->budget_s)))
+    /* ELIMIT, or instances left: a compile that would end past the budget was not started */
     snprintf(why, len, "the %.0f s budget is spent (%.0f s)", o->budget_s, spent);
   return rc;
 }

@@ -1308,7 +1308,14 @@ static int tune_instance(tune_run *R, int ii, int *over) {
     r->best_ns = tc.best;
     kiln_tunable_str(t, cs.cands + (size_t)tc.best_k * (size_t)np, r->params, sizeof r->params);
     int noisy = 0;
-    if (!rc && !stopped) rc = retime_contenders(db, R->s->db_device, &R->x, n, in->node, t, hash, &r->best_ns, &r->default_ns, r->params, sizeof r->params, 0, &noisy, err);
+    if (!rc && !stopped) {
+      rc = retime_contenders(db, R->s->db_device, &R->x, n, in->node, t, hash, &r->best_ns, &r->default_ns, r->params, sizeof r->params, 0, &noisy, err);
+      /* the budget ran out before a contender's compile (the default's, when
+       * the search never measured it): the search's best stands, the
+       * instance stays unmarked (a resume searches it again), and the run
+       * stops here */
+      if (rc == KILN_ELIMIT) rc = 0, stopped = 1, *over = 1;
+    }
     r->noisy = noisy;
     if (!rc && noisy && R->deferred) R->deferred[R->ndeferred++] = ii;
   }
@@ -1350,6 +1357,7 @@ static int retime_deferred(tune_run *R) {
     int noisy = 0;
     rc = retime_contenders(R->db, R->s->db_device, &R->x, &R->g->nodes[in->node], in->node, &in->t, hash, &r->best_ns, &r->default_ns,
                            r->params, sizeof r->params, 1, &noisy, R->err);
+    if (rc == KILN_ELIMIT) { rc = 0; break; } /* a compile the budget refused: the first verdicts stand */
     r->noisy = noisy;
   }
   return rc;
@@ -1443,7 +1451,9 @@ static int tune_body(kiln_session *s, kiln_db *db, const kiln_tune_options *o, k
    * (tuner/fusion_tune.c), unless the budget is spent or --families leaves "fusion" out */
   bool fam_fusion = !R.opt.families || !*R.opt.families || strstr(R.opt.families, "fusion");
   if (!R.opt.compare && R.opt.fusion_close >= 0 && g->fusion && fam_fusion && !out_of_time(&R.opt, R.t0)) {
-    if ((rc = kiln__tune_fusion(s, db, R.opt.fusion_close > 0 ? R.opt.fusion_close : 1.5, &res, &ninst, err)) != 0) { free(res); return rc; }
+    rc = kiln__tune_fusion(s, db, R.opt.fusion_close > 0 ? R.opt.fusion_close : 1.5, &res, &ninst, err);
+    /* KILN_ELIMIT: the budget refused a compile; the groupings measured so far are stored */
+    if (rc && rc != KILN_ELIMIT) { free(res); return rc; }
   }
   *results = res;
   *nresults = ninst;
