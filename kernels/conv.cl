@@ -816,14 +816,51 @@ __kernel void conv_dwv(__global const ST *x, __global const ST *w, __global cons
 #else
 #define TDV_STOREG(v, i, p) GSTU(CONVDW_VW, v, i, p)
 #endif
-/* CONVDW_VW inputs xr[iw0 + j*SW]: whole vectors (interior), or each one
- * guarded against the row's bounds (edge: zeros outside) */
-inline __attribute__((always_inline)) TDV dwr_in(__global const ST *xr, const int iw0, const bool edge) {
+#if T_IS_DOUBLE
+#define DWR_MASKV CAT(long, CONVDW_VW)
+#else
+#define DWR_MASKV CAT(int, CONVDW_VW)
+#endif
+#if T_IS_DOUBLE
+#define DWR_UMASKV CAT(ulong, CONVDW_VW)
+#else
+#define DWR_UMASKV CAT(uint, CONVDW_VW)
+#endif
+#if CONVDW_VW == 4
+#define DWR_IOTA ((DWR_MASKV)(0, 1, 2, 3))
+#define DWR_EVEN ((DWR_UMASKV)(0, 2, 4, 6))
+#elif CONVDW_VW == 8
+#define DWR_IOTA ((DWR_MASKV)(0, 1, 2, 3, 4, 5, 6, 7))
+#define DWR_EVEN ((DWR_UMASKV)(0, 2, 4, 6, 8, 10, 12, 14))
+#else
+#define DWR_IOTA ((DWR_MASKV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#define DWR_EVEN ((DWR_UMASKV)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30))
+#endif
+/* The elements a row's edge blocks read past the row on either side, at
+ * most (stride 1: VW - 1 + the taps' reach; stride 2: 2*VW): rows that
+ * have this much of the buffer before and after them read their edges as
+ * whole vectors (dwr_in's inb). */
+#define DWR_SLACK (2 * CONVDW_VW + (CM(M_K + 2) - 1) * CM(M_DL + 2) + CM(M_P + 2))
+/* CONVDW_VW inputs xr[iw0 + j*SW]: whole vectors (interior), or at an edge
+ * zeros for the lanes outside the row. Stride 2, where the vectors stay
+ * inside the buffer (inb: the row is not one of its first or last): read
+ * whole and the outside lanes (the neighbouring rows' elements) replaced by
+ * zeros; else each lane guarded. mobilenet_v2's 144x56x56 stride-2
+ * depthwise layer: 51.5 -> 46 us (alternated, kiln bench --profile). At
+ * stride 1 the same masked loads ran slower than the lanes one by one
+ * (32x112x112: 48 -> 65 us; 960x7x7: 26-30 -> 30-32), for reasons not found. */
+inline __attribute__((always_inline)) TDV dwr_in(__global const ST *xr, const int iw0, const bool edge, const bool inb) {
   const int SW = CM(M_S + 2), IW = CM(M_IN + 2);
-  if (!edge && SW == 1) return TDV_LOADG(0, xr + iw0);
-  if (!edge && SW == 2) {
-    const TDV a0 = TDV_LOADG(0, xr + iw0), a1 = TDV_LOADG(0, xr + iw0 + CONVDW_VW);
-    return (TDV)(a0.even, a1.even);
+  if ((!edge && SW <= 2) || (edge && inb && SW == 2)) {
+    TDV v;
+    if (SW == 1) v = TDV_LOADG(0, xr + iw0);
+    else {
+      const TDV a0 = TDV_LOADG(0, xr + iw0), a1 = TDV_LOADG(0, xr + iw0 + CONVDW_VW);
+      v = shuffle2(a0, a1, DWR_EVEN); /* the even lanes: not .even, on which Oclgrind's uninitialized-value check crashed */
+    }
+    if (!edge) return v;
+    const DWR_MASKV iw = (DWR_MASKV)(iw0) + DWR_IOTA * SW;
+    return select((TDV)0, v, iw >= 0 && iw < IW);
   }
   TDV v;
   T *t = (T *)&v;
@@ -876,7 +913,7 @@ inline __attribute__((always_inline)) void dwr_store(TDV o, __global ST *y, cons
 /* Outputs (oh0 + r, ow0 + j), r < CONVDW_R, j < CONVDW_VW, of plane yc of y
  * from input plane xc; rows_in: every row's window lies inside the input
  * (no row tests); edge: the columns are read guarded. */
-inline __attribute__((always_inline)) void dwr_block(__global const ST *xc, const T *wk, const T b, __global ST *y, const long yc, const int oh0, const int ow0,
+inline __attribute__((always_inline)) void dwr_block(__global const ST *xlo, __global const ST *xhi, __global const ST *xc, const T *wk, const T b, __global ST *y, const long yc, const int oh0, const int ow0,
                       const bool rows_in, const bool edge, const int c, __global const ST *e0, __global const ST *e1) {
   const int IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
   const int KH = CM(M_K + 1), KW = CM(M_K + 2), SH = CM(M_S + 1), SW = CM(M_S + 2);
@@ -888,7 +925,8 @@ inline __attribute__((always_inline)) void dwr_block(__global const ST *xc, cons
       const int ih = (oh0 + r) * SH - PH + kh * DH;
       if (!rows_in && (oh0 + r >= OH || ih < 0 || ih >= IH)) continue;
       __global const ST *xr = xc + (long)ih * IW;
-      _Pragma("unroll") for (int kw = 0; kw < KW; kw++) acc[r] = KMAD((TDV)(wk[kh * KW + kw]), dwr_in(xr, ow0 * SW - PW + kw * DW, edge), acc[r]);
+      const bool inb = xr - xlo >= DWR_SLACK && xhi - (xr + IW) >= DWR_SLACK;
+      _Pragma("unroll") for (int kw = 0; kw < KW; kw++) acc[r] = KMAD((TDV)(wk[kh * KW + kw]), dwr_in(xr, ow0 * SW - PW + kw * DW, edge, inb), acc[r]);
     }
   int r0 = 0;
 #if defined(KILN_EPIV) && defined(KILN_EPI_NOFULL) && CONVDW_VW == 8 && CONVDW_R >= 2 && !(defined(T_DTYPE) && T_DTYPE == 10)
@@ -921,9 +959,9 @@ inline __attribute__((always_inline)) void dwr_block(__global const ST *xc, cons
  * [vlo, vhi) as whole vectors (bounds compile-time constants). */
 #define DWR_ROW(rows_in)                                                                                                  \
   do {                                                                                                                    \
-    for (int v = 0; v < vlo; v++) dwr_block(xc, wk, b, y, yc, oh0, v * CONVDW_VW, rows_in, true, c, e0, e1);             \
-    for (int v = vlo; v < vhi; v++) dwr_block(xc, wk, b, y, yc, oh0, v * CONVDW_VW, rows_in, false, c, e0, e1);          \
-    for (int v = vhi; v < nv; v++) dwr_block(xc, wk, b, y, yc, oh0, v * CONVDW_VW, rows_in, true, c, e0, e1);            \
+    for (int v = 0; v < vlo; v++) dwr_block(x, xend, xc, wk, b, y, yc, oh0, v * CONVDW_VW, rows_in, true, c, e0, e1);             \
+    for (int v = vlo; v < vhi; v++) dwr_block(x, xend, xc, wk, b, y, yc, oh0, v * CONVDW_VW, rows_in, false, c, e0, e1);          \
+    for (int v = vhi; v < nv; v++) dwr_block(x, xend, xc, wk, b, y, yc, oh0, v * CONVDW_VW, rows_in, true, c, e0, e1);            \
   } while (0)
 
 __kernel void conv_dwr(__global const ST *x, __global const ST *w, __global const ST *bias, __global ST *y,
@@ -938,6 +976,7 @@ __kernel void conv_dwr(__global const ST *x, __global const ST *w, __global cons
   _Pragma("unroll") for (int i = 0; i < KH * KW && i < DWR_KMAX; i++) wk[i] = LD(w, (long)c * KH * KW + i);
   const T b = has_bias ? LD(bias, c) : (T)0;
   const long yc = ((long)n * C + c) * (long)OH * OW;
+  __global const ST *xend = x + (long)CM(M_N) * C * IH * IW;
   DWR_SPLIT();
   const bool rows_in = oh0 * SH - PH >= 0 && (oh0 + CONVDW_R - 1) * SH - PH + (KH - 1) * DH < IH && oh0 + CONVDW_R <= OH;
   if (rows_in) DWR_ROW(true);
@@ -959,7 +998,7 @@ __kernel void conv_dwr(__global const ST *x, __global const ST *w, __global cons
  * 1.05-1.4x slower on the stems and took POCL 22-52 s to compile at 7x7.)
  * Built with CONV_GEOM. grid: (OH, ceil(OCg/CONV_TOC), N*G) */
 #if CONV_USES(11)
-inline __attribute__((always_inline)) void dirv_block(__global const ST *xg, __global const ST *wp, __global const ST *bias, const int has_bias,
+inline __attribute__((always_inline)) void dirv_block(__global const ST *xlo, __global const ST *xhi, __global const ST *xg, __global const ST *wp, __global const ST *bias, const int has_bias,
                                                       __global ST *y, const long yb, const int oh, const int ow0, const int ocg0, const int cbase,
                                                       const bool edge, __global const ST *e0, __global const ST *e1) {
   const int ICg = CM(M_ICG), OCg = CM(M_OCG), IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
@@ -974,8 +1013,9 @@ inline __attribute__((always_inline)) void dirv_block(__global const ST *xg, __g
     _Pragma("unroll 1") for (int kh = kh0; kh < kh1; kh++) {
       __global const ST *xr = xg + ((long)ic * IH + oh * SH - PH + kh * DH) * IW;
       __global const ST *wk = wp + (long)(ic * KH + kh) * KW * CONV_TOC;
+      const bool inb = xr - xlo >= DWR_SLACK && xhi - (xr + IW) >= DWR_SLACK;
       _Pragma("unroll") for (int kw = 0; kw < KW; kw++) {
-        const TDV xv = dwr_in(xr, ow0 * SW - PW + kw * DW, edge);
+        const TDV xv = dwr_in(xr, ow0 * SW - PW + kw * DW, edge, inb);
 #if defined(T_DTYPE) && T_DTYPE == 10
         /* half weights: one vector conversion per tap (scalar ones are software on POCL) */
         const CAT(T, CONV_TOC) wv = CAT(kiln_vldh, CONV_TOC)(0, wk + kw * CONV_TOC);
@@ -1008,10 +1048,11 @@ __kernel void conv_dirv(__global const ST *x, __global const ST *w, __global con
   __global const ST *wp = w + ((long)g * nmb + ocg0 / CONV_TOC) * (long)ICg * KH * KW * CONV_TOC;
   const int cbase = g * OCg;
   const long yb = ((long)n * OC + cbase) * (long)OH * OW;
+  __global const ST *xend = x + (long)CM(M_N) * C * IH * IW;
   DWR_SPLIT();
-  for (int v = 0; v < vlo; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh, v * CONVDW_VW, ocg0, cbase, true, e0, e1);
-  for (int v = vlo; v < vhi; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh, v * CONVDW_VW, ocg0, cbase, false, e0, e1);
-  for (int v = vhi; v < nv; v++) dirv_block(xg, wp, bias, has_bias, y, yb, oh, v * CONVDW_VW, ocg0, cbase, true, e0, e1);
+  for (int v = 0; v < vlo; v++) dirv_block(x, xend, xg, wp, bias, has_bias, y, yb, oh, v * CONVDW_VW, ocg0, cbase, true, e0, e1);
+  for (int v = vlo; v < vhi; v++) dirv_block(x, xend, xg, wp, bias, has_bias, y, yb, oh, v * CONVDW_VW, ocg0, cbase, false, e0, e1);
+  for (int v = vhi; v < nv; v++) dirv_block(x, xend, xg, wp, bias, has_bias, y, yb, oh, v * CONVDW_VW, ocg0, cbase, true, e0, e1);
 }
 #endif /* CONV_USES(11) */
 
