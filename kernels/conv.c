@@ -854,6 +854,11 @@ static int dwr_launch(const conv_ctx *c, kiln_error *err) {
   const win_geom *w = c->w;
   char opts[sizeof c->opts + 256];
   geom_opts(c, opts, sizeof opts);
+  /* the window's rows as a loop: over 3x3 at stride 2 (conv.cl, DWR_KH_LOOP) */
+  if (w->k[1] * w->k[2] > 9 && w->s[2] >= 2) {
+    size_t o = strlen(opts);
+    snprintf(opts + o, sizeof opts - o, " -DDWR_KH_LOOP=1");
+  }
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dwr", err);
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(c->bw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]),

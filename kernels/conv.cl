@@ -910,6 +910,17 @@ inline __attribute__((always_inline)) void dwr_store(TDV o, __global ST *y, cons
 }
 
 #if CONV_USES(10)
+/* The window's rows unrolled, or (DWR_KH_LOOP, set by the host for windows
+ * over 3x3 at stride 2) a loop over them: efficientnet_b0's 5x5 stride-2
+ * layers unrolled whole (R=4: 100 taps, in six copies of the block) spilled
+ * the weights and ran 240 -> 161 us (144x56x56) and 142 -> 98 us
+ * (240x28x28) as a loop; at stride 1 and on 3x3 the loop was slower
+ * (32x112x112 3x3: 46 -> 80 us; 480x14x14 5x5: 75 -> 82). */
+#ifdef DWR_KH_LOOP
+#define DWR_KH_UNROLL _Pragma("unroll 1")
+#else
+#define DWR_KH_UNROLL _Pragma("unroll")
+#endif
 /* Outputs (oh0 + r, ow0 + j), r < CONVDW_R, j < CONVDW_VW, of plane yc of y
  * from input plane xc; rows_in: every row's window lies inside the input
  * (no row tests); edge: the columns are read guarded. */
@@ -921,7 +932,7 @@ inline __attribute__((always_inline)) void dwr_block(__global const ST *xlo, __g
   TDV acc[CONVDW_R];
   _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++) acc[r] = (TDV)(b);
   _Pragma("unroll") for (int r = 0; r < CONVDW_R; r++)
-    _Pragma("unroll") for (int kh = 0; kh < KH; kh++) {
+    DWR_KH_UNROLL for (int kh = 0; kh < KH; kh++) {
       const int ih = (oh0 + r) * SH - PH + kh * DH;
       if (!rows_in && (oh0 + r >= OH || ih < 0 || ih >= IH)) continue;
       __global const ST *xr = xc + (long)ih * IW;

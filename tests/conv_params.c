@@ -161,6 +161,8 @@ int main(int argc, char **argv) {
     {"depthwise 3x3 s1 p1 wide rows", F, 2, 1, 3, 3, {13, 70}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 3, 1, 1},
     {"depthwise 3x3 s2 p1 wide rows N=2", F, 2, 2, 4, 4, {15, 75}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 4, 1, 1},
     {"depthwise 5x5 s1 p2 no bias", F, 2, 1, 2, 2, {9, 40}, {5, 5}, {0}, {0}, {2, 2, 2, 2}, 2, 0, 1},
+    /* over 3x3 at stride 2 dwr loops over the window's rows (DWR_KH_LOOP) */
+    {"depthwise 5x5 s2 p2 rows as a loop", F, 2, 1, 3, 3, {13, 45}, {5, 5}, {2, 2}, {0}, {2, 2, 2, 2}, 3, 1, 1},
     {"double depthwise 3x3 s2 p1 wide", D, 2, 1, 3, 3, {9, 70}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 3, 1, 1},
     /* dirv (the stems): whole vectors of 16 along rows of 61 and 57 at
      * stride 2, channel blocks past M (20 and 24 in blocks of 16), N=2 */
