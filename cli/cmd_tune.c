@@ -171,23 +171,22 @@ static double tune_clock(void) {
 }
 
 /* "tuned X of Y instances" after a tune, and what to do about the rest. */
-static void tune_summary(FILE *f, const kiln_tune_result *res, int nres, const char *why) {
-  int tuned = 0, total = 0;
+/* Instances tuned, and in all (fusion groupings aside). */
+static void count_tuned(const kiln_tune_result *res, int nres, int *tuned, int *total) {
+  *tuned = *total = 0;
   for (int i = 0; i < nres; i++) {
     if (!strcmp(res[i].family, "fusion")) continue;
-    total++;
-    tuned += res[i].tuned;
+    (*total)++;
+    *tuned += res[i].tuned;
   }
+}
+
+static void tune_summary(FILE *f, const kiln_tune_result *res, int nres, const char *why) {
+  int tuned, total;
+  count_tuned(res, nres, &tuned, &total);
   fprintf(f, "tuned %d of %d instances%s%s", tuned, total, why ? "; " : "", why ? why : "");
   if (tuned < total) fprintf(f, "; running the same `kiln tune` again resumes where this one stopped");
   fprintf(f, "\n");
-}
-
-/* Whether some instance (fusion groupings aside) was left untuned. */
-static bool untuned(const kiln_tune_result *res, int nres) {
-  for (int i = 0; i < nres; i++)
-    if (strcmp(res[i].family, "fusion") && !res[i].tuned) return true;
-  return false;
 }
 
 /* Runs the tuner with SIGINT finishing the record being measured; *why
@@ -203,9 +202,11 @@ static int run_tuner(kiln_session *s, kiln_db *db, kiln_tune_options *o, kiln_tu
   int rc = kiln_tune(s, db, o, res, nres, err);
   sigaction(SIGINT, &old_sa, NULL);
   double spent = tune_clock() - t0;
+  int tuned = 0, total = 0;
+  if (rc == 0) count_tuned(*res, *nres, &tuned, &total);
   why[0] = 0;
   if (tune_interrupted) snprintf(why, len, "interrupted after %.0f s", spent);
-  else if (o->budget_s > 0 && (spent > o->budget_s || rc == KILN_ELIMIT || (rc == 0 && untuned(*res, *nres) && spent > 0.9 * o->budget_s)))
+  else if (o->budget_s > 0 && (spent > o->budget_s || rc == KILN_ELIMIT || (tuned < total && spent > 0.9 * o->budget_s)))
     /* ELIMIT, or instances left: a compile that would end past the budget was not started */
     snprintf(why, len, "the %.0f s budget is spent (%.0f s)", o->budget_s, spent);
   return rc;

@@ -1314,7 +1314,11 @@ static int tune_instance(tune_run *R, int ii, int *over) {
        * the search never measured it): the search's best stands, the
        * instance stays unmarked (a resume searches it again), and the run
        * stops here */
-      if (rc == KILN_ELIMIT) rc = 0, stopped = 1, *over = 1;
+      if (rc == KILN_ELIMIT) {
+        rc = 0;
+        stopped = 1;
+        *over = 1;
+      }
     }
     r->noisy = noisy;
     if (!rc && noisy && R->deferred) R->deferred[R->ndeferred++] = ii;
