@@ -816,14 +816,12 @@ __kernel void conv_dwv(__global const ST *x, __global const ST *w, __global cons
 #else
 #define TDV_STOREG(v, i, p) GSTU(CONVDW_VW, v, i, p)
 #endif
+/* select()'s and shuffle2()'s mask vectors for TDV: lanes of T's size */
 #if T_IS_DOUBLE
 #define DWR_MASKV CAT(long, CONVDW_VW)
-#else
-#define DWR_MASKV CAT(int, CONVDW_VW)
-#endif
-#if T_IS_DOUBLE
 #define DWR_UMASKV CAT(ulong, CONVDW_VW)
 #else
+#define DWR_MASKV CAT(int, CONVDW_VW)
 #define DWR_UMASKV CAT(uint, CONVDW_VW)
 #endif
 #if CONVDW_VW == 4
