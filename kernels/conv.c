@@ -75,7 +75,8 @@
 #include "ops/window.h"
 #include "conv.h"
 
-enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4, CONV_A_DWR, CONV_A_DIRV, CONV_A_DIRC };
+enum { CONV_A_DIRECT, CONV_A_1X1, CONV_A_IM2COL, CONV_A_DW, CONV_A_WINO, CONV_A_LOCAL, CONV_A_PANEL, CONV_A_WINOP, CONV_A_DWV, CONV_A_WINOP4, CONV_A_DWR, CONV_A_DIRV, CONV_A_DIRC,
+       CONV_A_DW16 };
 static const kiln_kparam conv_kparams[CP_COUNT] = {
   [CP_ALGO] = {"CONV_ALGO", 0, {0}, CONV_A_DIRECT}, /* values: the registry's indices (conv_tunable_of) */
   [CP_TOC] = {"CONV_TOC", 3, {4, 8, 16}, 8},
@@ -96,8 +97,11 @@ _Static_assert(CP_COUNT <= KILN_MAX_KPARAMS, "too many conv parameters");
 enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN, CD_KK };
 /* CF_PAD: a window reaches past the input (pads; dirc copies it padded first).
  * CF_XS: the input scaled per image and channel (input 3, a squeeze-excite
- * gate fused by runtime/passes.c); panel's conv_pw and dirc read it */
-enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64, CF_PAD = 128 };
+ * gate fused by runtime/passes.c); panel's conv_pw and dirc read it.
+ * CF_IN16, CF_OUT16: the input, the output in NCHW16c (kiln_value.blk16,
+ * runtime/layout.c); only dirc and dw16 read or write that layout */
+enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64, CF_PAD = 128, CF_IN16 = 256, CF_OUT16 = 512 };
+#define CF_BLK16 (CF_IN16 | CF_OUT16)
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
@@ -923,10 +927,15 @@ static int dirv_launch(const conv_ctx *c, kiln_error *err) {
 /* Work-items per work-group along the pixels of one channel panel. */
 static int64_t dirc_wg(int64_t npb) { return npb < 32 ? npb : 32; }
 
+/* the default only where the layout leaves no other solver (NCHW16c) */
+static int dirc_prefer(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_BLK16 && !(t->dims[CD_FLAGS] & CF_DW) ? 9 : 0; }
+
 static int dirc_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int64_t kk = t->dims[CD_KK], icg = kk > 0 ? t->dims[CD_K] / kk : 0;
   if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D)) || kk < 1 || kk > DIRC_KMAX || icg < 1 || t->dims[CD_ESZ] == 8) return -1;
   if (p[CP_TP] * p[CP_DWR] > DIRC_ACC) return -1;
+  /* an NCHW16c input is read in place (no padded copy of it) */
+  if ((t->dims[CD_FLAGS] & CF_IN16) && (t->dims[CD_FLAGS] & CF_PAD)) return -1;
   /* a panel wider than the layer's channels (twice rounded up) only multiplies zeros */
   if (p[CP_DWR] > 1 && (int64_t)p[CP_DWVW] * p[CP_DWR] > 2 * round_up(t->dims[CD_M], p[CP_DWVW])) return -1;
   if (p[CP_TP] > 4 && p[CP_TP] > 2 * t->dims[CD_P]) return -1;
@@ -970,6 +979,15 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
   geom_opts(c, opts, sizeof opts);
   cl_mem xs = kiln_in_buf(c->x, c->n, 3); /* the input's scales per (n, c) (CF_XS) */
   if (xs) { size_t o = strlen(opts); snprintf(opts + o, sizeof opts - o, " -DPW_XSCALE=1"); }
+  const kiln_value *xv = kiln_in(c->x->g, c->n, 0), *yv = kiln_out(c->x->g, kiln_epi_result_node(c->x->g, c->n), 0);
+  if (w->k[1] * w->k[2] == 1 && w->s[1] * w->s[2] == 1 && !(c->n && dirc_padded(w, &(int64_t){0}, &(int64_t){0}))) {
+    size_t o = strlen(opts); /* 1x1 stride 1 without pads: the kernel's consecutive-pixel path */
+    snprintf(opts + o, sizeof opts - o, " -DDIRC_1X1=1");
+  }
+  if (xv->blk16 || yv->blk16) {
+    size_t o = strlen(opts);
+    snprintf(opts + o, sizeof opts - o, "%s%s", xv->blk16 ? " -DDIRC_IN16=1" : "", yv->blk16 ? " -DDIRC_OUT16=1" : "");
+  }
   int64_t ihp, iwp;
   cl_mem xin = c->bx;
   if (dirc_padded(w, &ihp, &iwp)) {
@@ -992,6 +1010,56 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
   return kiln_exec_launch(c->x, k, 3, gws, (size_t)wg <= c->x->d->info.max_work_group ? lws : NULL, err);
 }
 
+/* -- dw16: depthwise in NCHW16c ------------------------------------------- */
+
+/* Only between convolutions whose values runtime/layout.c put in NCHW16c
+ * (both sides); dilation 1, windows up to 7x7 (the kernel unrolls the
+ * window's row), float. */
+static int dw16_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
+  int64_t fl = t->dims[CD_FLAGS];
+  if ((fl & CF_BLK16) != CF_BLK16 || !(fl & CF_DW) || (fl & CF_3D) || !wconst(t) || t->dims[CD_ESZ] != 4) return -1;
+  if (t->dims[CD_KK] > 49 || t->dims[CD_C] % 16) return -1;
+  int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1, ow = t->dims[CD_P] / oh;
+  if (p[CP_TP] > 4 && p[CP_TP] > 2 * ow) return -1; /* a block much wider than the row */
+  return 0;
+}
+
+static int dw16_prefer(const kiln_tunable *t) { return (t->dims[CD_FLAGS] & CF_BLK16) == CF_BLK16 && (t->dims[CD_FLAGS] & CF_DW) ? 9 : 0; }
+
+static void dw16_features(const kiln_tunable *t, const int *p, kiln_features *f) {
+  dw_features_of(t, 1, 16, f);
+  int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1, ow = t->dims[CD_P] / oh;
+  f->work_groups = (double)ceil_div(ow, p[CP_TP]) * (double)oh * (double)(t->dims[CD_NB] / 16);
+  f->flops = 2.0 * (double)t->dims[CD_NB] * (double)t->dims[CD_KK] * (double)(oh * round_up(ow, p[CP_TP]));
+}
+
+/* The weights [C][1][KH][KW] as [C/16][KH][KW][16]. */
+static void *pack_dw16(const conv_ctx *c, int tm, size_t *bytes) {
+  int64_t C = c->w->c, KK = c->K;
+  size_t esz = c->esz;
+  *bytes = (size_t)(C * KK) * esz;
+  unsigned char *a = malloc(*bytes ? *bytes : 1);
+  if (!a) return NULL;
+  const unsigned char *src = kiln_in(c->x->g, c->n, 1)->data;
+  for (int64_t ch = 0; ch < C; ch++)
+    for (int64_t k = 0; k < KK; k++) memcpy(a + (size_t)(((ch / tm) * KK + k) * tm + ch % tm) * esz, src + (size_t)(ch * KK + k) * esz, esz);
+  return a;
+}
+
+static int dw16_launch(const conv_ctx *c, kiln_error *err) {
+  const win_geom *w = c->w;
+  cl_mem A = conv_packed(c, pack_dw16, 16, err);
+  if (!A) return err->status;
+  char opts[sizeof c->opts + 256];
+  geom_opts(c, opts, sizeof opts);
+  cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dw16", err);
+  if (!k) return err->status;
+  if (kiln_cl_args(k, err, KARG(c->bx), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]), KEND))
+    return err->status;
+  size_t gws[3] = {(size_t)ceil_div(w->out[2], c->p[CP_TP]), (size_t)w->out[1], (size_t)(w->n * w->c / 16)};
+  return kiln_exec_launch(c->x, k, 3, gws, NULL, err);
+}
+
 static int never(const kiln_tunable *t) { return 0; }
 
 /* The registry; an entry's index is its CONV_ALGO value, so entries are
@@ -1009,7 +1077,8 @@ const kiln_conv_solver kiln_conv_solvers[] = {
   [CONV_A_WINOP4] = {{"winop4", PANEL_USES, CONV_A_WINOP4}, wino4_applies, never, winop4_features, winop4_launch},
   [CONV_A_DWR] = {{"dwr", USES(CP_DWVW) | USES(CP_DWR), CONV_A_DWR}, dwr_applies, dwr_prefer, dwr_features, dwr_launch},
   [CONV_A_DIRV] = {{"dirv", USES(CP_TOC) | USES(CP_DWVW), CONV_A_DIRV}, dirv_applies, never, dirv_features, dirv_launch},
-  [CONV_A_DIRC] = {{"dirc", USES(CP_TP) | USES(CP_DWVW) | USES(CP_DWR), CONV_A_DIRC}, dirc_applies, never, dirc_features, dirc_launch},
+  [CONV_A_DIRC] = {{"dirc", USES(CP_TP) | USES(CP_DWVW) | USES(CP_DWR), CONV_A_DIRC}, dirc_applies, dirc_prefer, dirc_features, dirc_launch},
+  [CONV_A_DW16] = {{"dw16", USES(CP_TP), CONV_A_DW16}, dw16_applies, dw16_prefer, dw16_features, dw16_launch},
 };
 const int kiln_conv_nsolvers = (int)(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0]);
 _Static_assert(sizeof kiln_conv_solvers / sizeof kiln_conv_solvers[0] <= 16, "CONV_ALGO holds at most 16 values (kiln_kparam.vals)");
@@ -1021,6 +1090,8 @@ static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   if (algo < 0 || algo >= kiln_conv_nsolvers) return -1;
   /* a scaled input: conv_pw (1x1 stride 1 under panel) and conv_dirc read the scales */
   if ((t->dims[CD_FLAGS] & CF_XS) && !(algo == CONV_A_DIRC || (algo == CONV_A_PANEL && (t->dims[CD_FLAGS] & CF_1X1)))) return -1;
+  /* NCHW16c values: dirc and dw16 only */
+  if ((t->dims[CD_FLAGS] & CF_BLK16) && algo != CONV_A_DIRC && algo != CONV_A_DW16) return -1;
   const kiln_conv_solver *s = &kiln_conv_solvers[algo];
   for (int i = 1; i < CP_COUNT; i++)
     if (!(s->base.uses >> i & 1) && p[i] != t->params[i].dflt) return -1; /* pinned */
@@ -1082,7 +1153,8 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   kiln_value *xv = kiln_in(g, n, 0), *wv = kiln_in(g, n, 1);
   kiln_family_begin(&kiln_family_conv, kiln_dev_dtype(xv), t); /* fp16 storage: instances of their own */
   bool wc = wv->is_const && wv->data;
-  int fl = conv_flags(w, wc) | (kiln_has_in(n, 3) ? CF_XS : 0);
+  const kiln_value *yv = kiln_out(g, kiln_epi_result_node(g, n), 0);
+  int fl = conv_flags(w, wc) | (kiln_has_in(n, 3) ? CF_XS : 0) | (xv->blk16 ? CF_IN16 : 0) | (yv && yv->blk16 ? CF_OUT16 : 0);
   t->dims[CD_FLAGS] = fl;
   t->dims[CD_M] = w->oc / w->group;
   t->dims[CD_K] = w->c / w->group * w->k[0] * w->k[1] * w->k[2];
@@ -1099,13 +1171,34 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   int algo = conv_default_algo(t);
   /* the plan fused the im2col copy away (fusion.c: kiln__conv_im2col_costs) */
   if (algo == CONV_A_IM2COL && n->im2col_fused && (fl & (CF_1X1 | CF_1X1S))) algo = CONV_A_1X1;
-  if (fl & CF_XS) algo = CONV_A_PANEL;
+  if ((fl & CF_XS) && !(fl & CF_BLK16)) algo = CONV_A_PANEL;
   t->params[CP_ALGO].dflt = algo;
   conv_shape_key(w, kiln_has_in(n, 2), wc, t->shape_key, sizeof t->shape_key);
   if (fl & CF_XS) { size_t kl = strlen(t->shape_key); snprintf(t->shape_key + kl, sizeof t->shape_key - kl, ",xs=1"); }
+  if (fl & CF_BLK16) { /* NCHW16c: instances of their own */
+    size_t kl = strlen(t->shape_key);
+    snprintf(t->shape_key + kl, sizeof t->shape_key - kl, ",l=%s%s", fl & CF_IN16 ? "16i" : "", fl & CF_OUT16 ? "16o" : "");
+  }
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   kiln_family_end(&kiln_family_conv, t);
   return 0;
+}
+
+int kiln__conv_blk16_roles(kiln_graph *g, kiln_node *n) {
+  if (strcmp(n->op_type, "Conv") || n->folded) return 0;
+  kiln_value *xv = kiln_in(g, n, 0), *wv = kiln_in(g, n, 1);
+  if (!xv || !wv || xv->dtype != KILN_DT_FLOAT || xv->half || !wv->is_const || !wv->data) return 0;
+  win_geom w;
+  kiln_error e = {0};
+  if (kiln__win_setup(g, n, WIN_CONV, &w, &e) || w.nsp != 2) return 0;
+  int fl = conv_flags(&w, true), kk = (int)(w.k[1] * w.k[2]);
+  if (fl & CF_DW)
+    /* dw16: dilation 1, windows up to 7x7, whole blocks of 16 channels, no
+     * input scales (passes.c fuses those into 1x1 convolutions) */
+    return w.c % 16 == 0 && w.d[1] == 1 && w.d[2] == 1 && w.k[1] <= 7 && w.k[2] <= 7 && !kiln_has_in(n, 3) ? KILN_BLK16_DW : 0;
+  /* dirc: one group, whole blocks of 16 output channels; reads one without pads */
+  if (w.group != 1 || kk > DIRC_KMAX) return 0;
+  return (w.oc % 16 == 0 ? KILN_BLK16_WRITE : 0) | (w.c % 16 == 0 && !(fl & CF_PAD) ? KILN_BLK16_READ : 0);
 }
 
 int kiln__conv_im2col_costs(kiln_graph *g, kiln_node *n, double bw_gbps, double launch_ns, double *copy_ns, double *direct_ns, char *why, size_t len) {

@@ -1092,6 +1092,14 @@ __kernel void conv_dirv(__global const ST *x, __global const ST *w, __global con
  * channel panel (its weights stay in that core's cache). */
 #if CONV_USES(12) && defined(CONV_GEOM)
 #define DIRC_W (CONVDW_VW * CONVDW_R)
+#ifdef DIRC_IN16
+#define DIRC_XPS 16
+#else
+#define DIRC_XPS 1
+#endif
+#if defined(DIRC_OUT16) && defined(KILN_EPI) && !defined(KILN_EPIR)
+#error "conv_dirc: an NCHW16c output takes epilogues on channel vectors only"
+#endif
 #define DCV CAT(T, CONVDW_VW)
 #define DPV CAT(T, CONV_TP)
 #if defined(T_DTYPE) && T_DTYPE == 10
@@ -1144,6 +1152,9 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
   const int n = ng / G, g = ng % G, nmb = (OCg + DIRC_W - 1) / DIRC_W;
   __global const ST *xg = x + ((long)n * C + (long)g * ICg) * ((long)IH * IW);
   __global const ST *wp = w + ((long)g * nmb + ob) * (long)ICg * KK * DIRC_W;
+  /* DIRC_XPS: elements between neighbouring pixels of an input channel (16
+   * in NCHW16c, DIRC_IN16: channel ic's plane starts at (ic & ~15) * IH*IW
+   * + (ic & 15)) */
   /* each pixel's window corner in the input, inside it (the host pads
    * otherwise); pixels past P repeat the last one: computed, not stored */
   long base[CONV_TP];
@@ -1153,8 +1164,36 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
   }
   DCV acc[CONV_TP][CONVDW_R];
   _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) acc[p][v] = (DCV)0;
+#ifdef DIRC_1X1
+  /* 1x1, stride 1, no pads (the host's -DDIRC_1X1), a whole block of
+   * pixels: they are consecutive, each a constant offset from one pointer
+   * (a broadcast operand of the multiply-add) */
+  if (p0 + CONV_TP <= P)
+    for (int ic = 0; ic < ICg; ic++) {
+#ifdef DIRC_IN16
+      __global const ST *xp = xg + (long)(ic & ~15) * P + (ic & 15) + (long)p0 * 16;
+#else
+      __global const ST *xp = xg + (long)ic * P + p0;
+#endif
+      DCV wv[CONVDW_R];
+      _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) wv[v] = DIRC_LDW(wp + (long)ic * DIRC_W + v * CONVDW_VW);
+#ifdef PW_XSCALE
+      const DCV sk = (DCV)(LD(xs, (long)n * C + (long)g * ICg + ic));
+      _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) wv[v] *= sk;
+#endif
+      _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
+        const DCV xv = (DCV)(LD(xp, p * DIRC_XPS));
+        _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) acc[p][v] = fma(xv, wv[v], acc[p][v]);
+      }
+    }
+  else
+#endif
   for (int ic = 0; ic < ICg; ic++) {
+#ifdef DIRC_IN16
+    __global const ST *xc = xg + (long)(ic & ~15) * IH * IW + (ic & 15);
+#else
     __global const ST *xc = xg + (long)ic * IH * IW;
+#endif
     __global const ST *wc = wp + (long)ic * KK * DIRC_W;
 #ifdef PW_XSCALE
     const DCV sk = (DCV)(LD(xs, (long)n * C + (long)g * ICg + ic)); /* the input channel's scale in this image: on its weights */
@@ -1164,7 +1203,7 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
      * along it constant offsets */
     _Pragma("unroll 1") for (int kh = 0; kh < KH; kh++) {
       __global const ST *xr[CONV_TP];
-      _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) xr[p] = xc + (long)kh * DH * IW + base[p];
+      _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) xr[p] = xc + ((long)kh * DH * IW + base[p]) * DIRC_XPS;
       _Pragma("unroll") for (int kw = 0; kw < KW; kw++) {
         DCV wv[CONVDW_R];
         _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) wv[v] = DIRC_LDW(wc + (kh * KW + kw) * DIRC_W + v * CONVDW_VW);
@@ -1172,7 +1211,7 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
         _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) wv[v] *= sk;
 #endif
         _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
-          const DCV xs = (DCV)(LD(xr[p], kw * DW));
+          const DCV xs = (DCV)(LD(xr[p], kw * DW * DIRC_XPS));
           _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) acc[p][v] = fma(xs, wv[v], acc[p][v]);
         }
       }
@@ -1180,6 +1219,27 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
   }
   const int cb = g * OCg + ob * DIRC_W; /* the first channel of this panel in Y */
   const long yb = ((long)n * OC + cb) * P + p0;
+#ifdef DIRC_OUT16
+  /* Y in NCHW16c (one group, OC a multiple of 16, VW a divisor of 16): a
+   * pixel's vector of VW channels is contiguous, stored as it is, through
+   * the channel-vector epilogue at its index in Y (operands of the output's
+   * size are in NCHW16c too: runtime/layout.c) */
+  _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) {
+    const int co = cb + v * CONVDW_VW;
+    if (co >= OC) break;
+    const DCV bv = has_bias ? CAT(vload, CONVDW_VW)(0, bias + co) : (DCV)0;
+    __global ST *yo = y + ((long)n * OC + (co & ~15)) * P + (co & 15); /* its block's plane, its lane */
+    _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
+      if (p0 + p >= P) break;
+      DCV o = acc[p][v] + bv;
+#ifdef KILN_EPI
+      o = CAT(kiln_epir, CONVDW_VW)(o, (yo - y) + (long)(p0 + p) * 16, co, e0, e1);
+#endif
+      CAT(vstore, CONVDW_VW)(o, 0, yo + (long)(p0 + p) * 16);
+    }
+  }
+  return;
+#endif
   const bool full = p0 + CONV_TP <= P;
   /* An epilogue without full-size operands (an activation, per-channel
    * ones) runs on the accumulators themselves, VW channels of a pixel at a
@@ -1233,6 +1293,81 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
   }
 }
 #endif /* CONV_USES(12) */
+
+/* [algo 13] dw16: depthwise 2-D convolution in NCHW16c (kiln_value.blk16:
+ * x [N][C/16][IH][IW][16], y [N][C/16][OH][OW][16], C a multiple of 16),
+ * the layout runtime/layout.c gives the values between a depthwise
+ * convolution and the convolutions on either side of it. A work-item
+ * computes CONV_TP outputs along a row for 16 channels: each input pixel of
+ * the row's window is one vector load, multiplied by the tap's 16 weights
+ * (packed [C/16][KH][KW][16]) into the outputs that use it; no lanes along
+ * the row, so no shuffles at stride 2 and no edge lanes, only whole pixels
+ * skipped outside the input. Against dwr (NCHW, vectors along the row) on
+ * POCL: 144x56x56 3x3 s2 + SiLU 34 vs 66 us, 5x5 s2 44 vs 144-155.
+ * Dilation 1, windows up to 7x7 (the host's dw16_applies). Epilogues on
+ * vectors of 16 channels (KILN_EPIR), full-size operands in NCHW16c. Built with
+ * CONV_GEOM. grid: (ceil(OW/CONV_TP), OH, N*C/16) */
+#if CONV_USES(13) && defined(CONV_GEOM)
+#if defined(KILN_EPI) && !defined(KILN_EPIR)
+#error "conv_dw16 takes epilogues on channel vectors only"
+#endif
+#define T16 CAT(T, 16)
+#define DW16_KH CM(M_K + 1)
+#define DW16_KW CM(M_K + 2)
+#define DW16_SW CM(M_S + 2)
+#define DW16_COLS ((CONV_TP - 1) * DW16_SW + DW16_KW) /* input pixels of a row the work-item's window covers */
+__kernel void conv_dw16(__global const T *x, __global const T *w, __global const T *bias, __global T *y,
+                        __global const int *m, int has_bias, __global const T *e0, __global const T *e1) {
+  const int C = CM(M_C), IH = CM(M_IN + 1), IW = CM(M_IN + 2), OH = CM(M_OUT + 1), OW = CM(M_OUT + 2);
+  const int SH = CM(M_S + 1), PH = CM(M_P + 1), PW = CM(M_P + 2);
+  const int ow0 = get_global_id(0) * CONV_TP, oh = get_global_id(1), nb = get_global_id(2);
+  if (ow0 >= OW || oh >= OH) return;
+  const int cb = nb % (C / 16); /* the channel block */
+  __global const T *xc = x + (long)nb * IH * IW * 16;
+  __global const T *wc = w + (long)cb * DW16_KH * DW16_KW * 16;
+  const T16 b = has_bias ? vload16(cb, bias) : (T16)0;
+  T16 acc[CONV_TP];
+  _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) acc[p] = b;
+  const int iw0 = ow0 * DW16_SW - PW;
+  const bool inner = iw0 >= 0 && iw0 + DW16_COLS <= IW;
+  _Pragma("unroll") for (int kh = 0; kh < DW16_KH; kh++) {
+    const int ih = oh * SH - PH + kh;
+    if (ih < 0 || ih >= IH) continue;
+    __global const T *row = xc + (long)ih * IW * 16;
+    T16 wv[7]; /* DW16_KW <= 7 (CM is no integer constant expression) */
+    _Pragma("unroll") for (int kw = 0; kw < DW16_KW; kw++) wv[kw] = vload16(kh * DW16_KW + kw, wc);
+    /* input pixel j of the window's row feeds output p through tap j - p*SW */
+    if (inner) {
+      _Pragma("unroll") for (int j = 0; j < DW16_COLS; j++) {
+        const T16 xv = vload16(iw0 + j, row);
+        _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
+          const int kw = j - p * DW16_SW;
+          if (kw >= 0 && kw < DW16_KW) acc[p] = KMAD(xv, wv[kw], acc[p]);
+        }
+      }
+    } else {
+      _Pragma("unroll") for (int j = 0; j < DW16_COLS; j++) {
+        const int iw = iw0 + j;
+        if (iw < 0 || iw >= IW) continue;
+        const T16 xv = vload16(iw, row);
+        _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
+          const int kw = j - p * DW16_SW;
+          if (kw >= 0 && kw < DW16_KW) acc[p] = KMAD(xv, wv[kw], acc[p]);
+        }
+      }
+    }
+  }
+  __global T *yr = y + ((long)nb * OH + oh) * OW * 16;
+  _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
+    if (ow0 + p >= OW) break;
+    T16 o = acc[p];
+#ifdef KILN_EPI
+    o = kiln_epir16(o, (((long)nb * OH + oh) * OW + ow0 + p) * 16, cb * 16, e0, e1); /* its index in Y (full-size operands in NCHW16c too) */
+#endif
+    vstore16(o, ow0 + p, yr);
+  }
+}
+#endif /* CONV_USES(13) */
 
 /* [algo 6 on 1x1 stride-1 convs] 1x1 convolution (stride 1, no pads) as a
  * packed GEMM on the input itself, no im2col: Y[n][g*M + m][p] = sum_k A[g][m][k] * x[n][g*K

@@ -431,6 +431,25 @@ void gpool_wg(__global const ST *x, __global ST *y, const long S, int mode, floa
 }
 #endif
 
+#if T_IS_FLOAT && defined(PL_B16)
+/* GlobalAveragePool of an NCHW16c input (kiln_value.blk16, runtime/layout.c):
+ * a work-item per block of 16 channels, its S pixels one vector each; the
+ * output [N][C][1][1] is the same in either layout. grid: N*C/16 */
+__kernel void gpool_b16(__global const float *x, __global float *y, const long S, const long blocks) {
+  const long b = get_global_id(0);
+  if (b >= blocks) return;
+  __global const float *xb = x + b * S * 16;
+  float16 a0 = (float16)0, a1 = (float16)0;
+  long j = 0;
+  for (; j + 2 <= S; j += 2) {
+    a0 += vload16(j, xb);
+    a1 += vload16(j + 1, xb);
+  }
+  if (j < S) a0 += vload16(j, xb);
+  vstore16((a0 + a1) / (float)S, b, y);
+}
+#endif
+
 #if T_IS_FLOAT || T_IS_DOUBLE
 /* Global pools, a work-item per plane (gpool with PL_WG = 1): the plane's S
  * elements PL_VW at a time as vectors, the tail one by one, the mode a

@@ -383,6 +383,7 @@ static int epi_generate(kiln_graph *g, kiln_fgroup *G, const int *ekind, kiln_er
     bool full = false;
     for (int e = 0; e < G->next; e++) full = full || ekind[e] == EK_FULL;
     if (!full) o += (size_t)snprintf(src + o, cap - o, "#define KILN_EPI_NOFULL 1\n");
+    G->nofull = !full;
     for (int r = 0; r < 2; r++)
       for (int w = 4; w <= 16 && o < cap; w *= 2) {
         o += (size_t)snprintf(src + o, cap - o, "inline float%d kiln_epi%s%d(float%d v, long i, int c, __global const T *e0, __global const T *e1) {\n", w,

@@ -90,6 +90,7 @@ typedef struct kiln_value {
   bool optional, none;       /* an ONNX optional; none: it holds nothing (its dtype/shape then an empty stand-in) */
   int producer;              /* node index, -1 for inputs/initializers */
   bool half;                 /* a float value stored as fp16 on the device (precision.c); host data stays float */
+  bool blk16;                /* a 4-D float value stored in NCHW16c on the device, [N][C/16][H][W][16] (layout.c); host data stays NCHW */
   bool streamed;             /* a weight uploaded before each run of its kernel, not resident (stream.c) */
   bool stream_ok;            /* a weight that may stream (stream.c) */
   int nconsumers;
@@ -220,6 +221,7 @@ typedef struct kiln_dev_opts {
   unsigned gemm_kernels;     /* gemm KERNEL values offered to the search (bit k), 0 = the default set */
   int attention_fuse;        /* KILN_FUSE_AUTO / _ALWAYS / _NEVER */
   bool no_predict;           /* no cost-model predictions: descriptor defaults */
+  bool no_blocked;           /* no NCHW16c values (layout.c) */
 } kiln_dev_opts;
 
 struct kiln_device {
@@ -578,6 +580,7 @@ typedef struct kiln_fgroup {
    * applies the element-wise rest to each output before storing it */
   int head;                  /* node index of the head, -1 for element-wise groups */
   char sig[64];              /* epilogue signature: part of the head's kernel instance key */
+  bool nofull;               /* epilogue groups: no operand of the output's size (KILN_EPI_NOFULL): its kiln_epir runs on channel vectors */
   char src_key[24];          /* kiln_cl_src_key(src) */
   char *full_src[KILN_EPI_SLOTS]; /* kiln_epi + a family's source (slot: kiln_family_epi_slot), built on first use */
   char full_key[KILN_EPI_SLOTS][24]; /* kiln_cl_src_key(full_src[i]) */
@@ -703,6 +706,9 @@ int kiln__precision_apply(kiln_graph *g, int precision, bool *changed, kiln_erro
  * float); writes v's host data (float converted to half) into its buffer,
  * blocking when converting. */
 int kiln__value_read(kiln_device *d, const kiln_value *v, void *dst, kiln_error *err);
+/* layout.c: marks the values stored in NCHW16c (kiln_value.blk16) once the
+ * fusion groups are planned; enable false clears every mark. *nblocked: how many. */
+int kiln__layout_plan(kiln_graph *g, bool enable, int *nblocked);
 int kiln__value_upload(kiln_device *d, const kiln_value *v, kiln_error *err);
 /* float <-> IEEE half (round to nearest even) (util.c). */
 uint16_t kiln__f2h(float f);

@@ -40,6 +40,8 @@ typedef enum {
      "attention fusion forced on (1) or off (0) instead of the cost model's choice", "none: plans are not kept")        \
   XX("KILN_NO_PREDICT", ENV_SET, no_predict, "1", "parameters without a record are the descriptor defaults",           \
      "none: predictions are neither read nor kept")                                                                     \
+  XX("KILN_BLOCKED", ENV_OFF, no_blocked, "off",                                                                         \
+     "no NCHW16c values: depthwise convolutions and their neighbours in the model's layout", "none: plans are not kept") \
   XX("KILN_MAX_MODEL_BYTES", ENV_BYTES, max_model_bytes, "N",                                                          \
      "refuse larger models (default 4 GiB; --max-model-bytes overrides)", "none: a limit")
 
@@ -116,6 +118,7 @@ int kiln_device_set_options(kiln_device *d, const kiln_options *o, kiln_error *e
   d->opt.gemm_kernels = o->gemm_kernels & 7u;
   d->opt.attention_fuse = o->attention_fuse;
   d->opt.no_predict = o->no_predict != 0;
+  d->opt.no_blocked = o->no_blocked != 0;
   return 0;
 }
 

@@ -79,7 +79,22 @@ const kiln_op_def kiln_ops_precision[] = {
 
 /* ---- host transfers of half-stored values --------------------------------- */
 
+/* A value in NCHW16c (layout.c) read back in the model's NCHW. */
+static int read_blk16(kiln_device *d, const kiln_value *v, float *dst, kiln_error *err) {
+  int64_t n = kiln_value_numel(v), N = v->dims[0], C = v->dims[1], S = 1;
+  for (int i = 2; i < v->rank; i++) S *= v->dims[i];
+  float *b = malloc((size_t)n * sizeof *b + 1);
+  if (!b) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  int rc = kiln_cl_read(d, v->buf, b, (size_t)n * sizeof *b, err);
+  for (int64_t i = 0; !rc && i < N; i++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t p = 0; p < S; p++) dst[(i * C + c) * S + p] = b[(i * C + (c & ~15)) * S + p * 16 + (c & 15)];
+  free(b);
+  return rc;
+}
+
 int kiln__value_read(kiln_device *d, const kiln_value *v, void *dst, kiln_error *err) {
+  if (v->blk16) return read_blk16(d, v, dst, err);
   if (!v->half) return kiln_cl_read(d, v->buf, dst, kiln_value_bytes(v), err);
   int64_t n = kiln_value_numel(v);
   uint16_t *h = malloc((size_t)n * 2 + 2);

@@ -1,0 +1,145 @@
+/* layout.c: blocked channel layouts. A depthwise convolution vectorised
+ * along its output row (conv.cl's dwr) spends its time on the row's edges
+ * and, at stride 2, on the shuffles that take every second input; in
+ * NCHW16c (x [N][C/16][H][W][16]) each input pixel is one vector of 16
+ * channels with no lanes along the row at all (conv.cl's conv_dw16, 2-3.4x
+ * faster on mobilenet_v2's and efficientnet_b0's stride-2 layers). Layout
+ * changes as copies would cost what that gains, so a value goes to NCHW16c
+ * only when the kernels on both sides of it read or write that layout
+ * themselves: the convolution before a depthwise one writes its output
+ * blocked (conv_dirc stores its channel vectors as they are), the
+ * depthwise one reads and writes blocked, and the convolution after it
+ * reads blocked (conv_dirc with the input's pixel stride 16). Each value
+ * must have no other reader, be no model output and be float32 (not in
+ * fp16 storage); fused epilogues of the writers must be of the channel
+ * vector form (no operand of the output's size). The tuner then searches
+ * those nodes' solvers that take the layout (the instance key says
+ * l=16i/16o); host transfers (kiln__value_read) convert back to NCHW, so
+ * the tuner's and the tests' comparisons against the CPU reference see the
+ * model's layout. KILN_BLOCKED=off plans every value in NCHW. */
+#include "kiln_internal.h"
+#include "ops/window.h"
+
+/* The node whose kernel writes value v: its producer, or the head of the
+ * epilogue group it ends; NULL when an element-wise group computes it or
+ * it is not written at all (inside a fused group). */
+static kiln_node *writer_of(kiln_graph *g, int v) {
+  int p = g->vals[v].producer;
+  if (p < 0) return NULL;
+  kiln_node *P = &g->nodes[p];
+  if (P->fgroup) return P->fgroup->head >= 0 && P->out[0] == v ? &g->nodes[P->fgroup->head] : NULL;
+  return P->fuse_root < 0 ? P : NULL;
+}
+
+static bool same_dims(const kiln_value *a, const kiln_value *b) {
+  if (a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d]) return false;
+  return true;
+}
+
+/* A value that may be stored blocked: an intermediate 4-D float32 plane
+ * stack with whole blocks of 16 channels (a 1x1 plane is the same in both). */
+static bool blockable(const kiln_value *v) {
+  return !v->is_input && !v->is_output && !v->is_const && !v->data && v->dtype == KILN_DT_FLOAT && !v->half && v->rank == 4 && v->dims[1] % 16 == 0 &&
+         v->dims[2] * v->dims[3] > 1;
+}
+
+/* The epilogue group node r belongs to as a member after its head, or NULL. */
+static kiln_fgroup *epi_member_of(kiln_graph *g, const kiln_node *r) {
+  if (r->fuse_root < 0) return NULL;
+  kiln_fgroup *G = g->nodes[r->fuse_root].fgroup;
+  return G && G->head >= 0 && &g->nodes[G->head] != r ? G : NULL;
+}
+
+/* Whether node r can read value v (its input slot k) in NCHW16c. */
+static bool reads_blocked(kiln_graph *g, kiln_node *r, int k, int v) {
+  if (r->folded || !r->op) return false;
+  if (!strcmp(r->op_type, "Conv")) return k == 0 && (kiln__conv_blk16_roles(g, r) & (KILN_BLK16_DW | KILN_BLK16_READ));
+  if (!strcmp(r->op_type, "GlobalAveragePool")) return k == 0;
+  /* an operand of a fused epilogue of the output's size: read at the
+   * output's index, so in the output's layout (tied below) */
+  kiln_fgroup *G = epi_member_of(g, r);
+  if (!G) return false;
+  const kiln_value *out = &g->vals[g->nodes[G->nodes[G->nnodes - 1]].out[0]];
+  for (int e = 0; e < G->next; e++)
+    if (G->ext[e] == v) return same_dims(&g->vals[v], out);
+  return false;
+}
+
+/* Sets both marks to false unless they agree; true when it changed one. */
+static bool tie(bool *cand, int a, int b) {
+  if (a < 0 || b < 0 || cand[a] == cand[b]) return false;
+  cand[a] = cand[b] = false;
+  return true;
+}
+
+static int find(int *root, int v) {
+  while (root[v] != v) v = root[v] = root[root[v]];
+  return v;
+}
+
+static void join(int *root, int a, int b) { root[find(root, a)] = find(root, b); }
+
+int kiln__layout_plan(kiln_graph *g, bool enable, int *nblocked) {
+  int nb = 0;
+  for (int i = 0; i < g->nvals; i++) g->vals[i].blk16 = false;
+  bool *cand = enable ? calloc((size_t)g->nvals + 1, sizeof *cand) : NULL;
+  if (enable && !cand) return KILN_ENOMEM;
+  /* the candidates: written by a kernel that can write the layout, read
+   * only by ones that can read it */
+  for (int v = 0; cand && v < g->nvals; v++) {
+    if (!blockable(&g->vals[v])) continue;
+    kiln_node *W = writer_of(g, v);
+    if (!W || W->folded || strcmp(W->op_type, "Conv") || !(kiln__conv_blk16_roles(g, W) & (KILN_BLK16_DW | KILN_BLK16_WRITE))) continue;
+    bool ok = true;
+    for (int i = 0; ok && i < g->nnodes; i++)
+      for (int k = 0; ok && k < g->nodes[i].nin; k++)
+        if (g->nodes[i].in[k] == v) ok = reads_blocked(g, &g->nodes[i], k, v);
+    cand[v] = ok;
+  }
+  /* the ties: a depthwise convolution (dw16) takes its input and output in
+   * the same layout; an epilogue's operands of the output's size are read
+   * in the output's layout */
+  for (bool changed = cand != NULL; changed;) {
+    changed = false;
+    for (int i = 0; i < g->nnodes; i++) {
+      kiln_node *n = &g->nodes[i];
+      if (n->folded || !n->op || strcmp(n->op_type, "Conv") || (n->fuse_root >= 0 && !n->epi)) continue;
+      int out = kiln_epi_result_node(g, n)->out[0];
+      if (kiln__conv_blk16_roles(g, n) & KILN_BLK16_DW) changed |= tie(cand, n->in[0], out);
+      if (n->epi)
+        for (int e = 0; e < n->epi->next; e++)
+          if (same_dims(&g->vals[n->epi->ext[e]], &g->vals[out])) changed |= tie(cand, n->epi->ext[e], out);
+    }
+  }
+  /* only where a depthwise convolution gains: the candidates joined by the
+   * convolutions between them (and the epilogues' ties) into regions, and
+   * a region kept when it holds a depthwise one (elsewhere dirc would
+   * replace the solvers the tuner picks among for NCHW) */
+  int *root = cand ? malloc(sizeof *root * ((size_t)g->nvals + 1)) : NULL;
+  bool *has_dw = cand ? calloc((size_t)g->nvals + 1, sizeof *has_dw) : NULL;
+  if (cand && (!root || !has_dw)) { free(cand); free(root); free(has_dw); return KILN_ENOMEM; }
+  for (int v = 0; root && v < g->nvals; v++) root[v] = v;
+  for (int i = 0; root && i < g->nnodes; i++) {
+    kiln_node *n = &g->nodes[i];
+    if (n->folded || !n->op || strcmp(n->op_type, "Conv") || (n->fuse_root >= 0 && !n->epi) || n->in[0] < 0) continue;
+    int out = kiln_epi_result_node(g, n)->out[0];
+    if (out < 0 || !cand[out]) continue;
+    if (cand[n->in[0]]) join(root, n->in[0], out);
+    for (int e = 0; n->epi && e < n->epi->next; e++)
+      if (cand[n->epi->ext[e]]) join(root, n->epi->ext[e], out);
+  }
+  for (int i = 0; root && i < g->nnodes; i++) {
+    kiln_node *n = &g->nodes[i];
+    if (n->folded || !n->op || strcmp(n->op_type, "Conv") || n->in[0] < 0 || !cand[n->in[0]]) continue;
+    if (kiln__conv_blk16_roles(g, n) & KILN_BLK16_DW) has_dw[find(root, n->in[0])] = true;
+  }
+  for (int v = 0; cand && v < g->nvals; v++)
+    if (cand[v] && has_dw[find(root, v)]) { g->vals[v].blk16 = true; nb++; }
+  free(cand);
+  free(root);
+  free(has_dw);
+  if (nblocked) *nblocked = nb;
+  return 0;
+}
