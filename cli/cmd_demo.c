@@ -1,5 +1,6 @@
 /* cmd_demo.c: `kiln demo`: writes the built-in demo models (a small CNN
- * and a transformer block), runs each on the device with seeded random
+ * a transformer block and a mobilenet-style network of depthwise
+ * separable blocks), runs each on the device with seeded random
  * inputs and checks it against the CPU reference. */
 #include "kiln_cli.h"
 #include <errno.h>
@@ -12,7 +13,7 @@ typedef struct demo_args { const char *dir, *devsel; } demo_args;
 
 static const kiln_cli_opt OPTS[] = {
   {.name = "--dir", .kind = KILN_OPT_STRING, .off = offsetof(demo_args, dir), .value = "DIR", .err = "--dir needs a directory", .nonempty = true,
-   .help = "where to write cnn.onnx and transformer.onnx (default: a new temporary dir)"},
+   .help = "where to write cnn.onnx, transformer.onnx and mobile.onnx (default: a new temporary dir)"},
   KILN_OPT_DEVICE(demo_args, devsel, "device (see `kiln devices`)"),
 };
 
@@ -44,7 +45,7 @@ static int cmd_demo(int argc, char **argv) {
   if (rc) return kiln_cli__fail(&err, rc);
   const kiln_device_info *di = kiln_device_get_info(d);
   printf("kiln %s demo\ndevice: %s (%s)\nmodels: %s\n", KILN_VERSION, di->name, di->platform, dir);
-  static const char *const which[] = {"cnn", "transformer"};
+  static const char *const which[] = {"cnn", "transformer", "mobile"};
   int worst = 0;
   for (size_t w = 0; w < sizeof which / sizeof which[0]; w++) {
     char path[4200];

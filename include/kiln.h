@@ -355,6 +355,7 @@ typedef struct kiln_run_stats {
   uint64_t streamed_bytes; /* weights uploaded by the last run (kiln_session_set_max_memory), 0 when all resident */
   uint64_t peak_device_bytes; /* the most device memory the plan held during its runs: device_bytes, the
                               kernels' own blocks (packed weights, scratch) and the largest streamed kernel */
+  int blocked_values;      /* tensors the plan keeps in NCHW16c (around depthwise convolutions; KILN_BLOCKED=off: none) */
 } kiln_run_stats;
 /* Fills *st with the figures of the last run (zeros before the first). */
 void kiln_session_get_stats(const kiln_session *s, kiln_run_stats *st);

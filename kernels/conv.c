@@ -99,8 +99,9 @@ enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN, CD_
  * CF_XS: the input scaled per image and channel (input 3, a squeeze-excite
  * gate fused by runtime/passes.c); panel's conv_pw and dirc read it.
  * CF_IN16, CF_OUT16: the input, the output in NCHW16c (kiln_value.blk16,
- * runtime/layout.c); only dirc and dw16 read or write that layout */
-enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64, CF_PAD = 128, CF_IN16 = 256, CF_OUT16 = 512 };
+ * runtime/layout.c); only dirc and dw16 read or write that layout, dirv
+ * writes it. CF_EFULL: a fused epilogue reads an operand of the output's size */
+enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64, CF_PAD = 128, CF_IN16 = 256, CF_OUT16 = 512, CF_EFULL = 1024 };
 #define CF_BLK16 (CF_IN16 | CF_OUT16)
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
@@ -885,7 +886,9 @@ static int dwr_launch(const conv_ctx *c, kiln_error *err) {
 #define DIRV_CMAX 16
 static int dirv_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int64_t kk = t->dims[CD_KK], icg = kk > 0 ? t->dims[CD_K] / kk : 0;
-  if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D | CF_XS)) || kk < 2 || icg < 1 || icg > DIRV_CMAX || t->dims[CD_ESZ] == 8) return -1;
+  if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D | CF_XS | CF_IN16)) || kk < 2 || icg < 1 || icg > DIRV_CMAX || t->dims[CD_ESZ] == 8) return -1;
+  /* an NCHW16c output: lanes stored one by one, the epilogue on the vector of pixels before */
+  if ((t->dims[CD_FLAGS] & CF_OUT16) && (t->dims[CD_FLAGS] & CF_EFULL)) return -1;
   /* more channels per work-item than the layer has: zeros multiplied */
   if (p[CP_TOC] != t->params[CP_TOC].dflt && p[CP_TOC] > 2 * t->dims[CD_M] && p[CP_TOC] > 4) return -1;
   return 0;
@@ -909,6 +912,10 @@ static int dirv_launch(const conv_ctx *c, kiln_error *err) {
   if (!A) return err->status;
   char opts[sizeof c->opts + 256];
   geom_opts(c, opts, sizeof opts);
+  if (kiln_out(c->x->g, kiln_epi_result_node(c->x->g, c->n), 0)->blk16) {
+    size_t o = strlen(opts);
+    snprintf(opts + o, sizeof opts - o, " -DDIRV_OUT16=1");
+  }
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dirv", err);
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]), KEND))
@@ -1020,7 +1027,7 @@ static int dw16_applies(const kiln_tunable *t, const int *p, const kiln_device_i
   if ((fl & CF_BLK16) != CF_BLK16 || !(fl & CF_DW) || (fl & CF_3D) || !wconst(t) || t->dims[CD_ESZ] != 4) return -1;
   if (t->dims[CD_KK] > 49 || t->dims[CD_C] % 16) return -1;
   int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1, ow = t->dims[CD_P] / oh;
-  if (p[CP_TP] > 4 && p[CP_TP] > 2 * ow) return -1; /* a block much wider than the row */
+  if (p[CP_TP] != t->params[CP_TP].dflt && p[CP_TP] > 4 && p[CP_TP] > 2 * ow) return -1; /* a block much wider than the row */
   return 0;
 }
 
@@ -1090,8 +1097,9 @@ static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   if (algo < 0 || algo >= kiln_conv_nsolvers) return -1;
   /* a scaled input: conv_pw (1x1 stride 1 under panel) and conv_dirc read the scales */
   if ((t->dims[CD_FLAGS] & CF_XS) && !(algo == CONV_A_DIRC || (algo == CONV_A_PANEL && (t->dims[CD_FLAGS] & CF_1X1)))) return -1;
-  /* NCHW16c values: dirc and dw16 only */
-  if ((t->dims[CD_FLAGS] & CF_BLK16) && algo != CONV_A_DIRC && algo != CONV_A_DW16) return -1;
+  /* NCHW16c values: dirc and dw16 only, dirv writing them */
+  if ((t->dims[CD_FLAGS] & CF_BLK16) && algo != CONV_A_DIRC && algo != CONV_A_DW16 && !(algo == CONV_A_DIRV && (t->dims[CD_FLAGS] & CF_BLK16) == CF_OUT16))
+    return -1;
   const kiln_conv_solver *s = &kiln_conv_solvers[algo];
   for (int i = 1; i < CP_COUNT; i++)
     if (!(s->base.uses >> i & 1) && p[i] != t->params[i].dflt) return -1; /* pinned */
@@ -1154,7 +1162,8 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   kiln_family_begin(&kiln_family_conv, kiln_dev_dtype(xv), t); /* fp16 storage: instances of their own */
   bool wc = wv->is_const && wv->data;
   const kiln_value *yv = kiln_out(g, kiln_epi_result_node(g, n), 0);
-  int fl = conv_flags(w, wc) | (kiln_has_in(n, 3) ? CF_XS : 0) | (xv->blk16 ? CF_IN16 : 0) | (yv && yv->blk16 ? CF_OUT16 : 0);
+  int fl = conv_flags(w, wc) | (kiln_has_in(n, 3) ? CF_XS : 0) | (xv->blk16 ? CF_IN16 : 0) | (yv && yv->blk16 ? CF_OUT16 : 0) |
+           (n->epi && !n->epi->nofull ? CF_EFULL : 0);
   t->dims[CD_FLAGS] = fl;
   t->dims[CD_M] = w->oc / w->group;
   t->dims[CD_K] = w->c / w->group * w->k[0] * w->k[1] * w->k[2];

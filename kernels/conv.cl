@@ -1008,8 +1008,13 @@ __kernel void conv_dwr(__global const ST *x, __global const ST *w, __global cons
  * such a layer than multiplying them, and conv_direct keeps the pixels in
  * scalars. (R output rows sharing each weight load, as dwr does, ran
  * 1.05-1.4x slower on the stems and took POCL 22-52 s to compile at 7x7.)
+ * With -DDIRV_OUT16 (one group, the output in NCHW16c, runtime/layout.c)
+ * each channel's vector of pixels is stored lane by lane, 16 apart.
  * Built with CONV_GEOM. grid: (OH, ceil(OCg/CONV_TOC), N*G) */
 #if CONV_USES(11)
+#if defined(DIRV_OUT16) && defined(KILN_EPI) && !(defined(KILN_EPIV) && defined(KILN_EPI_NOFULL))
+#error "conv_dirv: an NCHW16c output takes epilogues on vectors without operands of the output's size"
+#endif
 inline __attribute__((always_inline)) void dirv_block(__global const ST *xlo, __global const ST *xhi, __global const ST *xg, __global const ST *wp, __global const ST *bias, const int has_bias,
                                                       __global ST *y, const long yb, const int oh, const int ow0, const int ocg0, const int cbase,
                                                       const bool edge, __global const ST *e0, __global const ST *e1) {
@@ -1043,7 +1048,21 @@ inline __attribute__((always_inline)) void dirv_block(__global const ST *xlo, __
     if (ocg0 + o >= OCg) break;
     const int c = cbase + ocg0 + o;
     const T b = has_bias ? LD(bias, c) : (T)0;
+#ifdef DIRV_OUT16
+    /* Y in NCHW16c (one group): the epilogue on the channel's vector of
+     * pixels (it reads no operand of the output's size, the host's
+     * dirv_applies), its lanes stored 16 apart */
+    TDV v = acc[o] + (TDV)(b);
+#ifdef KILN_EPIV
+    v = EPIV(CONVDW_VW, v, 0, c);
+#endif
+    const T *vt = (const T *)&v;
+    __global ST *yo = y + yb + (long)(c & ~15) * OH * OW + ((long)oh * OW + ow0) * 16 + (c & 15);
+    _Pragma("unroll") for (int j = 0; j < CONVDW_VW; j++)
+      if (j < OW - ow0) yo[j * 16] = vt[j];
+#else
     dwr_store(acc[o] + (TDV)(b), y, yb + (long)(ocg0 + o) * OH * OW + (long)oh * OW + ow0, OW - ow0, c, e0, e1);
+#endif
   }
 }
 

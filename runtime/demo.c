@@ -1,4 +1,4 @@
-/* demo.c: the built-in demo models ("cnn", "transformer"), built as protobuf-c
+/* demo.c: the built-in demo models ("cnn", "transformer", "mobile"), built as protobuf-c
  * ONNX structs (IR 8, opset 17) with weights drawn from a seeded PRNG and
  * written to a file. They exercise the common CNN and transformer op patterns
  * without needing any model file, for tests, `kiln demo` and benchmarks. */
@@ -346,6 +346,60 @@ static void build_cnn(demo_b *b) {
     b_node(b, "Gemm", IN(x, w, bias), "logits", ATTRS(a_float(b, "alpha", 1.0f), a_float(b, "beta", 1.0f), a_int(b, "transB", 1)));
 }
 
+/* y = min(max(x, 0), 6) (ReLU6) */
+static const char *l_relu6(demo_b *b, const char *x) {
+  const char *lo = b_scalar(b, "relu6_lo", 0.0f), *hi = b_scalar(b, "relu6_hi", 6.0f);
+  return x && lo && hi ? b_node(b, "Clip", IN(x, lo, hi), NULL, NULL) : NULL;
+}
+
+/* Depthwise k x k convolution of c channels (group c), He-normal weights. */
+static const char *l_dwconv(demo_b *b, const char *x, int64_t c, int64_t k, int64_t stride) {
+  const char *w = b_randn(b, "dw_w", 4, (int64_t[]){c, 1, k, k}, 0.0, sqrt(2.0 / (double)(k * k)));
+  const char *bias = b_randn(b, "dw_b", 1, &c, 0.0, 0.05);
+  if (!x || !w || !bias) return NULL;
+  int64_t pad = k / 2;
+  return b_node(b, "Conv", IN(x, w, bias), NULL,
+                ATTRS(a_ints(b, "kernel_shape", INTS(k, k)), a_ints(b, "strides", INTS(stride, stride)),
+                      a_ints(b, "pads", INTS(pad, pad, pad, pad)), a_ints(b, "dilations", INTS(1, 1)), a_int(b, "group", c)));
+}
+
+/* An inverted residual block (mobilenet_v2 / efficientnet): 1x1 expansion
+ * to e channels + ReLU6, depthwise k x k + ReLU6, an optional squeeze-excite
+ * gate (global average pool, 1x1 to e/4, ReLU, 1x1, Sigmoid, Mul), 1x1
+ * projection to cout, the input added when the shape allows. */
+static const char *l_mbconv(demo_b *b, const char *x, int64_t cin, int64_t e, int64_t cout, int64_t k, int64_t stride, bool se) {
+  const char *h = l_relu6(b, l_bn(b, l_conv(b, x, cin, e, 1, 1, 0), e));
+  h = l_relu6(b, l_bn(b, l_dwconv(b, h, e, k, stride), e));
+  if (se && h) {
+    const char *s = l_unary(b, "GlobalAveragePool", h);
+    s = l_unary(b, "Relu", l_conv(b, s, e, e / 4, 1, 1, 0));
+    s = l_unary(b, "Sigmoid", l_conv(b, s, e / 4, e, 1, 1, 0));
+    h = l_binary(b, "Mul", h, s);
+  }
+  h = l_bn(b, l_conv(b, h, e, cout, 1, 1, 0), cout);
+  return stride == 1 && cin == cout ? l_binary(b, "Add", h, x) : h;
+}
+
+/* input [1,3,32,32] -> stem 3x3 s2 conv/bn/relu6 -> inverted residual
+ * blocks (depthwise 3x3 and 5x5, stride 1 and 2, squeeze-excite, residual
+ * adds) -> 1x1 conv -> global average pool -> flatten -> gemm -> logits
+ * [1,10]: the layers kiln keeps in NCHW16c (runtime/layout.c). */
+static void build_mobile(demo_b *b) {
+  b->in = b_value_info(b, "input", 4, (int64_t[]){1, 3, 32, 32});
+  b->out = b_value_info(b, "logits", 2, (int64_t[]){1, 10});
+  const char *x = l_relu6(b, l_bn(b, l_conv(b, "input", 3, 16, 3, 2, 1), 16));
+  x = l_mbconv(b, x, 16, 64, 16, 3, 1, true);
+  x = l_mbconv(b, x, 16, 64, 32, 5, 2, false);
+  x = l_mbconv(b, x, 32, 96, 32, 3, 1, true);
+  x = l_relu6(b, l_bn(b, l_conv(b, x, 32, 64, 1, 1, 0), 64));
+  x = l_unary(b, "GlobalAveragePool", x);
+  x = x ? b_node(b, "Flatten", IN(x), NULL, ATTRS(a_int(b, "axis", 1))) : NULL;
+  const char *w = b_randn(b, "fc_w", 2, (int64_t[]){10, 64}, 0.0, 1.0 / sqrt(64.0));
+  const char *bias = b_randn(b, "fc_b", 1, (int64_t[]){10}, 0.0, 0.05);
+  if (x && w && bias)
+    b_node(b, "Gemm", IN(x, w, bias), "logits", ATTRS(a_float(b, "alpha", 1.0f), a_float(b, "beta", 1.0f), a_int(b, "transB", 1)));
+}
+
 /* tokens [1,16,64] -> one pre-LN transformer block (4 heads of 16, MLP 256
  * with erf GELU) -> hidden [1,16,64]. */
 static void build_transformer(demo_b *b) {
@@ -379,6 +433,7 @@ static const struct {
 } demos[] = {
   { "cnn", build_cnn },
   { "transformer", build_transformer },
+  { "mobile", build_mobile },
 };
 
 /* Builds demo `which` with weights from `seed` and writes it to `path`
@@ -389,7 +444,7 @@ int kiln_demo_write(const char *which, const char *path, uint64_t seed, kiln_err
   if (!which || !path) return kiln__err(err, KILN_EINVAL, "kiln_demo_write: which and path are required");
   size_t idx = 0;
   while (idx < sizeof demos / sizeof demos[0] && strcmp(demos[idx].name, which)) idx++;
-  if (idx == sizeof demos / sizeof demos[0]) return kiln__err(err, KILN_EINVAL, "unknown demo model '%s' (known: cnn, transformer)", which);
+  if (idx == sizeof demos / sizeof demos[0]) return kiln__err(err, KILN_EINVAL, "unknown demo model '%s' (known: cnn, transformer, mobile)", which);
 
   demo_b *b = calloc(1, sizeof *b);
   if (!b) return kiln__err(err, KILN_ENOMEM, "out of memory");

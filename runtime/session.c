@@ -767,7 +767,7 @@ static int plan(kiln_session *s, kiln_error *err) {
     }
   }
   /* NCHW16c around depthwise convolutions (layout.c), on the fusion's groups */
-  if ((rc = kiln__layout_plan(g, !s->d->opt.no_blocked, NULL)) != 0) return rc;
+  if ((rc = kiln__layout_plan(g, !s->d->opt.no_blocked, &s->st.blocked_values)) != 0) return kiln__err(err, rc, "out of memory");
   kiln__stream_mark(g, s->max_memory);
   if ((rc = allocate_buffers(s, err)) != 0 || (rc = kiln__stream_plan(s, err)) != 0) return rc;
   kiln_device *d = s->d;

@@ -32,6 +32,7 @@ typedef struct {
   int64_t group;
   int bias, wconst;
   int xscale; /* input 3: X scaled per (n, c) (internal attribute kiln_xscale, runtime/passes.c) */
+  int blk;    /* bit 0: the input, bit 1: the output in NCHW16c (kiln_value.blk16, runtime/layout.c) */
 } conv_case;
 
 static void run_case(const conv_case *cc) {
@@ -101,6 +102,8 @@ static void run_case(const conv_case *cc) {
     fails++;
     goto done;
   }
+  g.vals[in[0]].blk16 = cc->blk & 1;
+  g.vals[out[0]].blk16 = (cc->blk & 2) != 0;
   if (sc_upload(dev, &g, &err)) { printf("FAIL %s setup: %s\n", cc->label, err.msg); fails++; goto done; }
   /* a non-constant weight keeps its host copy only for the reference */
   if (!cc->wconst) { free(g.vals[in[1]].data); g.vals[in[1]].data = NULL; }
@@ -177,6 +180,18 @@ int main(int argc, char **argv) {
     {"1x1 s1 input scaled N=2", F, 2, 2, 24, 40, {9, 13}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 1},
     {"1x1 s1 input scaled no bias", F, 2, 1, 16, 20, {7, 7}, {1, 1}, {0}, {0}, {0}, 1, 0, 1, 1},
     {"double 1x1 s1 input scaled", D, 2, 1, 8, 6, {5, 9}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 1},
+    /* NCHW16c values (runtime/layout.c): dw16 between them, dirc writing
+     * and reading them (1x1 partial pixel blocks, channel panels past M,
+     * the input scales, a padded stem writing) */
+    {"depthwise 3x3 s1 p1 NCHW16c N=2", F, 2, 2, 32, 32, {9, 13}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 32, 1, 1, 0, 3},
+    {"depthwise 3x3 s2 p1 NCHW16c no bias", F, 2, 1, 16, 16, {8, 37}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 16, 0, 1, 0, 3},
+    {"depthwise 5x5 s2 p2 NCHW16c", F, 2, 1, 16, 16, {11, 21}, {5, 5}, {2, 2}, {0}, {2, 2, 2, 2}, 16, 1, 1, 0, 3},
+    {"depthwise 7x7 s1 p3 NCHW16c 2x2", F, 2, 1, 16, 16, {2, 2}, {7, 7}, {0}, {0}, {3, 3, 3, 3}, 16, 1, 1, 0, 3},
+    {"1x1 s1 NCHW16c in and out N=2", F, 2, 2, 32, 48, {7, 9}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 0, 3},
+    {"1x1 s1 NCHW16c in M=24", F, 2, 1, 16, 24, {5, 13}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 0, 1},
+    {"1x1 s1 NCHW16c in, input scaled", F, 2, 2, 32, 20, {6, 7}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 1, 1},
+    {"1x1 s1 NCHW16c out C=24", F, 2, 1, 24, 32, {5, 11}, {1, 1}, {0}, {0}, {0}, 1, 0, 1, 0, 2},
+    {"stem 3x3 s2 p1 NCHW16c out", F, 2, 1, 3, 32, {9, 17}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 1, 1, 1, 0, 2},
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     if (cases[i].dtype == D && !dev->has_fp64) continue;

@@ -1,4 +1,4 @@
-/* demo_models.c: writes the built-in demo models ("cnn", "transformer") to a
+/* demo_models.c: writes the built-in demo models ("cnn", "transformer", "mobile") to a
  * temporary directory, checks that they load with the expected interface and
  * that writing is deterministic per seed, runs each on the OpenCL device with
  * seeded random inputs and compares the outputs with the CPU reference:
@@ -23,6 +23,7 @@ static const struct {
 } cases[] = {
   { "cnn", "input", "logits", 4, 2, {1, 3, 32, 32}, {1, 10} },
   { "transformer", "tokens", "hidden", 3, 3, {1, 16, 64}, {1, 16, 64} },
+  { "mobile", "input", "logits", 4, 2, {1, 3, 32, 32}, {1, 10} },
 };
 
 static double now_ms(void) {

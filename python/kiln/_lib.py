@@ -33,14 +33,16 @@ class LoadOptions(ctypes.Structure):
 class Options(ctypes.Structure):
     _fields_ = [("device", ctypes.c_char_p), ("db", ctypes.c_char_p), ("db_path", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
                 ("kernel_dir", ctypes.c_char_p), ("no_probe", ctypes.c_int), ("gemm_kernels", ctypes.c_uint),
-                ("attention_fuse", ctypes.c_int), ("no_predict", ctypes.c_int), ("max_model_bytes", ctypes.c_uint64)]
+                ("attention_fuse", ctypes.c_int), ("no_predict", ctypes.c_int), ("no_blocked", ctypes.c_int),
+                ("max_model_bytes", ctypes.c_uint64)]
 
 
 class RunStats(ctypes.Structure):
     _fields_ = [("last_ms", ctypes.c_double), ("kernels_launched", ctypes.c_int), ("programs_compiled", ctypes.c_int),
                 ("compile_ms", ctypes.c_double), ("nodes_folded", ctypes.c_int), ("device_bytes", ctypes.c_uint64),
                 ("intermediate_bytes", ctypes.c_uint64), ("pool_bytes", ctypes.c_uint64), ("plans_built", ctypes.c_int),
-                ("codegen_ms", ctypes.c_double), ("streamed_bytes", ctypes.c_uint64), ("peak_device_bytes", ctypes.c_uint64)]
+                ("codegen_ms", ctypes.c_double), ("streamed_bytes", ctypes.c_uint64), ("peak_device_bytes", ctypes.c_uint64),
+                ("blocked_values", ctypes.c_int)]
 
 
 class DeviceInfo(ctypes.Structure):
