@@ -66,7 +66,16 @@
  *            channels (pack_panels); full lanes on small planes (resnet's
  *            7x7 and 14x14 layers) and no im2col for strided ones; a padded
  *            input copied once with its pads (conv_pad); windows up to
- *            DIRC_KMAX taps.
+ *            DIRC_KMAX taps. It also reads and writes NCHW16c values
+ *            (runtime/layout.c: -DDIRC_IN16 with the input's pixels 16
+ *            apart, -DDIRC_OUT16 storing its channel vectors as they are)
+ *            and has a consecutive-pixel path for 1x1 stride-1 layers;
+ *   dw16     depthwise 2-D on NCHW16c values (conv_dw16): CONV_TP outputs
+ *            of a row x 16 channels per work-item, one vector load per input
+ *            pixel, no lanes along the row; the only depthwise solver for
+ *            instances whose values runtime/layout.c blocked (keys l=16i16o),
+ *            where dirc is the only one for the other convolutions and
+ *            dirv may write them.
  * The GEMM-based solvers (1x1, im2col, wino) share the register tile
  * GEMM_TM x GEMM_TN of conv_gemm and read the weights packed once per plan
  * into panels of GEMM_TM rows (Winograd: the transformed weights), so they
