@@ -67,8 +67,9 @@
  *            7x7 and 14x14 layers) and no im2col for strided ones; a padded
  *            input copied once with its pads (conv_pad); windows up to
  *            DIRC_KMAX taps. It also reads and writes NCHW16c values
- *            (runtime/layout.c: -DDIRC_IN16 with the input's pixels 16
- *            apart, -DDIRC_OUT16 storing its channel vectors as they are)
+ *            (runtime/layout.c: -DDIRC_INB=16 or 8 with the input's pixels
+ *            that far apart, -DDIRC_OUTB storing its channel vectors as they
+ *            are)
  *            and has a consecutive-pixel path for 1x1 stride-1 layers;
  *   dw16     depthwise 2-D on NCHW16c values (conv_dw16): CONV_TP outputs
  *            of a row x 16 channels per work-item, one vector load per input
@@ -107,11 +108,13 @@ enum { CD_FLAGS, CD_M, CD_K, CD_P, CD_NB, CD_C, CD_WT, CD_ESZ, CD_OH, CD_IN, CD_
 /* CF_PAD: a window reaches past the input (pads; dirc copies it padded first).
  * CF_XS: the input scaled per image and channel (input 3, a squeeze-excite
  * gate fused by runtime/passes.c); panel's conv_pw and dirc read it.
- * CF_IN16, CF_OUT16: the input, the output in NCHW16c (kiln_value.blk16,
- * runtime/layout.c); only dirc and dw16 read or write that layout, dirv
- * writes it. CF_EFULL: a fused epilogue reads an operand of the output's size */
-enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64, CF_PAD = 128, CF_IN16 = 256, CF_OUT16 = 512, CF_EFULL = 1024 };
-#define CF_BLK16 (CF_IN16 | CF_OUT16)
+ * CF_INB, CF_OUTB: the input, the output blocked (kiln_value.blk,
+ * runtime/layout.c), in blocks of 16 channels, of 8 with CF_INB8, CF_OUTB8;
+ * only dirc and dw16 (16 only) read or write that layout, dirv writes it.
+ * CF_EFULL: a fused epilogue reads an operand of the output's size */
+enum { CF_DW = 1, CF_1X1 = 2, CF_WINO = 4, CF_WCONST = 8, CF_1X1S = 16, CF_3D = 32, CF_XS = 64, CF_PAD = 128, CF_INB = 256, CF_OUTB = 512, CF_EFULL = 1024,
+       CF_INB8 = 2048, CF_OUTB8 = 4096 };
+#define CF_BLK (CF_INB | CF_OUTB)
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
@@ -895,9 +898,9 @@ static int dwr_launch(const conv_ctx *c, kiln_error *err) {
 #define DIRV_CMAX 16
 static int dirv_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int64_t kk = t->dims[CD_KK], icg = kk > 0 ? t->dims[CD_K] / kk : 0;
-  if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D | CF_XS | CF_IN16)) || kk < 2 || icg < 1 || icg > DIRV_CMAX || t->dims[CD_ESZ] == 8) return -1;
-  /* an NCHW16c output: lanes stored one by one, the epilogue on the vector of pixels before */
-  if ((t->dims[CD_FLAGS] & CF_OUT16) && (t->dims[CD_FLAGS] & CF_EFULL)) return -1;
+  if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D | CF_XS | CF_INB)) || kk < 2 || icg < 1 || icg > DIRV_CMAX || t->dims[CD_ESZ] == 8) return -1;
+  /* a blocked output: lanes stored one by one, the epilogue on the vector of pixels before */
+  if ((t->dims[CD_FLAGS] & CF_OUTB) && (t->dims[CD_FLAGS] & CF_EFULL)) return -1;
   /* more channels per work-item than the layer has: zeros multiplied */
   if (p[CP_TOC] != t->params[CP_TOC].dflt && p[CP_TOC] > 2 * t->dims[CD_M] && p[CP_TOC] > 4) return -1;
   return 0;
@@ -921,9 +924,10 @@ static int dirv_launch(const conv_ctx *c, kiln_error *err) {
   if (!A) return err->status;
   char opts[sizeof c->opts + 256];
   geom_opts(c, opts, sizeof opts);
-  if (kiln_out(c->x->g, kiln_epi_result_node(c->x->g, c->n), 0)->blk16) {
+  int yblk = kiln_out(c->x->g, kiln_epi_result_node(c->x->g, c->n), 0)->blk;
+  if (yblk) {
     size_t o = strlen(opts);
-    snprintf(opts + o, sizeof opts - o, " -DDIRV_OUT16=1");
+    snprintf(opts + o, sizeof opts - o, " -DDIRV_OUTB=%d", yblk);
   }
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dirv", err);
   if (!k) return err->status;
@@ -944,14 +948,16 @@ static int dirv_launch(const conv_ctx *c, kiln_error *err) {
 static int64_t dirc_wg(int64_t npb) { return npb < 32 ? npb : 32; }
 
 /* the default only where the layout leaves no other solver (NCHW16c) */
-static int dirc_prefer(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_BLK16 && !(t->dims[CD_FLAGS] & CF_DW) ? 9 : 0; }
+static int dirc_prefer(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_BLK && !(t->dims[CD_FLAGS] & CF_DW) ? 9 : 0; }
 
 static int dirc_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int64_t kk = t->dims[CD_KK], icg = kk > 0 ? t->dims[CD_K] / kk : 0;
   if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D)) || kk < 1 || kk > DIRC_KMAX || icg < 1 || t->dims[CD_ESZ] == 8) return -1;
   if (p[CP_TP] * p[CP_DWR] > DIRC_ACC) return -1;
   /* an NCHW16c input is read in place (no padded copy of it) */
-  if ((t->dims[CD_FLAGS] & CF_IN16) && (t->dims[CD_FLAGS] & CF_PAD)) return -1;
+  if ((t->dims[CD_FLAGS] & CF_INB) && (t->dims[CD_FLAGS] & CF_PAD)) return -1;
+  /* a blocked output's channel vectors lie inside one block (8: VW 4 or 8) */
+  if ((t->dims[CD_FLAGS] & CF_OUTB8) && p[CP_DWVW] > 8) return -1;
   /* a panel wider than the layer's channels (twice rounded up) only multiplies zeros */
   if (p[CP_DWR] > 1 && (int64_t)p[CP_DWVW] * p[CP_DWR] > 2 * round_up(t->dims[CD_M], p[CP_DWVW])) return -1;
   if (p[CP_TP] > 4 && p[CP_TP] > 2 * t->dims[CD_P]) return -1;
@@ -1000,9 +1006,10 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
     size_t o = strlen(opts); /* 1x1 stride 1 without pads: the kernel's consecutive-pixel path */
     snprintf(opts + o, sizeof opts - o, " -DDIRC_1X1=1");
   }
-  if (xv->blk16 || yv->blk16) {
+  if (xv->blk || yv->blk) {
     size_t o = strlen(opts);
-    snprintf(opts + o, sizeof opts - o, "%s%s", xv->blk16 ? " -DDIRC_IN16=1" : "", yv->blk16 ? " -DDIRC_OUT16=1" : "");
+    if (xv->blk) o += (size_t)snprintf(opts + o, sizeof opts - o, " -DDIRC_INB=%d", xv->blk);
+    if (yv->blk) snprintf(opts + o, sizeof opts - o, " -DDIRC_OUTB=%d", yv->blk);
   }
   int64_t ihp, iwp;
   cl_mem xin = c->bx;
@@ -1033,23 +1040,24 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
  * window's row), float. */
 static int dw16_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int64_t fl = t->dims[CD_FLAGS];
-  if ((fl & CF_BLK16) != CF_BLK16 || !(fl & CF_DW) || (fl & CF_3D) || !wconst(t) || t->dims[CD_ESZ] != 4) return -1;
-  if (t->dims[CD_KK] > 49 || t->dims[CD_C] % 16) return -1;
+  if ((fl & CF_BLK) != CF_BLK || !(fl & CF_DW) || (fl & CF_3D) || !wconst(t) || t->dims[CD_ESZ] != 4) return -1;
+  int B = fl & CF_INB8 ? 8 : 16;
+  if (!(fl & CF_INB8) != !(fl & CF_OUTB8) || t->dims[CD_KK] > 49 || t->dims[CD_C] % B) return -1;
   int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1, ow = t->dims[CD_P] / oh;
   if (p[CP_TP] != t->params[CP_TP].dflt && p[CP_TP] > 4 && p[CP_TP] > 2 * ow) return -1; /* a block much wider than the row */
   return 0;
 }
 
-static int dw16_prefer(const kiln_tunable *t) { return (t->dims[CD_FLAGS] & CF_BLK16) == CF_BLK16 && (t->dims[CD_FLAGS] & CF_DW) ? 9 : 0; }
+static int dw16_prefer(const kiln_tunable *t) { return (t->dims[CD_FLAGS] & CF_BLK) == CF_BLK && (t->dims[CD_FLAGS] & CF_DW) ? 9 : 0; }
 
 static void dw16_features(const kiln_tunable *t, const int *p, kiln_features *f) {
   dw_features_of(t, 1, 16, f);
   int64_t oh = t->dims[CD_OH] > 0 ? t->dims[CD_OH] : 1, ow = t->dims[CD_P] / oh;
-  f->work_groups = (double)ceil_div(ow, p[CP_TP]) * (double)oh * (double)(t->dims[CD_NB] / 16);
+  f->work_groups = (double)ceil_div(ow, p[CP_TP]) * (double)oh * (double)(t->dims[CD_NB] / (t->dims[CD_FLAGS] & CF_INB8 ? 8 : 16));
   f->flops = 2.0 * (double)t->dims[CD_NB] * (double)t->dims[CD_KK] * (double)(oh * round_up(ow, p[CP_TP]));
 }
 
-/* The weights [C][1][KH][KW] as [C/16][KH][KW][16]. */
+/* The weights [C][1][KH][KW] as [C/tm][KH][KW][tm] (tm: the block, 16 or 8). */
 static void *pack_dw16(const conv_ctx *c, int tm, size_t *bytes) {
   int64_t C = c->w->c, KK = c->K;
   size_t esz = c->esz;
@@ -1064,15 +1072,18 @@ static void *pack_dw16(const conv_ctx *c, int tm, size_t *bytes) {
 
 static int dw16_launch(const conv_ctx *c, kiln_error *err) {
   const win_geom *w = c->w;
-  cl_mem A = conv_packed(c, pack_dw16, 16, err);
+  int B = kiln_in(c->x->g, c->n, 0)->blk;
+  cl_mem A = conv_packed(c, pack_dw16, B, err);
   if (!A) return err->status;
   char opts[sizeof c->opts + 256];
   geom_opts(c, opts, sizeof opts);
+  size_t ol = strlen(opts);
+  snprintf(opts + ol, sizeof opts - ol, " -DDW_B=%d", B);
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dw16", err);
   if (!k) return err->status;
   if (kiln_cl_args(k, err, KARG(c->bx), KARG(A), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(c->has_bias), KARG(c->ep[0]), KARG(c->ep[1]), KEND))
     return err->status;
-  size_t gws[3] = {(size_t)ceil_div(w->out[2], c->p[CP_TP]), (size_t)w->out[1], (size_t)(w->n * w->c / 16)};
+  size_t gws[3] = {(size_t)ceil_div(w->out[2], c->p[CP_TP]), (size_t)w->out[1], (size_t)(w->n * w->c / B)};
   return kiln_exec_launch(c->x, k, 3, gws, NULL, err);
 }
 
@@ -1107,7 +1118,7 @@ static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   /* a scaled input: conv_pw (1x1 stride 1 under panel) and conv_dirc read the scales */
   if ((t->dims[CD_FLAGS] & CF_XS) && !(algo == CONV_A_DIRC || (algo == CONV_A_PANEL && (t->dims[CD_FLAGS] & CF_1X1)))) return -1;
   /* NCHW16c values: dirc and dw16 only, dirv writing them */
-  if ((t->dims[CD_FLAGS] & CF_BLK16) && algo != CONV_A_DIRC && algo != CONV_A_DW16 && !(algo == CONV_A_DIRV && (t->dims[CD_FLAGS] & CF_BLK16) == CF_OUT16))
+  if ((t->dims[CD_FLAGS] & CF_BLK) && algo != CONV_A_DIRC && algo != CONV_A_DW16 && !(algo == CONV_A_DIRV && (t->dims[CD_FLAGS] & CF_BLK) == CF_OUTB))
     return -1;
   const kiln_conv_solver *s = &kiln_conv_solvers[algo];
   for (int i = 1; i < CP_COUNT; i++)
@@ -1171,7 +1182,8 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   kiln_family_begin(&kiln_family_conv, kiln_dev_dtype(xv), t); /* fp16 storage: instances of their own */
   bool wc = wv->is_const && wv->data;
   const kiln_value *yv = kiln_out(g, kiln_epi_result_node(g, n), 0);
-  int fl = conv_flags(w, wc) | (kiln_has_in(n, 3) ? CF_XS : 0) | (xv->blk16 ? CF_IN16 : 0) | (yv && yv->blk16 ? CF_OUT16 : 0) |
+  int fl = conv_flags(w, wc) | (kiln_has_in(n, 3) ? CF_XS : 0) | (xv->blk ? CF_INB : 0) | (xv->blk == 8 ? CF_INB8 : 0) | (yv && yv->blk ? CF_OUTB : 0) |
+           (yv && yv->blk == 8 ? CF_OUTB8 : 0) |
            (n->epi && !n->epi->nofull ? CF_EFULL : 0);
   t->dims[CD_FLAGS] = fl;
   t->dims[CD_M] = w->oc / w->group;
@@ -1189,20 +1201,21 @@ int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_t
   int algo = conv_default_algo(t);
   /* the plan fused the im2col copy away (fusion.c: kiln__conv_im2col_costs) */
   if (algo == CONV_A_IM2COL && n->im2col_fused && (fl & (CF_1X1 | CF_1X1S))) algo = CONV_A_1X1;
-  if ((fl & CF_XS) && !(fl & CF_BLK16)) algo = CONV_A_PANEL;
+  if ((fl & CF_XS) && !(fl & CF_BLK)) algo = CONV_A_PANEL;
   t->params[CP_ALGO].dflt = algo;
   conv_shape_key(w, kiln_has_in(n, 2), wc, t->shape_key, sizeof t->shape_key);
   if (fl & CF_XS) { size_t kl = strlen(t->shape_key); snprintf(t->shape_key + kl, sizeof t->shape_key - kl, ",xs=1"); }
-  if (fl & CF_BLK16) { /* NCHW16c: instances of their own */
+  if (fl & CF_BLK) { /* blocked values: instances of their own (l=16i16o: input and output in blocks of 16) */
     size_t kl = strlen(t->shape_key);
-    snprintf(t->shape_key + kl, sizeof t->shape_key - kl, ",l=%s%s", fl & CF_IN16 ? "16i" : "", fl & CF_OUT16 ? "16o" : "");
+    snprintf(t->shape_key + kl, sizeof t->shape_key - kl, ",l=%s%s%s%s", fl & CF_INB ? (fl & CF_INB8 ? "8" : "16") : "", fl & CF_INB ? "i" : "",
+             fl & CF_OUTB ? (fl & CF_OUTB8 ? "8" : "16") : "", fl & CF_OUTB ? "o" : "");
   }
   if (n->epi) snprintf(t->epilogue, sizeof t->epilogue, "%s", n->epi->sig);
   kiln_family_end(&kiln_family_conv, t);
   return 0;
 }
 
-int kiln__conv_blk16_roles(kiln_graph *g, kiln_node *n) {
+int kiln__conv_blk_roles(kiln_graph *g, kiln_node *n) {
   if (strcmp(n->op_type, "Conv") || n->folded) return 0;
   kiln_value *xv = kiln_in(g, n, 0), *wv = kiln_in(g, n, 1);
   if (!xv || !wv || xv->dtype != KILN_DT_FLOAT || xv->half || !wv->is_const || !wv->data) return 0;
@@ -1211,12 +1224,13 @@ int kiln__conv_blk16_roles(kiln_graph *g, kiln_node *n) {
   if (kiln__win_setup(g, n, WIN_CONV, &w, &e) || w.nsp != 2) return 0;
   int fl = conv_flags(&w, true), kk = (int)(w.k[1] * w.k[2]);
   if (fl & CF_DW)
-    /* dw16: dilation 1, windows up to 7x7, whole blocks of 16 channels, no
-     * input scales (passes.c fuses those into 1x1 convolutions) */
-    return w.c % 16 == 0 && w.d[1] == 1 && w.d[2] == 1 && w.k[1] <= 7 && w.k[2] <= 7 && !kiln_has_in(n, 3) ? KILN_BLK16_DW : 0;
-  /* dirc: one group, whole blocks of 16 output channels; reads one without pads */
+    /* dw16: dilation 1, windows up to 7x7, whole blocks of 8 or 16 channels,
+     * no input scales (passes.c fuses those into 1x1 convolutions) */
+    return w.c % 8 == 0 && w.d[1] == 1 && w.d[2] == 1 && w.k[1] <= 7 && w.k[2] <= 7 && !kiln_has_in(n, 3) ? KILN_BLK_DW : 0;
+  /* dirc (dirv too when it writes): one group, whole blocks of 8 or 16
+   * channels; reads one without pads */
   if (w.group != 1 || kk > DIRC_KMAX) return 0;
-  return (w.oc % 16 == 0 ? KILN_BLK16_WRITE : 0) | (w.c % 16 == 0 && !(fl & CF_PAD) ? KILN_BLK16_READ : 0);
+  return (w.oc % 8 == 0 ? KILN_BLK_WRITE : 0) | (w.c % 8 == 0 && !(fl & CF_PAD) ? KILN_BLK_READ : 0);
 }
 
 int kiln__conv_im2col_costs(kiln_graph *g, kiln_node *n, double bw_gbps, double launch_ns, double *copy_ns, double *direct_ns, char *why, size_t len) {

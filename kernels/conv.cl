@@ -1008,12 +1008,13 @@ __kernel void conv_dwr(__global const ST *x, __global const ST *w, __global cons
  * such a layer than multiplying them, and conv_direct keeps the pixels in
  * scalars. (R output rows sharing each weight load, as dwr does, ran
  * 1.05-1.4x slower on the stems and took POCL 22-52 s to compile at 7x7.)
- * With -DDIRV_OUT16 (one group, the output in NCHW16c, runtime/layout.c)
- * each channel's vector of pixels is stored lane by lane, 16 apart.
+ * With -DDIRV_OUTB=16 or 8 (one group, the output in blocks of that many
+ * channels, NCHW16c / NCHW8c: runtime/layout.c) each channel's vector of
+ * pixels is stored lane by lane, DIRV_OUTB apart.
  * Built with CONV_GEOM. grid: (OH, ceil(OCg/CONV_TOC), N*G) */
 #if CONV_USES(11)
-#if defined(DIRV_OUT16) && defined(KILN_EPI) && !(defined(KILN_EPIV) && defined(KILN_EPI_NOFULL))
-#error "conv_dirv: an NCHW16c output takes epilogues on vectors without operands of the output's size"
+#if defined(DIRV_OUTB) && defined(KILN_EPI) && !(defined(KILN_EPIV) && defined(KILN_EPI_NOFULL))
+#error "conv_dirv: a blocked output takes epilogues on vectors without operands of the output's size"
 #endif
 inline __attribute__((always_inline)) void dirv_block(__global const ST *xlo, __global const ST *xhi, __global const ST *xg, __global const ST *wp, __global const ST *bias, const int has_bias,
                                                       __global ST *y, const long yb, const int oh, const int ow0, const int ocg0, const int cbase,
@@ -1048,8 +1049,8 @@ inline __attribute__((always_inline)) void dirv_block(__global const ST *xlo, __
     if (ocg0 + o >= OCg) break;
     const int c = cbase + ocg0 + o;
     const T b = has_bias ? LD(bias, c) : (T)0;
-#ifdef DIRV_OUT16
-    /* Y in NCHW16c (one group): the epilogue on the channel's vector of
+#ifdef DIRV_OUTB
+    /* Y blocked (one group): the epilogue on the channel's vector of
      * pixels (it reads no operand of the output's size, the host's
      * dirv_applies), its lanes stored 16 apart */
     TDV v = acc[o] + (TDV)(b);
@@ -1057,9 +1058,9 @@ inline __attribute__((always_inline)) void dirv_block(__global const ST *xlo, __
     v = EPIV(CONVDW_VW, v, 0, c);
 #endif
     const T *vt = (const T *)&v;
-    __global ST *yo = y + yb + (long)(c & ~15) * OH * OW + ((long)oh * OW + ow0) * 16 + (c & 15);
+    __global ST *yo = y + yb + (long)(c / DIRV_OUTB * DIRV_OUTB) * OH * OW + ((long)oh * OW + ow0) * DIRV_OUTB + c % DIRV_OUTB;
     _Pragma("unroll") for (int j = 0; j < CONVDW_VW; j++)
-      if (j < OW - ow0) yo[j * 16] = vt[j];
+      if (j < OW - ow0) yo[j * DIRV_OUTB] = vt[j];
 #else
     dwr_store(acc[o] + (TDV)(b), y, yb + (long)(ocg0 + o) * OH * OW + (long)oh * OW + ow0, OW - ow0, c, e0, e1);
 #endif
@@ -1111,13 +1112,13 @@ __kernel void conv_dirv(__global const ST *x, __global const ST *w, __global con
  * channel panel (its weights stay in that core's cache). */
 #if CONV_USES(12) && defined(CONV_GEOM)
 #define DIRC_W (CONVDW_VW * CONVDW_R)
-#ifdef DIRC_IN16
-#define DIRC_XPS 16
+#ifdef DIRC_INB
+#define DIRC_XPS DIRC_INB
 #else
 #define DIRC_XPS 1
 #endif
-#if defined(DIRC_OUT16) && defined(KILN_EPI) && !defined(KILN_EPIR)
-#error "conv_dirc: an NCHW16c output takes epilogues on channel vectors only"
+#if defined(DIRC_OUTB) && defined(KILN_EPI) && !defined(KILN_EPIR)
+#error "conv_dirc: a blocked output takes epilogues on channel vectors only"
 #endif
 #define DCV CAT(T, CONVDW_VW)
 #define DPV CAT(T, CONV_TP)
@@ -1172,8 +1173,8 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
   __global const ST *xg = x + ((long)n * C + (long)g * ICg) * ((long)IH * IW);
   __global const ST *wp = w + ((long)g * nmb + ob) * (long)ICg * KK * DIRC_W;
   /* DIRC_XPS: elements between neighbouring pixels of an input channel (16
-   * in NCHW16c, DIRC_IN16: channel ic's plane starts at (ic & ~15) * IH*IW
-   * + (ic & 15)) */
+   * or 8 in blocks of that many channels, DIRC_INB: channel ic's plane
+   * starts at (ic / INB * INB) * IH*IW + ic % INB) */
   /* each pixel's window corner in the input, inside it (the host pads
    * otherwise); pixels past P repeat the last one: computed, not stored */
   long base[CONV_TP];
@@ -1189,8 +1190,8 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
    * (a broadcast operand of the multiply-add) */
   if (p0 + CONV_TP <= P)
     for (int ic = 0; ic < ICg; ic++) {
-#ifdef DIRC_IN16
-      __global const ST *xp = xg + (long)(ic & ~15) * P + (ic & 15) + (long)p0 * 16;
+#ifdef DIRC_INB
+      __global const ST *xp = xg + (long)(ic / DIRC_INB * DIRC_INB) * P + ic % DIRC_INB + (long)p0 * DIRC_INB;
 #else
       __global const ST *xp = xg + (long)ic * P + p0;
 #endif
@@ -1208,8 +1209,8 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
   else
 #endif
   for (int ic = 0; ic < ICg; ic++) {
-#ifdef DIRC_IN16
-    __global const ST *xc = xg + (long)(ic & ~15) * IH * IW + (ic & 15);
+#ifdef DIRC_INB
+    __global const ST *xc = xg + (long)(ic / DIRC_INB * DIRC_INB) * IH * IW + ic % DIRC_INB;
 #else
     __global const ST *xc = xg + (long)ic * IH * IW;
 #endif
@@ -1238,23 +1239,23 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
   }
   const int cb = g * OCg + ob * DIRC_W; /* the first channel of this panel in Y */
   const long yb = ((long)n * OC + cb) * P + p0;
-#ifdef DIRC_OUT16
-  /* Y in NCHW16c (one group, OC a multiple of 16, VW a divisor of 16): a
+#ifdef DIRC_OUTB
+  /* Y in blocks of DIRC_OUTB channels (one group, OC a multiple of it, VW a divisor of it): a
    * pixel's vector of VW channels is contiguous, stored as it is, through
    * the channel-vector epilogue at its index in Y (operands of the output's
-   * size are in NCHW16c too: runtime/layout.c) */
+   * size are blocked the same: runtime/layout.c) */
   _Pragma("unroll") for (int v = 0; v < CONVDW_R; v++) {
     const int co = cb + v * CONVDW_VW;
     if (co >= OC) break;
     const DCV bv = has_bias ? CAT(vload, CONVDW_VW)(0, bias + co) : (DCV)0;
-    __global ST *yo = y + ((long)n * OC + (co & ~15)) * P + (co & 15); /* its block's plane, its lane */
+    __global ST *yo = y + ((long)n * OC + co / DIRC_OUTB * DIRC_OUTB) * P + co % DIRC_OUTB; /* its block's plane, its lane */
     _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
       if (p0 + p >= P) break;
       DCV o = acc[p][v] + bv;
 #ifdef KILN_EPI
-      o = CAT(kiln_epir, CONVDW_VW)(o, (yo - y) + (long)(p0 + p) * 16, co, e0, e1);
+      o = CAT(kiln_epir, CONVDW_VW)(o, (yo - y) + (long)(p0 + p) * DIRC_OUTB, co, e0, e1);
 #endif
-      CAT(vstore, CONVDW_VW)(o, 0, yo + (long)(p0 + p) * 16);
+      CAT(vstore, CONVDW_VW)(o, 0, yo + (long)(p0 + p) * DIRC_OUTB);
     }
   }
   return;
@@ -1313,8 +1314,9 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
 }
 #endif /* CONV_USES(12) */
 
-/* [algo 13] dw16: depthwise 2-D convolution in NCHW16c (kiln_value.blk16:
- * x [N][C/16][IH][IW][16], y [N][C/16][OH][OW][16], C a multiple of 16),
+/* [algo 13] dw16: depthwise 2-D convolution in NCHW16c (kiln_value.blk 16:
+ * x [N][C/16][IH][IW][16], y [N][C/16][OH][OW][16], C a multiple of 16;
+ * -DDW_B=8 for NCHW8c, the block of a device with 8-wide vectors),
  * the layout runtime/layout.c gives the values between a depthwise
  * convolution and the convolutions on either side of it. A work-item
  * computes CONV_TP outputs along a row for 16 channels: each input pixel of
@@ -1330,7 +1332,12 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
 #if defined(KILN_EPI) && !defined(KILN_EPIR)
 #error "conv_dw16 takes epilogues on channel vectors only"
 #endif
-#define T16 CAT(T, 16)
+#ifndef DW_B
+#define DW_B 16 /* channels per block and vector */
+#endif
+#define T16 CAT(T, DW_B)
+#define DW16_LD CAT(vload, DW_B)
+#define DW16_ST CAT(vstore, DW_B)
 #define DW16_KH CM(M_K + 1)
 #define DW16_KW CM(M_K + 2)
 #define DW16_SW CM(M_S + 2)
@@ -1341,10 +1348,10 @@ __kernel void conv_dw16(__global const T *x, __global const T *w, __global const
   const int SH = CM(M_S + 1), PH = CM(M_P + 1), PW = CM(M_P + 2);
   const int ow0 = get_global_id(0) * CONV_TP, oh = get_global_id(1), nb = get_global_id(2);
   if (ow0 >= OW || oh >= OH) return;
-  const int cb = nb % (C / 16); /* the channel block */
-  __global const T *xc = x + (long)nb * IH * IW * 16;
-  __global const T *wc = w + (long)cb * DW16_KH * DW16_KW * 16;
-  const T16 b = has_bias ? vload16(cb, bias) : (T16)0;
+  const int cb = nb % (C / DW_B); /* the channel block */
+  __global const T *xc = x + (long)nb * IH * IW * DW_B;
+  __global const T *wc = w + (long)cb * DW16_KH * DW16_KW * DW_B;
+  const T16 b = has_bias ? DW16_LD(cb, bias) : (T16)0;
   T16 acc[CONV_TP];
   _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) acc[p] = b;
   const int iw0 = ow0 * DW16_SW - PW;
@@ -1352,13 +1359,13 @@ __kernel void conv_dw16(__global const T *x, __global const T *w, __global const
   _Pragma("unroll") for (int kh = 0; kh < DW16_KH; kh++) {
     const int ih = oh * SH - PH + kh;
     if (ih < 0 || ih >= IH) continue;
-    __global const T *row = xc + (long)ih * IW * 16;
+    __global const T *row = xc + (long)ih * IW * DW_B;
     T16 wv[7]; /* DW16_KW <= 7 (CM is no integer constant expression) */
-    _Pragma("unroll") for (int kw = 0; kw < DW16_KW; kw++) wv[kw] = vload16(kh * DW16_KW + kw, wc);
+    _Pragma("unroll") for (int kw = 0; kw < DW16_KW; kw++) wv[kw] = DW16_LD(kh * DW16_KW + kw, wc);
     /* input pixel j of the window's row feeds output p through tap j - p*SW */
     if (inner) {
       _Pragma("unroll") for (int j = 0; j < DW16_COLS; j++) {
-        const T16 xv = vload16(iw0 + j, row);
+        const T16 xv = DW16_LD(iw0 + j, row);
         _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
           const int kw = j - p * DW16_SW;
           if (kw >= 0 && kw < DW16_KW) acc[p] = KMAD(xv, wv[kw], acc[p]);
@@ -1368,7 +1375,7 @@ __kernel void conv_dw16(__global const T *x, __global const T *w, __global const
       _Pragma("unroll") for (int j = 0; j < DW16_COLS; j++) {
         const int iw = iw0 + j;
         if (iw < 0 || iw >= IW) continue;
-        const T16 xv = vload16(iw, row);
+        const T16 xv = DW16_LD(iw, row);
         _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
           const int kw = j - p * DW16_SW;
           if (kw >= 0 && kw < DW16_KW) acc[p] = KMAD(xv, wv[kw], acc[p]);
@@ -1376,14 +1383,14 @@ __kernel void conv_dw16(__global const T *x, __global const T *w, __global const
       }
     }
   }
-  __global T *yr = y + ((long)nb * OH + oh) * OW * 16;
+  __global T *yr = y + ((long)nb * OH + oh) * OW * DW_B;
   _Pragma("unroll") for (int p = 0; p < CONV_TP; p++) {
     if (ow0 + p >= OW) break;
     T16 o = acc[p];
 #ifdef KILN_EPI
-    o = kiln_epir16(o, (((long)nb * OH + oh) * OW + ow0 + p) * 16, cb * 16, e0, e1); /* its index in Y (full-size operands in NCHW16c too) */
+    o = CAT(kiln_epir, DW_B)(o, (((long)nb * OH + oh) * OW + ow0 + p) * DW_B, cb * DW_B, e0, e1); /* its index in Y (full-size operands in NCHW16c too) */
 #endif
-    vstore16(o, ow0 + p, yr);
+    DW16_ST(o, ow0 + p, yr);
   }
 }
 #endif /* CONV_USES(13) */

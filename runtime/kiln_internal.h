@@ -90,7 +90,7 @@ typedef struct kiln_value {
   bool optional, none;       /* an ONNX optional; none: it holds nothing (its dtype/shape then an empty stand-in) */
   int producer;              /* node index, -1 for inputs/initializers */
   bool half;                 /* a float value stored as fp16 on the device (precision.c); host data stays float */
-  bool blk16;                /* a 4-D float value stored in NCHW16c on the device, [N][C/16][H][W][16] (layout.c); host data stays NCHW */
+  int blk;                   /* 0, or a 4-D float value stored blocked on the device, [N][C/blk][H][W][blk], blk 16 or 8 (layout.c); host data stays NCHW */
   bool streamed;             /* a weight uploaded before each run of its kernel, not resident (stream.c) */
   bool stream_ok;            /* a weight that may stream (stream.c) */
   int nconsumers;
@@ -706,9 +706,9 @@ int kiln__precision_apply(kiln_graph *g, int precision, bool *changed, kiln_erro
  * float); writes v's host data (float converted to half) into its buffer,
  * blocking when converting. */
 int kiln__value_read(kiln_device *d, const kiln_value *v, void *dst, kiln_error *err);
-/* layout.c: marks the values stored in NCHW16c (kiln_value.blk16) once the
- * fusion groups are planned; enable false clears every mark. *nblocked: how many. */
-int kiln__layout_plan(kiln_graph *g, bool enable, int *nblocked);
+/* layout.c: marks the values stored in blocks of B channels (kiln_value.blk)
+ * once the fusion groups are planned; B 0 clears every mark. *nblocked: how many. */
+int kiln__layout_plan(kiln_graph *g, int B, int *nblocked);
 int kiln__value_upload(kiln_device *d, const kiln_value *v, kiln_error *err);
 /* float <-> IEEE half (round to nearest even) (util.c). */
 uint16_t kiln__f2h(float f);

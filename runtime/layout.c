@@ -38,10 +38,10 @@ static bool same_dims(const kiln_value *a, const kiln_value *b) {
   return true;
 }
 
-/* A value that may be stored blocked: an intermediate 4-D float32 plane
- * stack with whole blocks of 16 channels (a 1x1 plane is the same in both). */
-static bool blockable(const kiln_value *v) {
-  return !v->is_input && !v->is_output && !v->is_const && !v->data && v->dtype == KILN_DT_FLOAT && !v->half && v->rank == 4 && v->dims[1] % 16 == 0 &&
+/* A value that may be stored in blocks of B channels: an intermediate 4-D
+ * float32 plane stack with whole blocks (a 1x1 plane is the same in both). */
+static bool blockable(const kiln_value *v, int B) {
+  return !v->is_input && !v->is_output && !v->is_const && !v->data && v->dtype == KILN_DT_FLOAT && !v->half && v->rank == 4 && v->dims[1] % B == 0 &&
          v->dims[2] * v->dims[3] > 1;
 }
 
@@ -53,10 +53,10 @@ static kiln_fgroup *epi_member_of(kiln_graph *g, const kiln_node *r) {
 }
 
 /* Whether node r can read value v (its input slot k) in NCHW16c. */
-static bool reads_blocked(kiln_graph *g, kiln_node *r, int k, int v) {
+static bool reads_blocked(kiln_graph *g, kiln_node *r, int k, int v, int B) {
   if (r->folded || !r->op) return false;
-  if (!strcmp(r->op_type, "Conv")) return k == 0 && (kiln__conv_blk16_roles(g, r) & (KILN_BLK16_DW | KILN_BLK16_READ));
-  if (!strcmp(r->op_type, "GlobalAveragePool")) return k == 0;
+  if (!strcmp(r->op_type, "Conv")) return k == 0 && (kiln__conv_blk_roles(g, r) & (KILN_BLK_DW | KILN_BLK_READ));
+  if (!strcmp(r->op_type, "GlobalAveragePool")) return k == 0 && B == 16;
   /* an operand of a fused epilogue of the output's size: read at the
    * output's index, so in the output's layout (tied below) */
   kiln_fgroup *G = epi_member_of(g, r);
@@ -81,21 +81,22 @@ static int find(int *root, int v) {
 
 static void join(int *root, int a, int b) { root[find(root, a)] = find(root, b); }
 
-int kiln__layout_plan(kiln_graph *g, bool enable, int *nblocked) {
+int kiln__layout_plan(kiln_graph *g, int B, int *nblocked) {
+  bool enable = B == 16 || B == 8;
   int nb = 0;
-  for (int i = 0; i < g->nvals; i++) g->vals[i].blk16 = false;
+  for (int i = 0; i < g->nvals; i++) g->vals[i].blk = 0;
   bool *cand = enable ? calloc((size_t)g->nvals + 1, sizeof *cand) : NULL;
   if (enable && !cand) return KILN_ENOMEM;
   /* the candidates: written by a kernel that can write the layout, read
    * only by ones that can read it */
   for (int v = 0; cand && v < g->nvals; v++) {
-    if (!blockable(&g->vals[v])) continue;
+    if (!blockable(&g->vals[v], B)) continue;
     kiln_node *W = writer_of(g, v);
-    if (!W || W->folded || strcmp(W->op_type, "Conv") || !(kiln__conv_blk16_roles(g, W) & (KILN_BLK16_DW | KILN_BLK16_WRITE))) continue;
+    if (!W || W->folded || strcmp(W->op_type, "Conv") || !(kiln__conv_blk_roles(g, W) & (KILN_BLK_DW | KILN_BLK_WRITE))) continue;
     bool ok = true;
     for (int i = 0; ok && i < g->nnodes; i++)
       for (int k = 0; ok && k < g->nodes[i].nin; k++)
-        if (g->nodes[i].in[k] == v) ok = reads_blocked(g, &g->nodes[i], k, v);
+        if (g->nodes[i].in[k] == v) ok = reads_blocked(g, &g->nodes[i], k, v, B);
     cand[v] = ok;
   }
   /* the ties: a depthwise convolution (dw16) takes its input and output in
@@ -107,7 +108,7 @@ int kiln__layout_plan(kiln_graph *g, bool enable, int *nblocked) {
       kiln_node *n = &g->nodes[i];
       if (n->folded || !n->op || strcmp(n->op_type, "Conv") || (n->fuse_root >= 0 && !n->epi)) continue;
       int out = kiln_epi_result_node(g, n)->out[0];
-      if (kiln__conv_blk16_roles(g, n) & KILN_BLK16_DW) changed |= tie(cand, n->in[0], out);
+      if (kiln__conv_blk_roles(g, n) & KILN_BLK_DW) changed |= tie(cand, n->in[0], out);
       if (n->epi)
         for (int e = 0; e < n->epi->next; e++)
           if (same_dims(&g->vals[n->epi->ext[e]], &g->vals[out])) changed |= tie(cand, n->epi->ext[e], out);
@@ -133,10 +134,10 @@ int kiln__layout_plan(kiln_graph *g, bool enable, int *nblocked) {
   for (int i = 0; root && i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
     if (n->folded || !n->op || strcmp(n->op_type, "Conv") || n->in[0] < 0 || !cand[n->in[0]]) continue;
-    if (kiln__conv_blk16_roles(g, n) & KILN_BLK16_DW) has_dw[find(root, n->in[0])] = true;
+    if (kiln__conv_blk_roles(g, n) & KILN_BLK_DW) has_dw[find(root, n->in[0])] = true;
   }
   for (int v = 0; cand && v < g->nvals; v++)
-    if (cand[v] && has_dw[find(root, v)]) { g->vals[v].blk16 = true; nb++; }
+    if (cand[v] && has_dw[find(root, v)]) { g->vals[v].blk = B; nb++; }
   free(cand);
   free(root);
   free(has_dw);

@@ -79,13 +79,13 @@ const kiln_op_def kiln_ops_precision[] = {
 
 /* ---- host transfers of half-stored values --------------------------------- */
 
-/* The NCHW16c (layout.c) index of NCHW element (i, c, p) of a value with C
- * channels of S pixels. */
-static int64_t blk16_at(int64_t i, int64_t c, int64_t p, int64_t C, int64_t S) { return (i * C + (c & ~15)) * S + p * 16 + (c & 15); }
+/* The blocked (NCHW[B]c, layout.c) index of NCHW element (i, c, p) of a
+ * value with C channels of S pixels. */
+static int64_t blk_at(int64_t i, int64_t c, int64_t p, int64_t C, int64_t S, int64_t B) { return (i * C + c / B * B) * S + p * B + c % B; }
 
-/* A value in NCHW16c read back in the model's NCHW (to_dev false), or the
- * model's NCHW data written in NCHW16c (to_dev true). */
-static int xfer_blk16(kiln_device *d, const kiln_value *v, float *host, bool to_dev, kiln_error *err) {
+/* A blocked value read back in the model's NCHW (to_dev false), or the
+ * model's NCHW data written blocked (to_dev true). */
+static int xfer_blk(kiln_device *d, const kiln_value *v, float *host, bool to_dev, kiln_error *err) {
   int64_t n = kiln_value_numel(v), N = v->dims[0], C = v->dims[1], S = 1;
   for (int i = 2; i < v->rank; i++) S *= v->dims[i];
   float *b = malloc((size_t)n * sizeof *b + 1);
@@ -94,8 +94,8 @@ static int xfer_blk16(kiln_device *d, const kiln_value *v, float *host, bool to_
   for (int64_t i = 0; !rc && i < N; i++)
     for (int64_t c = 0; c < C; c++)
       for (int64_t p = 0; p < S; p++) {
-        if (to_dev) b[blk16_at(i, c, p, C, S)] = host[(i * C + c) * S + p];
-        else host[(i * C + c) * S + p] = b[blk16_at(i, c, p, C, S)];
+        if (to_dev) b[blk_at(i, c, p, C, S, v->blk)] = host[(i * C + c) * S + p];
+        else host[(i * C + c) * S + p] = b[blk_at(i, c, p, C, S, v->blk)];
       }
   if (!rc && to_dev) { /* blocking: b is freed next */
     cl_int e = clEnqueueWriteBuffer(d->q, v->buf, CL_TRUE, 0, (size_t)n * sizeof *b, b, 0, NULL, NULL);
@@ -106,7 +106,7 @@ static int xfer_blk16(kiln_device *d, const kiln_value *v, float *host, bool to_
 }
 
 int kiln__value_read(kiln_device *d, const kiln_value *v, void *dst, kiln_error *err) {
-  if (v->blk16) return xfer_blk16(d, v, dst, false, err);
+  if (v->blk) return xfer_blk(d, v, dst, false, err);
   if (!v->half) return kiln_cl_read(d, v->buf, dst, kiln_value_bytes(v), err);
   int64_t n = kiln_value_numel(v);
   uint16_t *h = malloc((size_t)n * 2 + 2);
@@ -118,7 +118,7 @@ int kiln__value_read(kiln_device *d, const kiln_value *v, void *dst, kiln_error 
 }
 
 int kiln__value_upload(kiln_device *d, const kiln_value *v, kiln_error *err) {
-  if (v->blk16) return xfer_blk16(d, v, v->data, true, err);
+  if (v->blk) return xfer_blk(d, v, v->data, true, err);
   if (!v->half) return kiln_cl_write(d, v->buf, v->data, kiln_value_bytes(v), err);
   int64_t n = kiln_value_numel(v);
   uint16_t *h = malloc((size_t)n * 2 + 2);

@@ -32,7 +32,7 @@ typedef struct {
   int64_t group;
   int bias, wconst;
   int xscale; /* input 3: X scaled per (n, c) (internal attribute kiln_xscale, runtime/passes.c) */
-  int blk;    /* bit 0: the input, bit 1: the output in NCHW16c (kiln_value.blk16, runtime/layout.c) */
+  int blk;    /* bit 0: the input, bit 1: the output blocked (kiln_value.blk, runtime/layout.c) in blocks of 16; bit 2, 3: of 8 instead */
 } conv_case;
 
 static void run_case(const conv_case *cc) {
@@ -102,8 +102,8 @@ static void run_case(const conv_case *cc) {
     fails++;
     goto done;
   }
-  g.vals[in[0]].blk16 = cc->blk & 1;
-  g.vals[out[0]].blk16 = (cc->blk & 2) != 0;
+  g.vals[in[0]].blk = cc->blk & 1 ? (cc->blk & 4 ? 8 : 16) : 0;
+  g.vals[out[0]].blk = cc->blk & 2 ? (cc->blk & 8 ? 8 : 16) : 0;
   if (sc_upload(dev, &g, &err)) { printf("FAIL %s setup: %s\n", cc->label, err.msg); fails++; goto done; }
   /* a non-constant weight keeps its host copy only for the reference */
   if (!cc->wconst) { free(g.vals[in[1]].data); g.vals[in[1]].data = NULL; }
@@ -192,6 +192,12 @@ int main(int argc, char **argv) {
     {"1x1 s1 NCHW16c in, input scaled", F, 2, 2, 32, 20, {6, 7}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 1, 1},
     {"1x1 s1 NCHW16c out C=24", F, 2, 1, 24, 32, {5, 11}, {1, 1}, {0}, {0}, {0}, 1, 0, 1, 0, 2},
     {"stem 3x3 s2 p1 NCHW16c out", F, 2, 1, 3, 32, {9, 17}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 1, 1, 1, 0, 2},
+    /* blocks of 8 channels (the layout on devices with 8-wide vectors) */
+    {"depthwise 3x3 s2 p1 NCHW8c", F, 2, 1, 24, 24, {9, 19}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 24, 1, 1, 0, 15},
+    {"1x1 s1 NCHW8c in and out C=24 M=40", F, 2, 2, 24, 40, {5, 9}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 0, 15},
+    {"1x1 s1 NCHW8c in, NCHW16c out", F, 2, 1, 24, 32, {7, 7}, {1, 1}, {0}, {0}, {0}, 1, 0, 1, 0, 7},
+    {"1x1 s1 NCHW16c in, NCHW8c out", F, 2, 1, 32, 24, {6, 11}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 0, 11},
+    {"stem 3x3 s2 p1 NCHW8c out", F, 2, 1, 3, 24, {9, 17}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 1, 1, 1, 0, 10},
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     if (cases[i].dtype == D && !dev->has_fp64) continue;

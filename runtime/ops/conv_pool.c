@@ -550,7 +550,7 @@ static int pool_tunable(kiln_graph *g, kiln_node *n, kiln_tunable *t) {
   win_geom w;
   kiln_error e = {0};
   kiln_value *xv = kiln_in(g, n, 0);
-  if (!xv || xv->blk16 || pool_setup(g, n, &mode, &global, &w, &e)) return 1; /* NCHW16c: gpool_b16, nothing to tune */
+  if (!xv || xv->blk || pool_setup(g, n, &mode, &global, &w, &e)) return 1; /* NCHW16c: gpool_b16, nothing to tune */
   kiln_family_begin(global ? &kiln_family_gpool : &kiln_family_pool, kiln_dev_dtype(xv), t); /* fp16 storage: instances of their own */
   int o = kiln_family_key_dims(t->shape_key, sizeof t->shape_key, snprintf(t->shape_key, sizeof t->shape_key, "%s:", n->op_type), "x", xv);
   if (o < (int)sizeof t->shape_key)
@@ -594,7 +594,7 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   win_geom w;
   int rc = pool_setup(g, n, &mode, &global, &w, err);
   if (rc) return rc;
-  if (kiln_in(g, n, 0)->blk16) { /* NCHW16c input (layout.c): a GlobalAveragePool of floats */
+  if (kiln_in(g, n, 0)->blk) { /* NCHW16c input (layout.c, blocks of 16 only): a GlobalAveragePool of floats */
     char opts[300];
     kiln_cl_type_opts(KILN_DT_FLOAT, opts, sizeof opts);
     strncat(opts, " -DPL_B16=1", sizeof opts - strlen(opts) - 1);

@@ -31,9 +31,9 @@ int kiln__win_meta(const win_geom *w, cl_int *m, int nm, kiln_error *err);
  * the solver its parameters name. */
 int kiln__conv_tunable_of(kiln_graph *g, kiln_node *n, const win_geom *w, kiln_tunable *t);
 int kiln__conv_run(kiln_exec *x, kiln_node *n, const win_geom *w, kiln_error *err);
-/* What Conv node n can do with NCHW16c values (runtime/layout.c), bits of
- * KILN_BLK16_*: 0 for anything else (a node that is not a float Conv with
+/* What Conv node n can do with blocked values (runtime/layout.c), bits of
+ * KILN_BLK_*: 0 for anything else (a node that is not a float Conv with
  * constant weights, in fp16 storage, 3-D, ...). */
-enum { KILN_BLK16_DW = 1, KILN_BLK16_WRITE = 2, KILN_BLK16_READ = 4 };
-int kiln__conv_blk16_roles(kiln_graph *g, kiln_node *n);
+enum { KILN_BLK_DW = 1, KILN_BLK_WRITE = 2, KILN_BLK_READ = 4 };
+int kiln__conv_blk_roles(kiln_graph *g, kiln_node *n);
 #endif
