@@ -66,13 +66,13 @@
  *            channels (pack_panels); full lanes on small planes (resnet's
  *            7x7 and 14x14 layers) and no im2col for strided ones; a padded
  *            input copied once with its pads (conv_pad); windows up to
- *            DIRC_KMAX taps. It also reads and writes NCHW16c values
+ *            DIRC_KMAX taps. It also reads and writes blocked values
  *            (runtime/layout.c: -DDIRC_INB=16 or 8 with the input's pixels
  *            that far apart, -DDIRC_OUTB storing its channel vectors as they
- *            are)
- *            and has a consecutive-pixel path for 1x1 stride-1 layers;
- *   dw16     depthwise 2-D on NCHW16c values (conv_dw16): CONV_TP outputs
- *            of a row x 16 channels per work-item, one vector load per input
+ *            are) and has a consecutive-pixel path for 1x1 stride-1 layers;
+ *   dw16     depthwise 2-D on NCHW16c (or NCHW8c) values (conv_dw16):
+ *            CONV_TP outputs of a row x one block of channels per work-item,
+ *            one vector load per input
  *            pixel, no lanes along the row; the only depthwise solver for
  *            instances whose values runtime/layout.c blocked (keys l=16i16o),
  *            where dirc is the only one for the other convolutions and
@@ -947,14 +947,14 @@ static int dirv_launch(const conv_ctx *c, kiln_error *err) {
 /* Work-items per work-group along the pixels of one channel panel. */
 static int64_t dirc_wg(int64_t npb) { return npb < 32 ? npb : 32; }
 
-/* the default only where the layout leaves no other solver (NCHW16c) */
+/* the default only where the layout leaves no other solver (blocked values) */
 static int dirc_prefer(const kiln_tunable *t) { return t->dims[CD_FLAGS] & CF_BLK && !(t->dims[CD_FLAGS] & CF_DW) ? 9 : 0; }
 
 static int dirc_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int64_t kk = t->dims[CD_KK], icg = kk > 0 ? t->dims[CD_K] / kk : 0;
   if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D)) || kk < 1 || kk > DIRC_KMAX || icg < 1 || t->dims[CD_ESZ] == 8) return -1;
   if (p[CP_TP] * p[CP_DWR] > DIRC_ACC) return -1;
-  /* an NCHW16c input is read in place (no padded copy of it) */
+  /* a blocked input is read in place (no padded copy of it) */
   if ((t->dims[CD_FLAGS] & CF_INB) && (t->dims[CD_FLAGS] & CF_PAD)) return -1;
   /* a blocked output's channel vectors lie inside one block (8: VW 4 or 8) */
   if ((t->dims[CD_FLAGS] & CF_OUTB8) && p[CP_DWVW] > 8) return -1;
@@ -1002,7 +1002,9 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
   cl_mem xs = kiln_in_buf(c->x, c->n, 3); /* the input's scales per (n, c) (CF_XS) */
   if (xs) { size_t o = strlen(opts); snprintf(opts + o, sizeof opts - o, " -DPW_XSCALE=1"); }
   const kiln_value *xv = kiln_in(c->x->g, c->n, 0), *yv = kiln_out(c->x->g, kiln_epi_result_node(c->x->g, c->n), 0);
-  if (w->k[1] * w->k[2] == 1 && w->s[1] * w->s[2] == 1 && !(c->n && dirc_padded(w, &(int64_t){0}, &(int64_t){0}))) {
+  int64_t ihp, iwp;
+  bool padded = dirc_padded(w, &ihp, &iwp);
+  if (w->k[1] * w->k[2] == 1 && w->s[1] * w->s[2] == 1 && !padded) {
     size_t o = strlen(opts); /* 1x1 stride 1 without pads: the kernel's consecutive-pixel path */
     snprintf(opts + o, sizeof opts - o, " -DDIRC_1X1=1");
   }
@@ -1011,9 +1013,8 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
     if (xv->blk) o += (size_t)snprintf(opts + o, sizeof opts - o, " -DDIRC_INB=%d", xv->blk);
     if (yv->blk) snprintf(opts + o, sizeof opts - o, " -DDIRC_OUTB=%d", yv->blk);
   }
-  int64_t ihp, iwp;
   cl_mem xin = c->bx;
-  if (dirc_padded(w, &ihp, &iwp)) {
+  if (padded) {
     size_t o = strlen(opts);
     snprintf(opts + o, sizeof opts - o, " -DDIRC_IHP=%lld -DDIRC_IWP=%lld", (long long)ihp, (long long)iwp);
     xin = kiln_exec_scratch(c->x, c->n, 0, (size_t)(w->n * w->c * ihp * iwp) * c->desz, err);
@@ -1033,11 +1034,10 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
   return kiln_exec_launch(c->x, k, 3, gws, (size_t)wg <= c->x->d->info.max_work_group ? lws : NULL, err);
 }
 
-/* -- dw16: depthwise in NCHW16c ------------------------------------------- */
+/* -- dw16: depthwise in NCHW16c (NCHW8c) ---------------------------------- */
 
-/* Only between convolutions whose values runtime/layout.c put in NCHW16c
- * (both sides); dilation 1, windows up to 7x7 (the kernel unrolls the
- * window's row), float. */
+/* Only where runtime/layout.c blocked both sides, in the same blocks;
+ * dilation 1, windows up to 7x7 (the kernel unrolls the window's row), float. */
 static int dw16_applies(const kiln_tunable *t, const int *p, const kiln_device_info *d) {
   int64_t fl = t->dims[CD_FLAGS];
   if ((fl & CF_BLK) != CF_BLK || !(fl & CF_DW) || (fl & CF_3D) || !wconst(t) || t->dims[CD_ESZ] != 4) return -1;

@@ -3,20 +3,28 @@
  * and, at stride 2, on the shuffles that take every second input; in
  * NCHW16c (x [N][C/16][H][W][16]) each input pixel is one vector of 16
  * channels with no lanes along the row at all (conv.cl's conv_dw16, 2-3.4x
- * faster on mobilenet_v2's and efficientnet_b0's stride-2 layers). Layout
- * changes as copies would cost what that gains, so a value goes to NCHW16c
- * only when the kernels on both sides of it read or write that layout
- * themselves: the convolution before a depthwise one writes its output
- * blocked (conv_dirc stores its channel vectors as they are), the
- * depthwise one reads and writes blocked, and the convolution after it
- * reads blocked (conv_dirc with the input's pixel stride 16). Each value
- * must have no other reader, be no model output and be float32 (not in
- * fp16 storage); fused epilogues of the writers must be of the channel
- * vector form (no operand of the output's size). The tuner then searches
- * those nodes' solvers that take the layout (the instance key says
- * l=16i/16o); host transfers (kiln__value_read) convert back to NCHW, so
- * the tuner's and the tests' comparisons against the CPU reference see the
- * model's layout. KILN_BLOCKED=off plans every value in NCHW. */
+ * faster on mobilenet_v2's and efficientnet_b0's stride-2 layers).
+ *
+ * Layout changes as copies would cost what that gains, so none is added: a
+ * value is stored blocked (kiln_value.blk = B, the CPU device's float
+ * vector width: NCHW16c or NCHW8c) only when the kernel that writes it and
+ * every reader work in that layout themselves. Writers: convolutions (dirc
+ * stores its channel vectors as they are, dirv transposes, dw16). Readers:
+ * convolutions (dirc without pads, with the input's pixel stride B; dw16),
+ * GlobalAveragePool (gpool_b16, B = 16), and fused epilogue operands of the
+ * output's size, which the head reads at the output's index: they take the
+ * output's layout (a residual Add's input). These ties, and dw16's input
+ * and output in the same layout, are solved as a fixpoint; the values left
+ * are joined into regions through the convolutions between them, and only
+ * regions holding a depthwise convolution are kept: elsewhere the layout
+ * would only narrow the solvers the tuner picks among (resnet, squeezenet
+ * plan as before). Model inputs and outputs, constants, values in fp16
+ * storage and 1x1 planes stay NCHW.
+ *
+ * Blocked instances have keys of their own (l=16i16o, ...), so the tuner
+ * measures them separately; host transfers (kiln__value_read/_upload)
+ * convert to and from NCHW, so the tuner's checks, `--check` and the tests
+ * compare in the model's layout. KILN_BLOCKED=off plans every value NCHW. */
 #include "kiln_internal.h"
 #include "ops/window.h"
 
@@ -52,7 +60,7 @@ static kiln_fgroup *epi_member_of(kiln_graph *g, const kiln_node *r) {
   return G && G->head >= 0 && &g->nodes[G->head] != r ? G : NULL;
 }
 
-/* Whether node r can read value v (its input slot k) in NCHW16c. */
+/* Whether node r can read value v (its input slot k) in blocks of B channels. */
 static bool reads_blocked(kiln_graph *g, kiln_node *r, int k, int v, int B) {
   if (r->folded || !r->op) return false;
   if (!strcmp(r->op_type, "Conv")) return k == 0 && (kiln__conv_blk_roles(g, r) & (KILN_BLK_DW | KILN_BLK_READ));
