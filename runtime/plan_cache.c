@@ -15,7 +15,7 @@ struct kiln_plan_entry {
   bool planned, bind_floats;
   kiln_fusion_decision *fdec;
   int nfdec;
-  int nodes_folded;
+  int nodes_folded, blocked_values;
   uint64_t device_bytes, intermediate_bytes, pool_bytes;
   uint64_t used; /* LRU tick when it stopped being current */
 };
@@ -34,6 +34,7 @@ static void swap_in(kiln_session *s, struct kiln_plan_entry *e) {
   SWAP(kiln_fusion_decision *, s->fdec, e->fdec);
   SWAP(int, s->nfdec, e->nfdec);
   SWAP(int, s->st.nodes_folded, e->nodes_folded);
+  SWAP(int, s->st.blocked_values, e->blocked_values);
   SWAP(uint64_t, s->st.device_bytes, e->device_bytes);
   SWAP(uint64_t, s->st.intermediate_bytes, e->intermediate_bytes);
   SWAP(uint64_t, s->st.pool_bytes, e->pool_bytes);
