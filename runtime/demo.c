@@ -325,6 +325,17 @@ static const char *l_transpose(demo_b *b, const char *x, int n, const int64_t *p
   return x ? b_node(b, "Transpose", IN(x), NULL, ATTRS(a_ints(b, "perm", n, perm))) : NULL;
 }
 
+/* The CNNs' head: global average pool of c channels, flatten, a Gemm to
+ * k logits (the model's output "logits"). */
+static void l_classifier(demo_b *b, const char *x, int64_t c, int64_t k) {
+  x = l_unary(b, "GlobalAveragePool", x);
+  x = x ? b_node(b, "Flatten", IN(x), NULL, ATTRS(a_int(b, "axis", 1))) : NULL;
+  const char *w = b_randn(b, "fc_w", 2, (int64_t[]){k, c}, 0.0, 1.0 / sqrt((double)c));
+  const char *bias = b_randn(b, "fc_b", 1, &k, 0.0, 0.05);
+  if (x && w && bias)
+    b_node(b, "Gemm", IN(x, w, bias), "logits", ATTRS(a_float(b, "alpha", 1.0f), a_float(b, "beta", 1.0f), a_int(b, "transB", 1)));
+}
+
 /* ---- the models ---- */
 
 /* input [1,3,32,32] -> conv/bn/relu/maxpool -> residual block -> strided conv
@@ -338,12 +349,7 @@ static void build_cnn(demo_b *b) {
   r = r ? l_bn(b, l_conv(b, r, 16, 16, 3, 1, 1), 16) : NULL;
   x = l_unary(b, "Relu", l_binary(b, "Add", r, x));
   x = x ? l_unary(b, "Relu", l_conv(b, x, 16, 32, 3, 2, 1)) : NULL;
-  x = l_unary(b, "GlobalAveragePool", x);
-  x = x ? b_node(b, "Flatten", IN(x), NULL, ATTRS(a_int(b, "axis", 1))) : NULL;
-  const char *w = b_randn(b, "fc_w", 2, (int64_t[]){10, 32}, 0.0, 1.0 / sqrt(32.0));
-  const char *bias = b_randn(b, "fc_b", 1, (int64_t[]){10}, 0.0, 0.05);
-  if (x && w && bias)
-    b_node(b, "Gemm", IN(x, w, bias), "logits", ATTRS(a_float(b, "alpha", 1.0f), a_float(b, "beta", 1.0f), a_int(b, "transB", 1)));
+  l_classifier(b, x, 32, 10);
 }
 
 /* y = min(max(x, 0), 6) (ReLU6) */
@@ -392,12 +398,7 @@ static void build_mobile(demo_b *b) {
   x = l_mbconv(b, x, 16, 64, 32, 5, 2, false);
   x = l_mbconv(b, x, 32, 96, 32, 3, 1, true);
   x = l_relu6(b, l_bn(b, l_conv(b, x, 32, 64, 1, 1, 0), 64));
-  x = l_unary(b, "GlobalAveragePool", x);
-  x = x ? b_node(b, "Flatten", IN(x), NULL, ATTRS(a_int(b, "axis", 1))) : NULL;
-  const char *w = b_randn(b, "fc_w", 2, (int64_t[]){10, 64}, 0.0, 1.0 / sqrt(64.0));
-  const char *bias = b_randn(b, "fc_b", 1, (int64_t[]){10}, 0.0, 0.05);
-  if (x && w && bias)
-    b_node(b, "Gemm", IN(x, w, bias), "logits", ATTRS(a_float(b, "alpha", 1.0f), a_float(b, "beta", 1.0f), a_int(b, "transB", 1)));
+  l_classifier(b, x, 64, 10);
 }
 
 /* tokens [1,16,64] -> one pre-LN transformer block (4 heads of 16, MLP 256
