@@ -1089,7 +1089,7 @@ inline __attribute__((always_inline)) void dirv_block(__global const ST *xlo, __
 #ifdef DIRV_OUTB
     /* Y blocked (one group): the epilogue on the channel's vector of
      * pixels (it reads no operand of the output's size, the host's
-     * dirv_applies), its lanes stored 16 apart */
+     * dirv_applies), its lanes stored DIRV_OUTB apart */
     TDV v = acc[o] + (TDV)(b);
 #ifdef KILN_EPIV
     v = EPIV(CONVDW_VW, v, 0, c);
@@ -1356,15 +1356,15 @@ __kernel void conv_dirc(__global const ST *x, __global const ST *w, __global con
  * -DDW_B=8 for NCHW8c, the block of a device with 8-wide vectors),
  * the layout runtime/layout.c gives the values between a depthwise
  * convolution and the convolutions on either side of it. A work-item
- * computes CONV_TP outputs along a row for 16 channels: each input pixel of
- * the row's window is one vector load, multiplied by the tap's 16 weights
- * (packed [C/16][KH][KW][16]) into the outputs that use it; no lanes along
+ * computes CONV_TP outputs along a row for one block of channels: each input
+ * pixel of the row's window is one vector load, multiplied by the tap's
+ * weights (packed [C/B][KH][KW][B]) into the outputs that use it; no lanes along
  * the row, so no shuffles at stride 2 and no edge lanes, only whole pixels
  * skipped outside the input. Against dwr (NCHW, vectors along the row) on
  * POCL: 144x56x56 3x3 s2 + SiLU 34 vs 66 us, 5x5 s2 44 vs 144-155.
  * Dilation 1, windows up to 7x7 (the host's dw16_applies). Epilogues on
- * vectors of 16 channels (KILN_EPIR), full-size operands in NCHW16c. Built with
- * CONV_GEOM. grid: (ceil(OW/CONV_TP), OH, N*C/16) */
+ * channel vectors (KILN_EPIR), full-size operands blocked the same. Built with
+ * CONV_GEOM. grid: (ceil(OW/CONV_TP), OH, N*C/DW_B) */
 #if CONV_USES(13) && defined(CONV_GEOM)
 #if defined(KILN_EPI) && !defined(KILN_EPIR)
 #error "conv_dw16 takes epilogues on channel vectors only"
