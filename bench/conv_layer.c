@@ -7,7 +7,10 @@
  * clFinish), GFLOP/s of the direct convolution's FLOPs and GB/s of the
  * tensors it must move once (input, weights, output) at the median.
  *
- * usage: bench_conv_layer N,C,H,W,M,K,S,PAD,GROUP [--rounds R] [--device SEL] PARAMS...
+ * usage: bench_conv_layer N,C,H,W,M,K,S,PAD,GROUP [--rounds R] [--device SEL] [--blk L] PARAMS...
+ *   --blk L: the input (bit 0) and/or the output (bit 1) in blocks of 16
+ *   channels (kiln_value.blk, as runtime/layout.c plans them; 4: blocks
+ *   of 8), so that blocked instances are timed against NCHW ones.
  *   PARAMS: "CONV_ALGO=6,GEMM_TM=2,GEMM_TN=32" (others at the descriptor's
  *   defaults; the vector must be valid for the shape), or "default".
  * Exit 0 ok, 1 a wrong result or failure, 2 usage. */
@@ -57,16 +60,17 @@ static int check(kiln_device *d, kiln_graph *g, void **host, int yi, const char 
 
 int main(int argc, char **argv) {
   long long sh[9];
-  int rounds = 20, nv = 0;
+  int rounds = 20, nv = 0, blk = 0;
   const char *devsel = NULL, *vecs[MAXV];
   if (argc < 3 || sscanf(argv[1], "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", &sh[0], &sh[1], &sh[2], &sh[3], &sh[4], &sh[5], &sh[6], &sh[7],
                          &sh[8]) != 9) {
-    fprintf(stderr, "usage: %s N,C,H,W,M,K,S,PAD,GROUP [--rounds R] [--device SEL] PARAMS...\n", argv[0]);
+    fprintf(stderr, "usage: %s N,C,H,W,M,K,S,PAD,GROUP [--rounds R] [--device SEL] [--blk L] PARAMS...\n", argv[0]);
     return 2;
   }
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) devsel = argv[++i];
+    else if (!strcmp(argv[i], "--blk") && i + 1 < argc) blk = atoi(argv[++i]);
     else if (nv < MAXV) vecs[nv++] = argv[i];
   }
   if (nv == 0 || rounds < 1) { fprintf(stderr, "%s: no parameter vectors\n", argv[0]); return 2; }
@@ -111,10 +115,17 @@ int main(int argc, char **argv) {
     }
   }
   out[0] = kiln_graph_add_value(&g, "y");
+  int bsz = blk & 4 ? 8 : 16;
+  g.vals[in[0]].blk = blk & 1 ? bsz : 0;
   void **host = calloc((size_t)g.nvals, sizeof(void *));
   kiln_tunable t;
   int rc = 1;
-  if (n.op->infer(&g, &n, &err) || n.op->dev_check(&g, &n, &err) || kiln_node_run_ref_host(&g, &n, host, &err) || n.op->tunable(&g, &n, &t)) {
+  if (n.op->infer(&g, &n, &err) || n.op->dev_check(&g, &n, &err) || kiln_node_run_ref_host(&g, &n, host, &err)) {
+    fprintf(stderr, "setup: %s\n", err.msg);
+    return 1;
+  }
+  g.vals[out[0]].blk = blk & 2 ? bsz : 0; /* the output, once inferred */
+  if (n.op->tunable(&g, &n, &t)) {
     fprintf(stderr, "setup: %s\n", err.msg);
     return 1;
   }
