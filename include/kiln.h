@@ -210,6 +210,7 @@ typedef struct kiln_options {
   int attention_fuse;       /* KILN_ATTENTION_FUSE: KILN_FUSE_AUTO (the cost model decides), _ALWAYS, _NEVER */
   int no_predict;           /* KILN_NO_PREDICT: parameters without a record are the descriptor defaults */
   int no_blocked;           /* KILN_BLOCKED=off: every value in the model's NCHW layout (no NCHW16c around depthwise convolutions) */
+  int no_replay;            /* KILN_REPLAY=off: every run enqueues each node through its op, none replays an earlier run's launches */
   /* models (kiln_load_options.max_model_bytes when that is 0) */
   uint64_t max_model_bytes; /* KILN_MAX_MODEL_BYTES */
 } kiln_options;
@@ -219,7 +220,7 @@ typedef struct kiln_options {
  * The only place the library reads them. */
 int kiln_options_from_env(kiln_options *o, kiln_error *err);
 /* Applies the device fields of o (cache_dir, kernel_dir, no_probe,
- * gemm_kernels, attention_fuse, no_predict, no_blocked; strings copied) to d, for the
+ * gemm_kernels, attention_fuse, no_predict, no_blocked, no_replay; strings copied) to d, for the
  * programs it compiles and the sessions planned on it from now on. NULL:
  * the defaults. KILN_EINVAL for a path too long. */
 int kiln_device_set_options(kiln_device *d, const kiln_options *o, kiln_error *err);

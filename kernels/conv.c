@@ -268,7 +268,7 @@ static int conv_gemm_launch(const conv_ctx *c, const conv_gemm_args *a, kiln_err
                    KARG(a->epi), KARG(e[0]), KARG(e[1]), KEND))
     return err->status;
   for (int i = 0; a->sg && i < 4; i++) {
-    cl_int r = clSetKernelArg(k, 20 + i, sizeof(cl_int), &a->sg[i]);
+    cl_int r = kiln_cl_arg(k, 20 + i, sizeof(cl_int), &a->sg[i]);
     if (r != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clSetKernelArg: %s", kiln__clerror(r));
   }
   int tm = c->p[CP_GTM], tn = c->p[CP_GTN];
@@ -336,7 +336,7 @@ static int conv_panel_gemm(const conv_ctx *c, conv_panel_args *a, kiln_error *er
 /* The ninth argument of a kernel built with -DPW_XSCALE (conv_pw, conv_dirc):
  * the input's scales per (n, c). */
 static int set_xscale(cl_kernel k, cl_mem xs, kiln_error *err) {
-  cl_int r = clSetKernelArg(k, 8, sizeof xs, &xs);
+  cl_int r = kiln_cl_arg(k, 8, sizeof xs, &xs);
   return r == CL_SUCCESS ? 0 : kiln__err(err, KILN_ECL, "clSetKernelArg: %s", kiln__clerror(r));
 }
 

@@ -551,6 +551,12 @@ static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_sr
   return k;
 }
 
+cl_int kiln_cl_arg(cl_kernel k, cl_uint idx, size_t sz, const void *p) {
+  cl_int e = clSetKernelArg(k, idx, sz, p);
+  if (e == CL_SUCCESS) kiln__rec_arg(k, idx, sz, p);
+  return e;
+}
+
 int kiln_cl_args(cl_kernel k, kiln_error *err, ...) {
   va_list ap;
   va_start(ap, err);
@@ -559,7 +565,7 @@ int kiln_cl_args(cl_kernel k, kiln_error *err, ...) {
     size_t sz = va_arg(ap, size_t);
     if (!sz) break;
     const void *p = va_arg(ap, const void *);
-    cl_int e = clSetKernelArg(k, idx, sz, p);
+    cl_int e = kiln_cl_arg(k, idx, sz, p);
     if (e != CL_SUCCESS) {
       va_end(ap);
       char name[128] = "?";
@@ -698,6 +704,7 @@ static void count_codegen(kiln_device *d, cl_event e) {
 
 int kiln_cl_launch_ev(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, cl_event *ev, kiln_error *err) {
   if (ev) *ev = NULL;
+  kiln__rec_launch(k, dims, gws, lws);
   size_t g[3], l[3];
   for (int i = 0; i < dims; i++) {
     if (gws[i] == 0) return 0;
@@ -755,6 +762,7 @@ cl_mem kiln_cl_alloc(kiln_device *d, size_t bytes, kiln_error *err) {
 
 int kiln_cl_write(kiln_device *d, cl_mem b, const void *src, size_t bytes, kiln_error *err) {
   if (!bytes) return 0;
+  kiln__rec_other();
   cl_int e = clEnqueueWriteBuffer(d->q, b, CL_FALSE, 0, bytes, src, 0, NULL, NULL);
   if (e != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clEnqueueWriteBuffer(%zu bytes): %s", bytes, kiln__clerror(e));
   /* the host pointer must stay valid until the copy: callers keep it alive until the next clFinish */
@@ -763,6 +771,7 @@ int kiln_cl_write(kiln_device *d, cl_mem b, const void *src, size_t bytes, kiln_
 
 int kiln_cl_read(kiln_device *d, cl_mem b, void *dst, size_t bytes, kiln_error *err) {
   if (!bytes) return 0;
+  kiln__rec_other();
   cl_int e = clEnqueueReadBuffer(d->q, b, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
   if (e != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clEnqueueReadBuffer(%zu bytes): %s", bytes, kiln__clerror(e));
   return 0;

@@ -745,12 +745,12 @@ int kiln_fusion_run(kiln_exec *x, kiln_node *root, kiln_error *err) {
   cl_uint a = 0;
   for (int e = 0; e < G->next; e++) {
     cl_mem b = g->vals[G->ext[e]].buf;
-    if (clSetKernelArg(k, a++, sizeof b, &b) != CL_SUCCESS) return kiln__err(err, KILN_ECL, "fused kernel: argument %u", a - 1);
+    if (kiln_cl_arg(k, a++, sizeof b, &b) != CL_SUCCESS) return kiln__err(err, KILN_ECL, "fused kernel: argument %u", a - 1);
   }
   cl_mem yb = y->buf;
   cl_long n = kiln_value_numel(y);
-  if (clSetKernelArg(k, a++, sizeof yb, &yb) != CL_SUCCESS || clSetKernelArg(k, a++, sizeof mb, &mb) != CL_SUCCESS ||
-      clSetKernelArg(k, a++, sizeof n, &n) != CL_SUCCESS)
+  if (kiln_cl_arg(k, a++, sizeof yb, &yb) != CL_SUCCESS || kiln_cl_arg(k, a++, sizeof mb, &mb) != CL_SUCCESS ||
+      kiln_cl_arg(k, a++, sizeof n, &n) != CL_SUCCESS)
     return kiln__err(err, KILN_ECL, "fused kernel: arguments");
   if (n == 0) return 0;
   /* (runs of FUSE_RUN along the last axis, rows) */

@@ -133,6 +133,7 @@ typedef struct kiln_node {
   bool half;                 /* its float tensors are stored as fp16 (precision.c) */
   const char *prec_why;      /* why it runs in its precision (static text), NULL: no float tensors */
   const char *tparams_origin; /* NULL until chosen */
+  struct kiln_replay *replay; /* its launches as recorded on a run of the plan (replay.c) */
 } kiln_node;
 
 struct kiln_graph {
@@ -222,6 +223,7 @@ typedef struct kiln_dev_opts {
   int attention_fuse;        /* KILN_FUSE_AUTO / _ALWAYS / _NEVER */
   bool no_predict;           /* no cost-model predictions: descriptor defaults */
   bool no_blocked;           /* no NCHW16c values (layout.c) */
+  bool no_replay;            /* no replayed launches (replay.c) */
 } kiln_dev_opts;
 
 struct kiln_device {
@@ -295,6 +297,23 @@ void kiln_source_hash(const kiln_device *d, const char *files, char *buf, size_t
 void kiln_source_hash_in(const char *dir, const char *files, char *buf, size_t len);
 /* Sets kernel args: pairs of (size, pointer) terminated by size 0. */
 int kiln_cl_args(cl_kernel k, kiln_error *err, ...);
+/* clSetKernelArg, recorded for replay (replay.c): for arguments set outside kiln_cl_args. */
+cl_int kiln_cl_arg(cl_kernel k, cl_uint idx, size_t sz, const void *p);
+
+/* replay.c: a node's launches recorded on one run of a plan, replayed on the
+ * next. kiln__rec_other: something enqueued that a replay would not repeat
+ * (an upload, a copy, a read-back, a library's own launches); every enqueue
+ * other than kiln_cl_launch_ev calls it. kiln__replay_stale: node n's
+ * device state (param/scratch blocks, packed weights) changed, so its
+ * recording no longer holds. */
+void kiln__rec_arg(cl_kernel k, cl_uint idx, size_t sz, const void *p);
+void kiln__rec_launch(cl_kernel k, int dims, const size_t *gws, const size_t *lws);
+void kiln__rec_other(void);
+int kiln__replay_begin(kiln_node *n);
+void kiln__replay_end(kiln_node *n, bool ok);
+bool kiln__replay_ready(const kiln_node *n);
+void kiln__replay_stale(kiln_node *n);
+void kiln__replay_free(kiln_node *n);
 #define KARG(x) sizeof(x), (const void *)&(x)
 #define KEND ((size_t)0)
 /* OpenCL C type name for a dtype ("float", "long", "uchar", ...), NULL if none. */
@@ -470,10 +489,13 @@ int kiln_exec_launch(kiln_exec *x, cl_kernel k, int dims, const size_t *gws, con
  * constant operand): counted in setup_launches, so that the launches per run
  * are the same for every run of a plan. */
 static inline int kiln_exec_launch_setup(kiln_exec *x, cl_kernel k, int dims, const size_t *gws, const size_t *lws, kiln_error *err) {
+  kiln__rec_other(); /* a run that packs is not one to replay */
   int rc = kiln_exec_launch(x, k, dims, gws, lws, err);
   if (!rc) { x->launches--; x->setup_launches++; }
   return rc;
 }
+/* Node n's recorded launches again (kiln__replay_ready(n) true). */
+int kiln__replay_run(kiln_exec *x, kiln_node *n, kiln_error *err);
 /* Device buffer of input/output slot i (NULL if omitted). For a constant input
  * the executor has uploaded its data. */
 static inline cl_mem kiln_in_buf(kiln_exec *x, const kiln_node *n, int i) { return kiln_has_in(n, i) ? x->g->vals[n->in[i]].buf : NULL; }

@@ -65,6 +65,7 @@ void kiln_graph_free(kiln_graph *g) {
   for (int i = 0; i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
     kiln__node_free_fields(n);
+    kiln__replay_free(n);
     for (int k = 0; k < 4; k++) {
       if (n->param[k]) clReleaseMemObject(n->param[k]);
       if (n->scratch[k]) clReleaseMemObject(n->scratch[k]);

@@ -42,6 +42,9 @@ typedef enum {
      "none: predictions are neither read nor kept")                                                                     \
   XX("KILN_BLOCKED", ENV_OFF, no_blocked, "off",                                                                         \
      "no NCHW16c values: depthwise convolutions and their neighbours in the model's layout", "none: plans are not kept") \
+  XX("KILN_REPLAY", ENV_OFF, no_replay, "off",                                                                           \
+     "every run enqueues each node through its op (no replay of the launches recorded on an earlier run)",              \
+     "none: recordings live in the session's plan")                                                                    \
   XX("KILN_MAX_MODEL_BYTES", ENV_BYTES, max_model_bytes, "N",                                                          \
      "refuse larger models (default 4 GiB; --max-model-bytes overrides)", "none: a limit")
 
@@ -119,6 +122,7 @@ int kiln_device_set_options(kiln_device *d, const kiln_options *o, kiln_error *e
   d->opt.attention_fuse = o->attention_fuse;
   d->opt.no_predict = o->no_predict != 0;
   d->opt.no_blocked = o->no_blocked != 0;
+  d->opt.no_replay = o->no_replay != 0;
   return 0;
 }
 

@@ -54,6 +54,7 @@ static int kc_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   cl_long total = kiln_value_numel(y);
   if (!total) return 0;
   if (a->half == y->half) {
+    kiln__rec_other();
     cl_int e = clEnqueueCopyBuffer(x->d->q, ba, by, 0, 0, kiln_value_dev_bytes(y), 0, NULL, NULL);
     return e == CL_SUCCESS ? 0 : kiln__err(err, KILN_ECL, "copy: %s", kiln__clerror(e));
   }
@@ -98,6 +99,7 @@ static int xfer_blk(kiln_device *d, const kiln_value *v, float *host, bool to_de
         else host[(i * C + c) * S + p] = b[blk_at(i, c, p, C, S, v->blk)];
       }
   if (!rc && to_dev) { /* blocking: b is freed next */
+    kiln__rec_other();
     cl_int e = clEnqueueWriteBuffer(d->q, v->buf, CL_TRUE, 0, (size_t)n * sizeof *b, b, 0, NULL, NULL);
     if (e != CL_SUCCESS) rc = kiln__err(err, KILN_ECL, "clEnqueueWriteBuffer(%lld bytes): %s", (long long)n * 4, kiln__clerror(e));
   }
@@ -124,6 +126,7 @@ int kiln__value_upload(kiln_device *d, const kiln_value *v, kiln_error *err) {
   uint16_t *h = malloc((size_t)n * 2 + 2);
   if (!h) return kiln__err(err, KILN_ENOMEM, "out of memory");
   for (int64_t i = 0; i < n; i++) h[i] = kiln__f2h(((const float *)v->data)[i]);
+  kiln__rec_other();
   cl_int e = clEnqueueWriteBuffer(d->q, v->buf, CL_TRUE, 0, (size_t)n * 2, h, 0, NULL, NULL); /* blocking: h is freed next */
   free(h);
   return e == CL_SUCCESS ? 0 : kiln__err(err, KILN_ECL, "clEnqueueWriteBuffer(%lld bytes): %s", (long long)n * 2, kiln__clerror(e));

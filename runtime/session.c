@@ -285,6 +285,7 @@ void kiln__session_release_plan(kiln_session *s) {
     n->state = NULL;
     n->packed_w1 = n->streamed = false;
     n->tparams_origin = NULL;
+    kiln__replay_free(n);
   }
   kiln_fusion_free(g);
   free(s->fdec);
@@ -802,6 +803,7 @@ static int plan(kiln_session *s, kiln_error *err) {
 
 int kiln_session_run(kiln_session *s, kiln_error *err) {
   kiln_graph *g = s->m->g;
+  kiln__rec_other(); /* run inside a node's op (a control-flow body): that node is not replayed */
   for (int i = 0; i < g->ninputs; i++)
     if (!s->in[i]) return kiln__err(err, KILN_ENOTFOUND, "missing input '%s' (give it with --input %s=FILE or use --random)", g->vals[g->inputs[i]].name, g->vals[g->inputs[i]].name);
   double t0 = now_ms();
@@ -821,6 +823,10 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
   s->stream_live = 0;
   s->stream_peak_run = 0;
   int *ev_first = NULL;
+  /* replay.c: nodes replay the launches recorded on an earlier run, up to
+   * the first dynamic node (shapes after it are inferred again); none under
+   * a memory budget (stream.c moves buffers between runs) */
+  bool replay = !d->opt.no_replay && !s->max_memory;
   if (s->profile) {
     free(s->ev_lo);
     free(s->ev_hi);
@@ -835,9 +841,19 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     if (n->folded || n->skip_dev) continue; /* skip_dev: output aliases the input's buffer */
     if (n->fuse_root >= 0 && !n->fgroup) continue; /* computed by its group's fused kernel */
     x.cur = i;
-    if ((rc = kiln__stream_before(s, i, err)) == 0 && (rc = kiln_node_dev(&x, n, err)) == 0 && (n->op->flags & KILN_OP_DYNAMIC) && !n->fgroup) {
-      /* the row count read back */
-      if (!n->op->resolve || (rc = n->op->resolve(&x, n, err)) == 0) rc = kiln__reinfer_after(g, i, err);
+    bool dyn = (n->op->flags & KILN_OP_DYNAMIC) && !n->fgroup;
+    replay = replay && !dyn;
+    if (replay && kiln__replay_ready(n)) rc = kiln__replay_run(&x, n, err);
+    else if ((rc = kiln__stream_before(s, i, err)) == 0) {
+      if (replay && (rc = kiln__replay_begin(n)) != 0) rc = kiln__err(err, rc, "out of memory");
+      else {
+        rc = kiln_node_dev(&x, n, err);
+        if (replay) kiln__replay_end(n, rc == 0);
+      }
+      if (rc == 0 && dyn) {
+        /* the row count read back */
+        if (!n->op->resolve || (rc = n->op->resolve(&x, n, err)) == 0) rc = kiln__reinfer_after(g, i, err);
+      }
     }
     kiln__stream_after(s, i);
     if (rc != 0) {
@@ -993,6 +1009,7 @@ cl_mem kiln_exec_param(kiln_exec *x, kiln_node *n, int slot, const void *data, s
    * per plan and must not change within it */
   uint64_t h = bytes <= 65536 ? hash_bytes(data, bytes) : 0;
   if (n->param[slot] && n->param_bytes[slot] == bytes && n->param_hash[slot] == h) return n->param[slot];
+  kiln__replay_stale(n); /* new contents, or a new block */
   if (n->param[slot] && n->param_bytes[slot] == bytes && bytes <= 65536) {
     if (clEnqueueWriteBuffer(x->d->q, n->param[slot], CL_TRUE, 0, bytes, data, 0, NULL, NULL) != CL_SUCCESS) {
       kiln__err(err, KILN_ECL, "upload of node parameters failed");
@@ -1019,6 +1036,7 @@ cl_mem kiln_exec_param(kiln_exec *x, kiln_node *n, int slot, const void *data, s
 cl_mem kiln_exec_scratch(kiln_exec *x, kiln_node *n, int slot, size_t bytes, kiln_error *err) {
   if (slot < 0 || slot >= 4) { kiln__err(err, KILN_EINTERNAL, "scratch slot %d", slot); return NULL; }
   if (n->scratch[slot] && n->scratch_bytes[slot] >= bytes) return n->scratch[slot];
+  kiln__replay_stale(n);
   if (n->scratch[slot]) clReleaseMemObject(n->scratch[slot]);
   n->scratch[slot] = NULL;
   n->scratch_bytes[slot] = 0;

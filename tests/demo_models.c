@@ -1,7 +1,8 @@
 /* demo_models.c: writes the built-in demo models ("cnn", "transformer", "mobile") to a
  * temporary directory, checks that they load with the expected interface and
  * that writing is deterministic per seed, runs each on the OpenCL device with
- * seeded random inputs and compares the outputs with the CPU reference:
+ * seeded random inputs and compares the outputs of its third run (launches
+ * replayed, runtime/replay.c) with the CPU reference:
  * max |dev - ref| must be <= 1e-3 * max |ref| + 1e-5.
  * Exit 0 = pass, 1 = fail, 77 = skipped (no OpenCL device).
  * Usage: kiln_demo_models [--device SELECTOR] [--keep] */
@@ -122,6 +123,8 @@ static int run_case(int ci, const char *dir, const char *selector, kiln_device *
   double t1 = now_ms();
   if (kiln_session_run(s, &err)) { fprintf(stderr, "FAIL %s: second run: %s\n", name, err.msg); goto done; }
   double t2 = now_ms();
+  /* the third run replays the launches the second recorded (runtime/replay.c): its outputs are the ones compared */
+  if (kiln_session_run(s, &err)) { fprintf(stderr, "FAIL %s: third run: %s\n", name, err.msg); goto done; }
   if (kiln_session_run_reference(s, &ref, &nref, &err)) { fprintf(stderr, "FAIL %s: reference: %s\n", name, err.msg); goto done; }
   const kiln_tensor *out = kiln_session_output(s, 0);
   if (nref != 1 || !out || !ref[0] || out->dtype != KILN_DT_FLOAT || ref[0]->dtype != KILN_DT_FLOAT ||

@@ -33,7 +33,7 @@ class LoadOptions(ctypes.Structure):
 class Options(ctypes.Structure):
     _fields_ = [("device", ctypes.c_char_p), ("db", ctypes.c_char_p), ("db_path", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
                 ("kernel_dir", ctypes.c_char_p), ("no_probe", ctypes.c_int), ("gemm_kernels", ctypes.c_uint),
-                ("attention_fuse", ctypes.c_int), ("no_predict", ctypes.c_int), ("no_blocked", ctypes.c_int),
+                ("attention_fuse", ctypes.c_int), ("no_predict", ctypes.c_int), ("no_blocked", ctypes.c_int), ("no_replay", ctypes.c_int),
                 ("max_model_bytes", ctypes.c_uint64)]
 
 

@@ -347,6 +347,7 @@ static int capture_tensor(kiln_exec *x, kiln_graph *g, kiln_node *n, kiln_graph 
 /* A blocking upload: the host tensors are freed right after. */
 static int write_sync(kiln_exec *x, cl_mem b, const void *src, size_t bytes, kiln_error *err) {
   if (!bytes) return 0;
+  kiln__rec_other();
   cl_int e = clEnqueueWriteBuffer(x->d->q, b, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
   return e == CL_SUCCESS ? 0 : kiln__err(err, KILN_ECL, "clEnqueueWriteBuffer(%zu bytes): %s", bytes, kiln__clerror(e));
 }

@@ -393,6 +393,7 @@ static int gemm_clblast(kiln_exec *x, kiln_node *n, int dt, const kiln_tunable *
   if (!ldb) ldb = 1;
   cl_event ev = NULL, mark = NULL;
   cl_command_queue q = x->d->q;
+  kiln__rec_other(); /* CLBlast enqueues its own kernels: not replayed */
   /* profiling: a marker before the call, so the span from its start to the
    * end of CLBlast's (last) event covers all of CLBlast's kernels */
   if (x->profile && clEnqueueMarkerWithWaitList(q, 0, NULL, &mark) == CL_SUCCESS) gemm_add_event(x, mark), x->launches--;

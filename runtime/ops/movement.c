@@ -85,6 +85,7 @@ static cl_kernel kbits(kiln_exec *x, size_t es, const char *name, kiln_error *er
 /* Device copy of `bytes` (counted as a launch). */
 static int dev_copy(kiln_exec *x, cl_mem src, cl_mem dst, size_t bytes, kiln_error *err) {
   if (!bytes || src == dst) return 0;
+  kiln__rec_other();
   cl_int e = clEnqueueCopyBuffer(x->d->q, src, dst, 0, 0, bytes, 0, NULL, NULL);
   if (e != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clEnqueueCopyBuffer(%zu bytes): %s", bytes, kiln__clerror(e));
   x->launches++;

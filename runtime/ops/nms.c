@@ -129,6 +129,7 @@ static int nms_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   if (!total) return err->status;
   if (BC == 0 || N == 0) { /* nothing kept */
     cl_long zero = 0;
+    kiln__rec_other();
     cl_int e = clEnqueueWriteBuffer(x->d->q, total, CL_TRUE, 0, sizeof zero, &zero, 0, NULL, NULL);
     return e == CL_SUCCESS ? 0 : kiln__err(err, KILN_ECL, "clEnqueueWriteBuffer: %s", kiln__clerror(e));
   }

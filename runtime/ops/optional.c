@@ -54,6 +54,7 @@ static int copy_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_value *o = kiln_out(x->g, n, 0);
   size_t b = kiln_value_bytes(o);
   if (o->dtype == KILN_DT_SEQUENCE || !kiln_has_in(n, 0) || !b) return 0;
+  kiln__rec_other();
   cl_int e = clEnqueueCopyBuffer(x->d->q, kiln_in_buf(x, n, 0), kiln_out_buf(x, n, 0), 0, 0, b, 0, NULL, NULL);
   if (e != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clEnqueueCopyBuffer: %s", kiln__clerror(e));
   x->launches++;

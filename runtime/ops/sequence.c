@@ -245,6 +245,7 @@ static int dev_copy(kiln_exec *x, const kiln_seq_item *it, int64_t want_rows, cl
   cl_mem src = x->g->vals[it->vid].buf;
   if (!src) return kiln__err(err, KILN_EINTERNAL, "sequence element '%s' has no device buffer", x->g->vals[it->vid].name);
   size_t so3[3] = {(size_t)so, 0, 0}, do3[3] = {(size_t)dst_off, 0, 0}, reg[3] = {(size_t)rb, (size_t)rows, 1};
+  kiln__rec_other();
   cl_int e = clEnqueueCopyBufferRect(x->d->q, src, dst, so3, do3, reg, (size_t)sp, (size_t)sp * (size_t)rows, (size_t)dst_pitch, (size_t)dst_pitch * (size_t)rows, 0, NULL, NULL);
   if (e != CL_SUCCESS) return kiln__err(err, KILN_ECL, "clEnqueueCopyBufferRect: %s", kiln__clerror(e));
   x->launches++;

@@ -120,6 +120,7 @@ static int tf_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   cl_int ng = t.ng, maxd = (cl_int)kiln_attr_int(n, "max_skip_count", 0) + 1, mode = mode_of(n);
   float zero = 0;
   if (!w) rc = err->status;
+  kiln__rec_other();
   if (!rc && clEnqueueWriteBuffer(x->d->q, w, CL_TRUE, 0, sizeof(float) * (size_t)(t.ng + 1), t.w, 0, NULL, NULL) != CL_SUCCESS)
     rc = kiln__err(err, KILN_ECL, "upload of the weights failed");
   if (!rc && clEnqueueFillBuffer(x->d->q, by, &zero, sizeof zero, 0, kiln_value_bytes(kiln_out(x->g, n, 0)), 0, NULL, NULL) != CL_SUCCESS)
