@@ -171,6 +171,9 @@ int main(int argc, char **argv) {
      * stride 2, channel blocks past M (20 and 24 in blocks of 16), N=2 */
     {"stem 7x7 s2 p3 C=3 M=20 wide", F, 2, 1, 3, 20, {21, 121}, {7, 7}, {2, 2}, {0}, {3, 3, 3, 3}, 1, 1, 1},
     {"stem 3x3 s2 p1 C=3 M=24 N=2", F, 2, 2, 3, 24, {9, 113}, {3, 3}, {2, 2}, {0}, {0, 1, 1, 1}, 1, 0, 1},
+    /* a stem-like 5x5 at stride 1 with uneven pads, rows of a whole and a
+     * partial column block, two images */
+    {"stem 5x5 s1 p2.1 C=4 M=16 N=2", F, 2, 2, 4, 16, {6, 35}, {5, 5}, {0}, {0}, {2, 1, 1, 2}, 1, 1, 1},
     {"5x5 s1 p2 C=3 M=6 (oclgrind)", F, 2, 1, 3, 6, {5, 41}, {5, 5}, {0}, {0}, {2, 2, 2, 2}, 1, 1, 1},
     {"3x3 s1 p1 C=16 M=40 wide (dirv's widest)", F, 2, 1, 16, 40, {7, 55}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 1, 1, 1},
     /* what dwr leaves to dw and dwv: more taps than it holds, and 3-D */
