@@ -954,8 +954,6 @@ static int dirc_applies(const kiln_tunable *t, const int *p, const kiln_device_i
   int64_t kk = t->dims[CD_KK], icg = kk > 0 ? t->dims[CD_K] / kk : 0;
   if (!wconst(t) || (t->dims[CD_FLAGS] & (CF_DW | CF_3D)) || kk < 1 || kk > DIRC_KMAX || icg < 1 || t->dims[CD_ESZ] == 8) return -1;
   if (p[CP_TP] * p[CP_DWR] > DIRC_ACC) return -1;
-  /* a blocked input is read in place (no padded copy of it) */
-  if ((t->dims[CD_FLAGS] & CF_INB) && (t->dims[CD_FLAGS] & CF_PAD)) return -1;
   /* a blocked output's channel vectors lie inside one block (8: VW 4 or 8) */
   if ((t->dims[CD_FLAGS] & CF_OUTB8) && p[CP_DWVW] > 8) return -1;
   /* a panel wider than the layer's channels (twice rounded up) only multiplies zeros */
@@ -1021,7 +1019,7 @@ static int dirc_launch(const conv_ctx *c, kiln_error *err) {
     if (!xin) return err->status;
     cl_kernel kp = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_pad", err);
     if (!kp || kiln_cl_args(kp, err, KARG(c->bx), KARG(xin), KEND)) return err->status;
-    size_t gp[2] = {(size_t)ihp, (size_t)(w->n * w->c)};
+    size_t gp[2] = {(size_t)ihp, (size_t)(w->n * w->c / (xv->blk ? xv->blk : 1))}; /* blocked: a block's row per work-item */
     if (kiln_exec_launch(c->x, kp, 2, gp, NULL, err)) return err->status;
   }
   cl_kernel k = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, "conv_dirc", err);
@@ -1228,7 +1226,12 @@ int kiln__conv_blk_roles(kiln_graph *g, kiln_node *n) {
      * no input scales (passes.c fuses those into 1x1 convolutions) */
     return w.c % 8 == 0 && w.d[1] == 1 && w.d[2] == 1 && w.k[1] <= 7 && w.k[2] <= 7 && !kiln_has_in(n, 3) ? KILN_BLK_DW : 0;
   /* dirc (dirv too when it writes): one group, whole blocks of 8 or 16
-   * channels; reads one without pads */
+   * channels; reads one without pads. (dirc also reads a padded one, from
+   * conv_pad's copy in blocks: bench_conv_layer --blk 3 against NCHW, 3x3
+   * 64x56x56 494-507 vs 565-576 us, 32->128 at 27x27 132-144 vs 155-190;
+   * not offered to layout.c yet: the regions it would open, without a
+   * depthwise conv, need MaxPool and Concat in blocks and a measured choice
+   * against Winograd, which stays faster on 512-channel 3x3s.) */
   if (w.group != 1 || kk > DIRC_KMAX) return 0;
   return (w.oc % 8 == 0 ? KILN_BLK_WRITE : 0) | (w.c % 8 == 0 && !(fl & CF_PAD) ? KILN_BLK_READ : 0);
 }

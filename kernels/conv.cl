@@ -1172,7 +1172,24 @@ __kernel void conv_dirv(__global const ST *x, __global const ST *w, __global con
 #define DIRC_PH 0
 #define DIRC_PW 0
 /* x [N][C][IH][IW] into xp [N][C][DIRC_IHP][DIRC_IWP], the pads (PH, PW
- * leading, the rest trailing) zeros. grid: (DIRC_IHP, N*C) */
+ * leading, the rest trailing) zeros. grid: (DIRC_IHP, N*C); in blocks of
+ * DIRC_INB channels (x [N][C/B][IH][IW][B]): (DIRC_IHP, N*C/B), a block's
+ * row at a time, each pixel B elements. */
+#ifdef DIRC_INB
+__kernel void conv_pad(__global const ST *x, __global ST *xp) {
+  const int IH = CM(M_IN + 1), IW = CM(M_IN + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
+  const int r = get_global_id(0), nb = get_global_id(1), ih = r - PH;
+  const long so = ((long)nb * IH * IW + (long)ih * IW) * DIRC_INB, d = ((long)nb * DIRC_IHP + r) * DIRC_IWP * DIRC_INB;
+  for (int j = 0; j < DIRC_IWP; j++) {
+    const int iw = j - PW;
+    const bool in = ih >= 0 && ih < IH && iw >= 0 && iw < IW;
+    _Pragma("unroll") for (int k = 0; k < DIRC_INB; k++) {
+      if (in) CP(xp, d + (long)j * DIRC_INB + k, x, so + (long)iw * DIRC_INB + k);
+      else CP0(xp, d + (long)j * DIRC_INB + k);
+    }
+  }
+}
+#else
 __kernel void conv_pad(__global const ST *x, __global ST *xp) {
   const int IH = CM(M_IN + 1), IW = CM(M_IN + 2), PH = CM(M_P + 1), PW = CM(M_P + 2);
   const int r = get_global_id(0), nc = get_global_id(1), ih = r - PH;
@@ -1187,6 +1204,7 @@ __kernel void conv_pad(__global const ST *x, __global ST *xp) {
     else CP0(xp, d + j);
   }
 }
+#endif
 #else
 #define DIRC_IH CM(M_IN + 1)
 #define DIRC_IW CM(M_IN + 2)

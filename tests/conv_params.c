@@ -195,12 +195,16 @@ int main(int argc, char **argv) {
     {"1x1 s1 NCHW16c in, input scaled", F, 2, 2, 32, 20, {6, 7}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 1, 1},
     {"1x1 s1 NCHW16c out C=24", F, 2, 1, 24, 32, {5, 11}, {1, 1}, {0}, {0}, {0}, 1, 0, 1, 0, 2},
     {"stem 3x3 s2 p1 NCHW16c out", F, 2, 1, 3, 32, {9, 17}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 1, 1, 1, 0, 2},
+    /* dirc reading a padded copy of a blocked input (conv_pad in blocks) */
+    {"3x3 s1 p1 NCHW16c in and out N=2", F, 2, 2, 32, 32, {7, 10}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 1, 1, 1, 0, 3},
+    {"3x3 s2 p1.0 NCHW16c in, NCHW out M=20", F, 2, 1, 16, 20, {9, 12}, {3, 3}, {2, 2}, {0}, {1, 0, 1, 1}, 1, 0, 1, 0, 1},
     /* blocks of 8 channels (the layout on devices with 8-wide vectors) */
     {"depthwise 3x3 s2 p1 NCHW8c", F, 2, 1, 24, 24, {9, 19}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 24, 1, 1, 0, 15},
     {"1x1 s1 NCHW8c in and out C=24 M=40", F, 2, 2, 24, 40, {5, 9}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 0, 15},
     {"1x1 s1 NCHW8c in, NCHW16c out", F, 2, 1, 24, 32, {7, 7}, {1, 1}, {0}, {0}, {0}, 1, 0, 1, 0, 7},
     {"1x1 s1 NCHW16c in, NCHW8c out", F, 2, 1, 32, 24, {6, 11}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 0, 11},
     {"stem 3x3 s2 p1 NCHW8c out", F, 2, 1, 3, 24, {9, 17}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 1, 1, 1, 0, 10},
+    {"5x5 s1 p2 NCHW8c in and out", F, 2, 1, 16, 24, {6, 9}, {5, 5}, {0}, {0}, {2, 2, 2, 2}, 1, 1, 1, 0, 15},
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
     if (cases[i].dtype == D && !dev->has_fp64) continue;

@@ -345,7 +345,7 @@ tune_conv="conv_s2_p1:exhaustive:6:0 conv_s2_p1:random:3:5 conv_s1_p1_bias:exhau
   conv_dw:exhaustive:4:0 conv_group_dil:random:3:7 conv_var_w:random:3:8 conv_1d:random:3:9 conv_1x1_res:exhaustive:6:0 conv_3x3_res:exhaustive:6:0
   conv_dw_silu_res:exhaustive:9:0"
 # (each label matches one case: one case per Oclgrind process)
-params_conv="$CONV_PARAMS:3x3 s1 p1 edge tiles:1x1 s2x3 grouped:depthwise 3x3 s2 p1 N=2:3x3 dil 2 p2:3x3 s1 p1 C=1 M=1:depthwise 9x9 s1 p4:depthwise 3x3 s1 p1 wide rows:1x1 s1 input scaled no bias:5x5 s1 p2 C=3 M=6 (oclgrind):depthwise 5x5 s2 p2 NCHW16c:1x1 s1 NCHW16c in and out N=2:1x1 s1 NCHW16c in, input scaled:stem 3x3 s2 p1 NCHW16c out"
+params_conv="$CONV_PARAMS:3x3 s1 p1 edge tiles:1x1 s2x3 grouped:depthwise 3x3 s2 p1 N=2:3x3 dil 2 p2:3x3 s1 p1 C=1 M=1:depthwise 9x9 s1 p4:depthwise 3x3 s1 p1 wide rows:1x1 s1 input scaled no bias:5x5 s1 p2 C=3 M=6 (oclgrind):depthwise 5x5 s2 p2 NCHW16c:1x1 s1 NCHW16c in and out N=2:1x1 s1 NCHW16c in, input scaled:stem 3x3 s2 p1 NCHW16c out:3x3 s2 p1.0 NCHW16c in, NCHW out M=20"
 need_conv="conv_direct conv_dw conv_dwv conv_dwr conv_pw conv_gemm conv_gemm_s conv_gemm_local conv_im2col conv_im2col_p wino_in wino_in_p wino_out wino4_in_p
   wino4_out conv_dirv conv_dirc conv_pad conv_dw16"
 conf_pool="maxpool_2d_ceil maxpool_2d_dilations maxpool_2d_same_lower maxpool_3d_default maxpool_with_argmax_2d_precomputed_strides
