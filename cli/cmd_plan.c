@@ -92,7 +92,7 @@ static int cmd_plan(int argc, char **argv) {
     printf("intermediates total %.2f MiB, peak %.2f MiB (%.1f%%); weights, inputs and outputs %.2f MiB\n", rs.intermediate_bytes / 1048576.0,
            rs.pool_bytes / 1048576.0, rs.intermediate_bytes ? 100.0 * (double)rs.pool_bytes / (double)rs.intermediate_bytes : 0.0,
            (rs.device_bytes - rs.pool_bytes) / 1048576.0);
-    if (rs.blocked_values) printf("layout: %d intermediate tensors in channel blocks of the device's vector width (NCHW16c, NCHW8c) around depthwise convolutions (KILN_BLOCKED=off: all NCHW)\n", rs.blocked_values);
+    if (rs.blocked_values) printf("layout: %d intermediate tensors in channel blocks of the device's vector width (NCHW16c, NCHW8c) between the convolutions, pools and concats that work in it (KILN_BLOCKED=off: all NCHW)\n", rs.blocked_values);
     kiln_cli__print_tuning(stdout, "tuning: ", x.db ? dbdesc : NULL, s, &ps);
     printf("%-26s %-24s %-9s %-10s %11s %11s %-5s %s\n", "kernel (last node)", "ops", "family", "params", "predict us", "measured us", "prec", "parameters");
     for (int i = 0; i < nk; i++) {

@@ -1226,14 +1226,22 @@ int kiln__conv_blk_roles(kiln_graph *g, kiln_node *n) {
      * no input scales (passes.c fuses those into 1x1 convolutions) */
     return w.c % 8 == 0 && w.d[1] == 1 && w.d[2] == 1 && w.k[1] <= 7 && w.k[2] <= 7 && !kiln_has_in(n, 3) ? KILN_BLK_DW : 0;
   /* dirc (dirv too when it writes): one group, whole blocks of 8 or 16
-   * channels; reads one without pads. (dirc also reads a padded one, from
-   * conv_pad's copy in blocks: bench_conv_layer --blk 3 against NCHW, 3x3
-   * 64x56x56 494-507 vs 565-576 us, 32->128 at 27x27 132-144 vs 155-190;
-   * not offered to layout.c yet: the regions it would open, without a
-   * depthwise conv, need MaxPool and Concat in blocks and a measured choice
-   * against Winograd, which stays faster on 512-channel 3x3s.) */
+   * channels; a padded input through conv_pad's copy in blocks */
   if (w.group != 1 || kk > DIRC_KMAX) return 0;
-  return (w.oc % 8 == 0 ? KILN_BLK_WRITE : 0) | (w.c % 8 == 0 && !(fl & CF_PAD) ? KILN_BLK_READ : 0);
+  return (w.oc % 8 == 0 ? KILN_BLK_WRITE : 0) | (w.c % 8 == 0 ? KILN_BLK_READ : 0);
+}
+
+bool kiln__conv_nchw_wino(kiln_exec *x, kiln_node *n) {
+  kiln_tunable t;
+  if (strcmp(n->op_type, "Conv") || n->folded || !n->op->tunable || n->op->tunable(x->g, n, &t)) return false;
+  const int a = kiln_exec_tparams(x, n, &t)[CP_ALGO];
+  n->tparams_origin = NULL; /* chosen again for the layout planned */
+  /* Winograd against blocked dirc (bench_conv_layer, alternated): faster from
+   * 256 input channels (256x14x14 461 vs 500 us, 256x32x32 1731 vs 2330,
+   * 512x16x16 2155 vs 2537), not below (64x56x56 ~500 vs 494-507 alone and
+   * 636-701 in resnet18, 128x64x64 2785 vs 2511) */
+  int64_t icg = t.dims[CD_KK] > 0 ? t.dims[CD_K] / t.dims[CD_KK] : 0;
+  return (a == CONV_A_WINO || a == CONV_A_WINOP || a == CONV_A_WINOP4) && icg >= 256;
 }
 
 int kiln__conv_im2col_costs(kiln_graph *g, kiln_node *n, double bw_gbps, double launch_ns, double *copy_ns, double *direct_ns, char *why, size_t len) {

@@ -431,6 +431,41 @@ void gpool_wg(__global const ST *x, __global ST *y, const long S, int mode, floa
 }
 #endif
 
+#if T_IS_FLOAT && defined(PL_BLK) && defined(PL_GEOM)
+/* MaxPool (2-D, no indices) of an input in blocks of PL_BLK channels
+ * (NCHW16c / NCHW8c, kiln_value.blk: runtime/layout.c) into the same
+ * layout: a work-item per output pixel and block, each window pixel one
+ * vector of the block's channels (no lanes along the row, no shuffles at
+ * stride 2). Geometry constants from PL_GEOM (the 23 ints pool_row takes).
+ * A window with no pixel inside the input gives 0, as the reference.
+ * grid: (OW, OH, N*C/PL_BLK) */
+#define PB_CAT_(a, b) a##b
+#define PB_CAT(a, b) PB_CAT_(a, b)
+#define PBV PB_CAT(float, PL_BLK)
+__kernel void pool_blk(__global const float *x, __global float *y) {
+  const int IH = PM(3), IW = PM(4), OH = PM(6), OW = PM(7);
+  const int KH = PM(9), KW = PM(10), SH = PM(12), SW = PM(13), DH = PM(15), DW = PM(16);
+  const int ow = get_global_id(0), oh = get_global_id(1);
+  const long nb = get_global_id(2);
+  if (ow >= OW || oh >= OH) return;
+  __global const float *xb = x + nb * IH * IW * PL_BLK;
+  const int h0 = oh * SH - PM(18), w0 = ow * SW - PM(19);
+  PBV m = (PBV)(-INFINITY);
+  bool any = false;
+  for (int kh = 0; kh < KH; kh++) {
+    const int ih = h0 + kh * DH;
+    if (ih < 0 || ih >= IH) continue;
+    for (int kw = 0; kw < KW; kw++) {
+      const int iw = w0 + kw * DW;
+      if (iw < 0 || iw >= IW) continue;
+      m = fmax(m, PB_CAT(vload, PL_BLK)(0, xb + ((long)ih * IW + iw) * PL_BLK));
+      any = true;
+    }
+  }
+  PB_CAT(vstore, PL_BLK)(any ? m : (PBV)0, 0, y + ((nb * OH + oh) * OW + ow) * PL_BLK);
+}
+#endif
+
 #if T_IS_FLOAT && defined(PL_B16)
 /* GlobalAveragePool of an NCHW16c input (kiln_value.blk16, runtime/layout.c):
  * a work-item per block of 16 channels, its S pixels one vector each; the

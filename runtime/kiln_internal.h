@@ -309,9 +309,10 @@ cl_int kiln_cl_arg(cl_kernel k, cl_uint idx, size_t sz, const void *p);
 void kiln__rec_arg(cl_kernel k, cl_uint idx, size_t sz, const void *p);
 void kiln__rec_launch(cl_kernel k, int dims, const size_t *gws, const size_t *lws);
 void kiln__rec_other(void);
-int kiln__replay_begin(kiln_node *n);
+struct kiln_exec;
+int kiln__replay_begin(struct kiln_exec *x, kiln_node *n);
 void kiln__replay_end(kiln_node *n, bool ok);
-bool kiln__replay_ready(const kiln_node *n);
+bool kiln__replay_ready(const struct kiln_exec *x, const kiln_node *n);
 void kiln__replay_stale(kiln_node *n);
 void kiln__replay_free(kiln_node *n);
 #define KARG(x) sizeof(x), (const void *)&(x)
@@ -729,8 +730,20 @@ int kiln__precision_apply(kiln_graph *g, int precision, bool *changed, kiln_erro
  * blocking when converting. */
 int kiln__value_read(kiln_device *d, const kiln_value *v, void *dst, kiln_error *err);
 /* layout.c: marks the values stored in blocks of B channels (kiln_value.blk)
- * once the fusion groups are planned; B 0 clears every mark. *nblocked: how many. */
-int kiln__layout_plan(kiln_graph *g, int B, int *nblocked);
+ * once the fusion groups are planned; B 0 clears every mark. *nblocked: how
+ * many. lc (may be NULL): wino(ctx, n) tells whether Conv node n would run
+ * Winograd in NCHW on many channels; without it only regions around depthwise convolutions
+ * are blocked. */
+typedef struct kiln_layout_ctx {
+  void *ctx;
+  bool (*wino)(void *ctx, kiln_node *n);
+} kiln_layout_ctx;
+int kiln__layout_plan(kiln_graph *g, int B, const kiln_layout_ctx *lc, int *nblocked);
+/* Whether Conv node n, its values in NCHW, would run Winograd with the
+ * parameters x's run would give it (its record, else the cost model's
+ * pick; kernels/conv.c) on enough channels that blocked dirc is slower
+ * (256 or more). Leaves n's parameters to be chosen again. */
+bool kiln__conv_nchw_wino(kiln_exec *x, kiln_node *n);
 int kiln__value_upload(kiln_device *d, const kiln_value *v, kiln_error *err);
 /* float <-> IEEE half (round to nearest even) (util.c). */
 uint16_t kiln__f2h(float f);

@@ -3,23 +3,27 @@
  * and, at stride 2, on the shuffles that take every second input; in
  * NCHW16c (x [N][C/16][H][W][16]) each input pixel is one vector of 16
  * channels with no lanes along the row at all (conv.cl's conv_dw16, 2-3.4x
- * faster on mobilenet_v2's and efficientnet_b0's stride-2 layers).
+ * faster on mobilenet_v2's and efficientnet_b0's stride-2 layers). A
+ * regular convolution (dirc) reading NCHW16c finds the 16 input channels
+ * of a pixel in one cache line where NCHW puts them a plane apart: 7-15%
+ * faster on resnet's and squeezenet's 3x3s (resnet50 24.5 -> 20.8 ms).
  *
  * Layout changes as copies would cost what that gains, so none is added: a
  * value is stored blocked (kiln_value.blk = B, the CPU device's float
  * vector width: NCHW16c or NCHW8c) only when the kernel that writes it and
  * every reader work in that layout themselves. Writers: convolutions (dirc
- * stores its channel vectors as they are, dirv transposes, dw16). Readers:
- * convolutions (dirc without pads, with the input's pixel stride B; dw16),
- * GlobalAveragePool (gpool_b16, B = 16), and fused epilogue operands of the
- * output's size, which the head reads at the output's index: they take the
- * output's layout (a residual Add's input). These ties, and dw16's input
- * and output in the same layout, are solved as a fixpoint; the values left
- * are joined into regions through the convolutions between them, and only
- * regions holding a depthwise convolution are kept: elsewhere the layout
- * would only narrow the solvers the tuner picks among (resnet, squeezenet
- * plan as before). Model inputs and outputs, constants, values in fp16
- * storage and 1x1 planes stay NCHW.
+ * stores its channel vectors as they are, dirv transposes, dw16), 2-D max
+ * pools (pool_blk) and channel Concats (their copies move whole blocks).
+ * Readers: convolutions (dirc, with the input's pixel stride B, a padded
+ * one through conv_pad's copy in blocks; dw16), GlobalAveragePool
+ * (gpool_b16, B = 16), max pools, Concats, and fused epilogue operands of
+ * the output's size, which the head reads at the output's index: they take
+ * the output's layout (a residual Add's input). These ties, dw16's input
+ * and output, a max pool's and a Concat's values in the same layout, are
+ * solved as a fixpoint; the values left are joined into regions through
+ * the nodes between them, and a region is kept as described below (regions
+ * whose convolutions Winograd serves better stay NCHW). Model inputs and
+ * outputs, constants, values in fp16 storage and 1x1 planes stay NCHW.
  *
  * Blocked instances have keys of their own (l=16i16o, ...), so the tuner
  * measures them separately; host transfers (kiln__value_read/_upload)
@@ -60,11 +64,34 @@ static kiln_fgroup *epi_member_of(kiln_graph *g, const kiln_node *r) {
   return G && G->head >= 0 && &g->nodes[G->head] != r ? G : NULL;
 }
 
+/* A Concat along the channels of 4-D values of whole blocks: its copy (or
+ * the producers' writes into its output, session.c's in-place Concat) moves
+ * each input's per-image range as it is, which holds the input's blocks
+ * whole at a block boundary of the output: the same in either layout. */
+static bool concat_blk_ok(kiln_graph *g, kiln_node *n, int B) {
+  if (n->folded || !n->op || strcmp(n->op_type, "Concat") || n->nout < 1 || n->out[0] < 0) return false;
+  const kiln_value *y = &g->vals[n->out[0]];
+  if (y->rank != 4 || kiln_axis(kiln_attr_int(n, "axis", 0), 4) != 1) return false;
+  for (int k = 0; k < n->nin; k++)
+    if (n->in[k] < 0 || g->vals[n->in[k]].rank != 4 || g->vals[n->in[k]].dims[1] % B) return false;
+  return true;
+}
+
+/* Whether node W can write its output 0 in blocks of B channels itself. */
+static bool writes_blocked(kiln_graph *g, kiln_node *W, int B) {
+  if (!W || W->folded || !W->op) return false;
+  if (!strcmp(W->op_type, "Conv")) return (kiln__conv_blk_roles(g, W) & (KILN_BLK_DW | KILN_BLK_WRITE)) != 0;
+  if (!strcmp(W->op_type, "MaxPool")) return kiln__pool_blk_ok(g, W) != 0;
+  return concat_blk_ok(g, W, B);
+}
+
 /* Whether node r can read value v (its input slot k) in blocks of B channels. */
 static bool reads_blocked(kiln_graph *g, kiln_node *r, int k, int v, int B) {
   if (r->folded || !r->op) return false;
   if (!strcmp(r->op_type, "Conv")) return k == 0 && (kiln__conv_blk_roles(g, r) & (KILN_BLK_DW | KILN_BLK_READ));
   if (!strcmp(r->op_type, "GlobalAveragePool")) return k == 0 && B == 16;
+  if (!strcmp(r->op_type, "MaxPool")) return k == 0 && kiln__pool_blk_ok(g, r);
+  if (!strcmp(r->op_type, "Concat")) return concat_blk_ok(g, r, B);
   /* an operand of a fused epilogue of the output's size: read at the
    * output's index, so in the output's layout (tied below) */
   kiln_fgroup *G = epi_member_of(g, r);
@@ -89,7 +116,25 @@ static int find(int *root, int v) {
 
 static void join(int *root, int a, int b) { root[find(root, a)] = find(root, b); }
 
-int kiln__layout_plan(kiln_graph *g, int B, int *nblocked) {
+/* The nodes whose input and output layouts are tied (MaxPool: one value
+ * in, one out; Concat: all of them), as (value, value) pairs through cb. */
+static bool tie_through(kiln_graph *g, kiln_node *n, int B, bool (*cb)(void *, int, int), void *ctx) {
+  bool changed = false;
+  if (n->folded || !n->op || n->nout < 1 || n->out[0] < 0) return false;
+  if (!strcmp(n->op_type, "MaxPool") && kiln__pool_blk_ok(g, n)) changed |= cb(ctx, n->in[0], n->out[0]);
+  else if (concat_blk_ok(g, n, B))
+    for (int k = 0; k < n->nin; k++) changed |= cb(ctx, n->in[k], n->out[0]);
+  return changed;
+}
+
+static bool tie_cb(void *ctx, int a, int b) { return tie(ctx, a, b); }
+static bool join_cb(void *ctx, int a, int b) {
+  struct { int *root; bool *cand; } *j = ctx;
+  if (a >= 0 && b >= 0 && j->cand[a] && j->cand[b]) join(j->root, a, b);
+  return false;
+}
+
+int kiln__layout_plan(kiln_graph *g, int B, const kiln_layout_ctx *lc, int *nblocked) {
   bool enable = B == 16 || B == 8;
   int nb = 0;
   for (int i = 0; i < g->nvals; i++) g->vals[i].blk = 0;
@@ -99,8 +144,7 @@ int kiln__layout_plan(kiln_graph *g, int B, int *nblocked) {
    * only by ones that can read it */
   for (int v = 0; cand && v < g->nvals; v++) {
     if (!blockable(&g->vals[v], B)) continue;
-    kiln_node *W = writer_of(g, v);
-    if (!W || W->folded || strcmp(W->op_type, "Conv") || !(kiln__conv_blk_roles(g, W) & (KILN_BLK_DW | KILN_BLK_WRITE))) continue;
+    if (!writes_blocked(g, writer_of(g, v), B)) continue;
     bool ok = true;
     for (int i = 0; ok && i < g->nnodes; i++)
       for (int k = 0; ok && k < g->nodes[i].nin; k++)
@@ -114,6 +158,7 @@ int kiln__layout_plan(kiln_graph *g, int B, int *nblocked) {
     changed = false;
     for (int i = 0; i < g->nnodes; i++) {
       kiln_node *n = &g->nodes[i];
+      changed |= tie_through(g, n, B, tie_cb, cand);
       if (n->folded || !n->op || strcmp(n->op_type, "Conv") || (n->fuse_root >= 0 && !n->epi)) continue;
       int out = kiln_epi_result_node(g, n)->out[0];
       if (kiln__conv_blk_roles(g, n) & KILN_BLK_DW) changed |= tie(cand, n->in[0], out);
@@ -122,16 +167,25 @@ int kiln__layout_plan(kiln_graph *g, int B, int *nblocked) {
           if (same_dims(&g->vals[n->epi->ext[e]], &g->vals[out])) changed |= tie(cand, n->epi->ext[e], out);
     }
   }
-  /* only where a depthwise convolution gains: the candidates joined by the
-   * convolutions between them (and the epilogues' ties) into regions, and
-   * a region kept when it holds a depthwise one (elsewhere dirc would
-   * replace the solvers the tuner picks among for NCHW) */
+  /* regions: the candidates joined by the nodes between them (convolutions
+   * and their epilogues' ties, max pools, concats). A region holding a
+   * depthwise convolution is kept (dw16 against dwr: 2-3.4x). One without is
+   * kept when no convolution that reads or writes it would run Winograd in
+   * NCHW on 256 channels or more (lc->wino: its record, else the cost
+   * model's pick, for the NCHW instance): against the NCHW solvers blocked
+   * dirc measured (bench_conv_layer --blk, alternated) 7-15% faster on 3x3s
+   * (64x56x56: 494-507 vs 565-576 us), as fast or faster than the panel GEMM
+   * on 1x1s (resnet50's 1024->256 at 14x14: 271 vs 302), where Winograd
+   * F(4,3) stays faster on 3x3s of 256 channels and more (kernels/conv.c,
+   * kiln__conv_nchw_wino). Without lc only the first kind. */
   int *root = cand ? malloc(sizeof *root * ((size_t)g->nvals + 1)) : NULL;
-  bool *has_dw = cand ? calloc((size_t)g->nvals + 1, sizeof *has_dw) : NULL;
-  if (cand && (!root || !has_dw)) { free(cand); free(root); free(has_dw); return KILN_ENOMEM; }
+  bool *has_dw = cand ? calloc((size_t)g->nvals + 1, sizeof *has_dw) : NULL, *wino = cand ? calloc((size_t)g->nvals + 1, sizeof *wino) : NULL;
+  if (cand && (!root || !has_dw || !wino)) { free(cand); free(root); free(has_dw); free(wino); return KILN_ENOMEM; }
   for (int v = 0; root && v < g->nvals; v++) root[v] = v;
+  struct { int *root; bool *cand; } jc = {root, cand};
   for (int i = 0; root && i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
+    tie_through(g, n, B, join_cb, &jc);
     if (n->folded || !n->op || strcmp(n->op_type, "Conv") || (n->fuse_root >= 0 && !n->epi) || n->in[0] < 0) continue;
     int out = kiln_epi_result_node(g, n)->out[0];
     if (out < 0 || !cand[out]) continue;
@@ -141,14 +195,24 @@ int kiln__layout_plan(kiln_graph *g, int B, int *nblocked) {
   }
   for (int i = 0; root && i < g->nnodes; i++) {
     kiln_node *n = &g->nodes[i];
-    if (n->folded || !n->op || strcmp(n->op_type, "Conv") || n->in[0] < 0 || !cand[n->in[0]]) continue;
-    if (kiln__conv_blk_roles(g, n) & KILN_BLK_DW) has_dw[find(root, n->in[0])] = true;
+    if (n->folded || !n->op || strcmp(n->op_type, "Conv") || (n->fuse_root >= 0 && !n->epi) || n->in[0] < 0) continue;
+    int out = kiln_epi_result_node(g, n)->out[0];
+    bool rin = cand[n->in[0]], rout = out >= 0 && cand[out];
+    if (!rin && !rout) continue;
+    if (rin && (kiln__conv_blk_roles(g, n) & KILN_BLK_DW)) has_dw[find(root, n->in[0])] = true;
+    if (lc && lc->wino && !(kiln__conv_blk_roles(g, n) & KILN_BLK_DW) && lc->wino(lc->ctx, n)) {
+      if (rin) wino[find(root, n->in[0])] = true;
+      if (rout) wino[find(root, out)] = true;
+    }
   }
-  for (int v = 0; cand && v < g->nvals; v++)
-    if (cand[v] && has_dw[find(root, v)]) { g->vals[v].blk = B; nb++; }
+  for (int v = 0; cand && v < g->nvals; v++) {
+    int r = cand[v] ? find(root, v) : -1;
+    if (r >= 0 && (has_dw[r] || (lc && lc->wino && !wino[r]))) { g->vals[v].blk = B; nb++; }
+  }
   free(cand);
   free(root);
   free(has_dw);
+  free(wino);
   if (nblocked) *nblocked = nb;
   return 0;
 }

@@ -51,6 +51,8 @@ typedef struct kiln_replay {
   bool bad;  /* something was enqueued that a replay would not repeat */
   bool done; /* a clean recording, ready to replay */
   const char *origin; /* n->tparams_origin when recorded: NULL for a node without tunable parameters */
+  const void *db; /* the run's database when recorded (another: parameters may be chosen otherwise) */
+  int64_t db_device;
   int tparams[KILN_MAX_KPARAMS_NODE];
   rarg *log, *args; /* arguments as set (the node's whole run), as each launch used them */
   int nlog, caplog, nargs, capargs;
@@ -138,10 +140,12 @@ void kiln__replay_stale(kiln_node *n) {
   kiln__replay_free(n);
 }
 
-int kiln__replay_begin(kiln_node *n) {
+int kiln__replay_begin(kiln_exec *x, kiln_node *n) {
   kiln__replay_stale(n);
   kiln_replay *r = calloc(1, sizeof *r);
   if (!r) return KILN_ENOMEM;
+  r->db = x->db;
+  r->db_device = x->db_device;
   n->replay = r;
   r->prev = rec;
   rec = r;
@@ -153,7 +157,9 @@ void kiln__replay_end(kiln_node *n, bool ok) {
   if (!r) return;
   rec = r->prev;
   r->prev = NULL;
-  if (!ok || r->bad || r->nl == 0) { kiln__replay_free(n); return; }
+  /* a node with tunable parameters that ran without choosing them (the
+   * tuner's and verify's overrides run nodes so) is not one to repeat */
+  if (!ok || r->bad || r->nl == 0 || (!n->tparams_origin && n->op && n->op->tunable)) { kiln__replay_free(n); return; }
   r->done = true;
   r->origin = n->tparams_origin;
   memcpy(r->tparams, n->tparams, sizeof r->tparams);
@@ -163,10 +169,12 @@ void kiln__replay_end(kiln_node *n, bool ok) {
   r->nlog = r->caplog = 0;
 }
 
-bool kiln__replay_ready(const kiln_node *n) {
+bool kiln__replay_ready(const kiln_exec *x, const kiln_node *n) {
   const kiln_replay *r = n->replay;
-  /* parameters chosen anew since (the tuner clears the origin) or others: record again */
-  return r && r->done && r->origin == n->tparams_origin && !memcmp(r->tparams, n->tparams, sizeof r->tparams);
+  /* parameters chosen anew since (the tuner clears the origin), others, or
+   * another database to choose them from: record again */
+  return r && r->done && r->origin == n->tparams_origin && !memcmp(r->tparams, n->tparams, sizeof r->tparams) && r->db == (const void *)x->db &&
+         r->db_device == x->db_device;
 }
 
 int kiln__replay_run(kiln_exec *x, kiln_node *n, kiln_error *err) {

@@ -701,6 +701,7 @@ void kiln__session_replan(kiln_session *s) {
 }
 
 static int plan(kiln_session *s, kiln_error *err);
+static bool layout_wino(void *ctx, kiln_node *n) { return kiln__conv_nchw_wino(ctx, n); }
 static int plan(kiln_session *s, kiln_error *err) {
   release_plan(s);
   kiln_graph *g = s->m->g;
@@ -767,12 +768,14 @@ static int plan(kiln_session *s, kiln_error *err) {
       s->nfdec += g->npdec;
     }
   }
-  /* blocked layouts around depthwise convolutions (layout.c), on the
+  /* blocked layouts between convolutions (layout.c), on the
    * fusion's groups: on CPU devices, in blocks of their float vector (16
    * with AVX-512, 8 with AVX2); measured on POCL only, so GPUs keep NCHW */
   cl_uint vw = 0;
   if (!s->d->info.is_gpu && !s->d->opt.no_blocked) clGetDeviceInfo(s->d->dev, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof vw, &vw, NULL);
-  if ((rc = kiln__layout_plan(g, vw >= 16 ? 16 : vw >= 8 ? 8 : 0, &s->st.blocked_values)) != 0) return kiln__err(err, rc, "out of memory");
+  kiln_exec lx = {.d = s->d, .g = g, .db = s->db, .recs = s->recs, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1};
+  kiln_layout_ctx lc = {&lx, layout_wino};
+  if ((rc = kiln__layout_plan(g, vw >= 16 ? 16 : vw >= 8 ? 8 : 0, &lc, &s->st.blocked_values)) != 0) return kiln__err(err, rc, "out of memory");
   kiln__stream_mark(g, s->max_memory);
   if ((rc = allocate_buffers(s, err)) != 0 || (rc = kiln__stream_plan(s, err)) != 0) return rc;
   kiln_device *d = s->d;
@@ -843,9 +846,9 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
     x.cur = i;
     bool dyn = (n->op->flags & KILN_OP_DYNAMIC) && !n->fgroup;
     replay = replay && !dyn;
-    if (replay && kiln__replay_ready(n)) rc = kiln__replay_run(&x, n, err);
+    if (replay && kiln__replay_ready(&x, n)) rc = kiln__replay_run(&x, n, err);
     else if ((rc = kiln__stream_before(s, i, err)) == 0) {
-      if (replay && (rc = kiln__replay_begin(n)) != 0) rc = kiln__err(err, rc, "out of memory");
+      if (replay && (rc = kiln__replay_begin(&x, n)) != 0) rc = kiln__err(err, rc, "out of memory");
       else {
         rc = kiln_node_dev(&x, n, err);
         if (replay) kiln__replay_end(n, rc == 0);

@@ -29,6 +29,11 @@ mkdir -p "$HOME"
 # save depends on the plan's largest weights (winop4's transformed ones are 4x
 # the model's: one kernel alone then needs more than 3/5 of the peak)
 export KILN_NO_PREDICT=1
+# and in NCHW: the blocked plan of this model (runtime/layout.c) keeps its
+# peak at 3.7 MB (8.6 in NCHW), 2.8 MB of it one kernel's block that
+# streaming cannot split, so 3/5 of its peak is out of reach (noted in
+# issue 22 for a look: which block that is)
+export KILN_BLOCKED=off
 "$py" - "$tmp/m.onnx" <<'PY'
 import sys
 import numpy as np

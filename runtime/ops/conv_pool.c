@@ -587,6 +587,42 @@ static int gpool_plane(kiln_exec *x, kiln_node *n, const win_geom *w, int mode, 
   return kiln_exec_launch(x, k, 1, &gws, &lws, err);
 }
 
+/* A MaxPool whose input and output are in blocks of B channels
+ * (kiln__pool_blk_ok; runtime/layout.c): pool.cl's pool_blk, a work-item per
+ * output pixel and block, the geometry as constants. Not tunable. */
+static int pool_blk_dev(kiln_exec *x, kiln_node *n, const win_geom *w, int B, kiln_error *err) {
+  cl_int m[27];
+  int rc = kiln__win_meta(w, m, 27, err);
+  if (rc) return rc;
+  char opts[700];
+  kiln_cl_type_opts(KILN_DT_FLOAT, opts, sizeof opts);
+  /* pool.cl's PL_GEOM order: N, C, in[3], out[3], k[3], s[3], d[3], pb[3], pe[3] */
+  int pm[23] = {m[0], m[1]};
+  for (int i = 0; i < 3; i++) {
+    pm[2 + i] = m[6 + i]; pm[5 + i] = m[9 + i]; pm[8 + i] = m[12 + i]; pm[11 + i] = m[15 + i];
+    pm[14 + i] = m[18 + i]; pm[17 + i] = m[21 + i]; pm[20 + i] = m[24 + i];
+  }
+  size_t o = strlen(opts);
+  o += (size_t)snprintf(opts + o, sizeof opts - o, " -DPL_WPI=1 -DPL_MODE=0 -DPL_IND=0 -DPL_ORDER=0 -DPL_BLK=%d -DPL_GEOM=", B);
+  for (int i = 0; i < 23 && o < sizeof opts; i++) o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%d", i ? "," : "", pm[i]);
+  cl_kernel k = kiln_cl_kernel(x->d, "pool.cl", opts, "pool_blk", err);
+  if (!k) return err->status;
+  cl_mem bx = kiln_in_buf(x, n, 0), by = kiln_out_buf(x, n, 0);
+  if (kiln_cl_args(k, err, KARG(bx), KARG(by), KEND)) return err->status;
+  size_t gws[3] = {(size_t)w->out[2], (size_t)w->out[1], (size_t)(w->n * w->c / B)};
+  return kiln_exec_launch(x, k, 3, gws, NULL, err);
+}
+
+int kiln__pool_blk_ok(kiln_graph *g, kiln_node *n) {
+  int mode;
+  bool global;
+  win_geom w;
+  kiln_error e = {0};
+  if (strcmp(n->op_type, "MaxPool") || n->folded || kiln_has_out(n, 1)) return 0;
+  if (pool_setup(g, n, &mode, &global, &w, &e) || global || mode != POOL_MAX) return 0;
+  return w.in[0] == 1 && w.out[0] == 1 && w.k[0] == 1 && w.pb[0] == 0; /* 2-D */
+}
+
 static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   kiln_graph *g = x->g;
   int mode;
@@ -594,6 +630,8 @@ static int pool_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   win_geom w;
   int rc = pool_setup(g, n, &mode, &global, &w, err);
   if (rc) return rc;
+  if (kiln_in(g, n, 0)->blk && !global) /* blocked in and out (layout.c): a 2-D MaxPool of floats */
+    return pool_blk_dev(x, n, &w, kiln_in(g, n, 0)->blk, err);
   if (kiln_in(g, n, 0)->blk) { /* NCHW16c input (layout.c, blocks of 16 only): a GlobalAveragePool of floats */
     char opts[300];
     kiln_cl_type_opts(KILN_DT_FLOAT, opts, sizeof opts);

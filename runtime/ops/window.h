@@ -36,4 +36,7 @@ int kiln__conv_run(kiln_exec *x, kiln_node *n, const win_geom *w, kiln_error *er
  * constant weights, in fp16 storage, 3-D, ...). */
 enum { KILN_BLK_DW = 1, KILN_BLK_WRITE = 2, KILN_BLK_READ = 4 };
 int kiln__conv_blk_roles(kiln_graph *g, kiln_node *n);
+/* Whether MaxPool node n can read and write its values in blocks
+ * (pool.cl's pool_blk): a 2-D max pool without the indices output. */
+int kiln__pool_blk_ok(kiln_graph *g, kiln_node *n);
 #endif
