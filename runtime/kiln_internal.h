@@ -311,7 +311,7 @@ void kiln__rec_launch(cl_kernel k, int dims, const size_t *gws, const size_t *lw
 void kiln__rec_other(void);
 struct kiln_exec;
 int kiln__replay_begin(struct kiln_exec *x, kiln_node *n);
-void kiln__replay_end(kiln_node *n, bool ok);
+void kiln__replay_end(const struct kiln_exec *x, kiln_node *n, bool ok);
 bool kiln__replay_ready(const struct kiln_exec *x, const kiln_node *n);
 void kiln__replay_stale(kiln_node *n);
 void kiln__replay_free(kiln_node *n);

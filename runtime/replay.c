@@ -17,7 +17,8 @@
  * clean: at least one launch, nothing else enqueued (an upload, a copy, a
  * read-back, a launch that packs weights: kiln__rec_other), no argument
  * larger than a scalar or a buffer, and the same tunable parameters (and
- * their origin) as when it was recorded. Dynamic nodes, and every node after one on the run, run
+ * their origin; an epilogue group's are its head's) and database as when
+ * it was recorded. Dynamic nodes, and every node after one on the run, run
  * their op every time; so does every node of a session under a memory budget
  * (stream.c moves buffers between runs) and every one while KILN_REPLAY=off.
  * A plan's release (kiln__session_release_plan) frees its recordings, so a
@@ -140,6 +141,12 @@ void kiln__replay_stale(kiln_node *n) {
   kiln__replay_free(n);
 }
 
+/* The node whose tunable parameters n's kernel runs with: the head of the
+ * epilogue group n ends (its Conv, Gemm, MatMul), else n. */
+static const kiln_node *param_node(const kiln_exec *x, const kiln_node *n) {
+  return n->fgroup && n->fgroup->head >= 0 ? &x->g->nodes[n->fgroup->head] : n;
+}
+
 int kiln__replay_begin(kiln_exec *x, kiln_node *n) {
   kiln__replay_stale(n);
   kiln_replay *r = calloc(1, sizeof *r);
@@ -152,17 +159,16 @@ int kiln__replay_begin(kiln_exec *x, kiln_node *n) {
   return 0;
 }
 
-void kiln__replay_end(kiln_node *n, bool ok) {
+void kiln__replay_end(const kiln_exec *x, kiln_node *n, bool ok) {
   kiln_replay *r = n->replay;
   if (!r) return;
   rec = r->prev;
   r->prev = NULL;
-  /* a node with tunable parameters that ran without choosing them (the
-   * tuner's and verify's overrides run nodes so) is not one to repeat */
-  if (!ok || r->bad || r->nl == 0 || (!n->tparams_origin && n->op && n->op->tunable)) { kiln__replay_free(n); return; }
+  const kiln_node *p = param_node(x, n);
+  if (!ok || r->bad || r->nl == 0) { kiln__replay_free(n); return; }
   r->done = true;
-  r->origin = n->tparams_origin;
-  memcpy(r->tparams, n->tparams, sizeof r->tparams);
+  r->origin = p->tparams_origin;
+  memcpy(r->tparams, p->tparams, sizeof r->tparams);
   /* the log served the launches; only their own arguments are kept */
   free(r->log);
   r->log = NULL;
@@ -171,10 +177,11 @@ void kiln__replay_end(kiln_node *n, bool ok) {
 
 bool kiln__replay_ready(const kiln_exec *x, const kiln_node *n) {
   const kiln_replay *r = n->replay;
+  if (!r || !r->done) return false;
   /* parameters chosen anew since (the tuner clears the origin), others, or
    * another database to choose them from: record again */
-  return r && r->done && r->origin == n->tparams_origin && !memcmp(r->tparams, n->tparams, sizeof r->tparams) && r->db == (const void *)x->db &&
-         r->db_device == x->db_device;
+  const kiln_node *p = param_node(x, n);
+  return r->origin == p->tparams_origin && !memcmp(r->tparams, p->tparams, sizeof r->tparams) && r->db == (const void *)x->db && r->db_device == x->db_device;
 }
 
 int kiln__replay_run(kiln_exec *x, kiln_node *n, kiln_error *err) {

@@ -851,7 +851,7 @@ int kiln_session_run(kiln_session *s, kiln_error *err) {
       if (replay && (rc = kiln__replay_begin(&x, n)) != 0) rc = kiln__err(err, rc, "out of memory");
       else {
         rc = kiln_node_dev(&x, n, err);
-        if (replay) kiln__replay_end(n, rc == 0);
+        if (replay) kiln__replay_end(&x, n, rc == 0);
       }
       if (rc == 0 && dyn) {
         /* the row count read back */

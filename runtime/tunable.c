@@ -113,7 +113,10 @@ int kiln_tunable_defaults(const kiln_tunable *t, const kiln_device_info *dev, in
 
 const int *kiln_exec_tparams(kiln_exec *x, kiln_node *n, const kiln_tunable *t) {
   int idx = (int)(n - x->g->nodes);
-  if (x->ov_params && x->ov_node == idx) return x->ov_params;
+  if (x->ov_params && x->ov_node == idx) {
+    kiln__rec_other(); /* parameters of the tuner's choosing: not a run to replay */
+    return x->ov_params;
+  }
   if (n->tparams_origin) return n->tparams;
   /* the defaults, or where they are invalid for this instance or device the
    * valid vector nearest to them: a kernel never runs parameters its
