@@ -132,6 +132,37 @@ static result compare_sequence(kiln_session *s, int i, const char *path, int opt
   return res;
 }
 
+/* Compares the session's outputs (and the CPU reference's ref, when not
+ * NULL) with test data set `set`'s expected ones in sd; *worst: the largest
+ * error seen. R_PASS, or R_FAIL / R_UNSUP with msg saying which. */
+static result compare_outputs(kiln_session *s, kiln_model *m, const char *sd, int set, kiln_tensor **ref, const char *what, double *worst, char *msg,
+                              size_t ml) {
+  char path[4096];
+  kiln_error err = {0};
+  result res = R_PASS;
+  int nout = kiln_model_num_outputs(m), rc;
+  for (int i = 0; i < nout && res == R_PASS; i++) {
+    snprintf(path, sizeof path, "%s/output_%d.pb", sd, i);
+    kiln_value_info oi;
+    kiln_model_output_info(m, i, &oi);
+    if (oi.dtype == KILN_DT_SEQUENCE) {
+      res = compare_sequence(s, i, path, oi.optional, set, msg, ml);
+      continue;
+    }
+    kiln_tensor *want = NULL;
+    if ((rc = kiln_tensor_read(path, &want, &err)) != 0) { snprintf(msg, ml, "set %d: %s", set, err.msg); return rc == KILN_EUNSUPPORTED ? R_UNSUP : R_FAIL; }
+    double e = 0;
+    char why[512];
+    const kiln_tensor *got = kiln_session_output(s, i);
+    if (got->dtype == KILN_DT_BFLOAT16 && want->dtype == KILN_DT_UINT16) want->dtype = KILN_DT_BFLOAT16;
+    if (compare(got, want, &e, why, sizeof why)) { snprintf(msg, ml, "set %d output %d (%s): %s", set, i, what, why); res = R_FAIL; }
+    else if (ref && compare(ref[i], want, &e, why, sizeof why)) { snprintf(msg, ml, "set %d output %d (CPU reference): %s", set, i, why); res = R_FAIL; }
+    if (e > *worst) *worst = e;
+    kiln_tensor_free(want);
+  }
+  return res;
+}
+
 static result run_test(const char *dir, kiln_device *dev, char *msg, size_t ml) {
   char path[4096];
   snprintf(path, sizeof path, "%s/model.onnx", dir);
@@ -198,50 +229,15 @@ static result run_test(const char *dir, kiln_device *dev, char *msg, size_t ml) 
       res = rc == KILN_EUNSUPPORTED ? R_UNSUP : R_FAIL;
       break;
     }
-    int nout = kiln_model_num_outputs(m);
     double worst = 0;
-    for (int i = 0; i < nout && res == R_PASS; i++) {
-      snprintf(path, sizeof path, "%s/output_%d.pb", sd, i);
-      kiln_value_info oi;
-      kiln_model_output_info(m, i, &oi);
-      if (oi.dtype == KILN_DT_SEQUENCE) {
-        res = compare_sequence(s, i, path, oi.optional, set, msg, ml);
-        continue;
-      }
-      kiln_tensor *want = NULL;
-      if ((rc = kiln_tensor_read(path, &want, &err)) != 0) { snprintf(msg, ml, "set %d: %s", set, err.msg); res = rc == KILN_EUNSUPPORTED ? R_UNSUP : R_FAIL; break; }
-      double e;
-      char why[512];
-      const kiln_tensor *got = kiln_session_output(s, i);
-      if (got->dtype == KILN_DT_BFLOAT16 && want->dtype == KILN_DT_UINT16) want->dtype = KILN_DT_BFLOAT16;
-      if (compare(got, want, &e, why, sizeof why)) { snprintf(msg, ml, "set %d output %d (device): %s", set, i, why); res = R_FAIL; }
-      else if (compare(ref[i], want, &e, why, sizeof why)) { snprintf(msg, ml, "set %d output %d (CPU reference): %s", set, i, why); res = R_FAIL; }
-      if (e > worst) worst = e;
-      kiln_tensor_free(want);
-    }
+    res = compare_outputs(s, m, sd, set, ref, "device", &worst, msg, ml);
     for (int i = 0; i < nref; i++) kiln_tensor_free(ref[i]);
     free(ref);
     /* runs 2 and 3 of the plan: the third replays the launches the second
      * recorded (runtime/replay.c) and must give the same outputs */
     for (int r = 0; r < 2 && res == R_PASS; r++)
       if ((rc = kiln_session_run(s, &err)) != 0) { snprintf(msg, ml, "set %d, run %d: %s", set, r + 2, err.msg); res = R_FAIL; }
-    for (int i = 0; i < nout && res == R_PASS; i++) {
-      snprintf(path, sizeof path, "%s/output_%d.pb", sd, i);
-      kiln_value_info oi;
-      kiln_model_output_info(m, i, &oi);
-      if (oi.dtype == KILN_DT_SEQUENCE) {
-        res = compare_sequence(s, i, path, oi.optional, set, msg, ml);
-        continue;
-      }
-      kiln_tensor *want = NULL;
-      if ((rc = kiln_tensor_read(path, &want, &err)) != 0) { snprintf(msg, ml, "set %d: %s", set, err.msg); res = R_FAIL; break; }
-      double e;
-      char why[512];
-      const kiln_tensor *got = kiln_session_output(s, i);
-      if (got->dtype == KILN_DT_BFLOAT16 && want->dtype == KILN_DT_UINT16) want->dtype = KILN_DT_BFLOAT16;
-      if (compare(got, want, &e, why, sizeof why)) { snprintf(msg, ml, "set %d output %d (device, run 3: replayed launches): %s", set, i, why); res = R_FAIL; }
-      kiln_tensor_free(want);
-    }
+    if (res == R_PASS) res = compare_outputs(s, m, sd, set, NULL, "device, run 3: replayed launches", &worst, msg, ml);
     if (res == R_PASS) snprintf(msg, ml, "%d set%s", nsets, nsets == 1 ? "" : "s");
   }
   kiln_session_free(s);
