@@ -1234,14 +1234,18 @@ int kiln__conv_blk_roles(kiln_graph *g, kiln_node *n) {
 bool kiln__conv_nchw_wino(kiln_exec *x, kiln_node *n) {
   kiln_tunable t;
   if (strcmp(n->op_type, "Conv") || n->folded || !n->op->tunable || n->op->tunable(x->g, n, &t)) return false;
-  const int a = kiln_exec_tparams(x, n, &t)[CP_ALGO];
-  n->tparams_origin = NULL; /* chosen again for the layout planned */
-  /* Winograd against blocked dirc (bench_conv_layer, alternated): faster from
-   * 256 input channels (256x14x14 461 vs 500 us, 256x32x32 1731 vs 2330,
-   * 512x16x16 2155 vs 2537), not below (64x56x56 ~500 vs 494-507 alone and
-   * 636-701 in resnet18, 128x64x64 2785 vs 2511) */
-  int64_t icg = t.dims[CD_KK] > 0 ? t.dims[CD_K] / t.dims[CD_KK] : 0;
-  return (a == CONV_A_WINO || a == CONV_A_WINOP || a == CONV_A_WINOP4) && icg >= 256;
+  /* Winograd against blocked dirc (bench_conv_layer, alternated): faster on
+   * 3x3s of 256 input channels and more with planes of 16x16 and more
+   * (256x32x32 1731 vs 2330 us, 512x16x16 2155 vs 2537), by 8% at 256x14x14
+   * (461 vs 500), not below 256 channels (64x56x56 ~500 vs 494-507 alone,
+   * 636-701 in resnet18; 128x64x64 2785 vs 2511). By the instance's shape,
+   * not its record or prediction: those change once a database exists, and
+   * the plan that was tuned must stay the plan that runs with the records
+   * (a db-fitted prediction of Winograd for resnet18's 256-channel layers
+   * turned its tuned plan to NCHW, whose instances had no records: 14 ms
+   * against 9.4 untuned) */
+  int64_t kk = t.dims[CD_KK], icg = kk > 0 ? t.dims[CD_K] / kk : 0;
+  return wconst(&t) && (t.dims[CD_FLAGS] & CF_WINO) && icg >= 256 && t.dims[CD_P] >= 256;
 }
 
 int kiln__conv_im2col_costs(kiln_graph *g, kiln_node *n, double bw_gbps, double launch_ns, double *copy_ns, double *direct_ns, char *why, size_t len) {

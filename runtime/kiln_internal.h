@@ -739,10 +739,10 @@ typedef struct kiln_layout_ctx {
   bool (*wino)(void *ctx, kiln_node *n);
 } kiln_layout_ctx;
 int kiln__layout_plan(kiln_graph *g, int B, const kiln_layout_ctx *lc, int *nblocked);
-/* Whether Conv node n, its values in NCHW, would run Winograd with the
- * parameters x's run would give it (its record, else the cost model's
- * pick; kernels/conv.c) on enough channels that blocked dirc is slower
- * (256 or more). Leaves n's parameters to be chosen again. */
+/* Whether Conv node n is one that Winograd serves better in NCHW than dirc
+ * in blocks: a Winograd-eligible 3x3 of 256 input channels or more on a
+ * plane of 16x16 or more (kernels/conv.c; by shape, so that a database
+ * does not change the plan it was tuned on). */
 bool kiln__conv_nchw_wino(kiln_exec *x, kiln_node *n);
 int kiln__value_upload(kiln_device *d, const kiln_value *v, kiln_error *err);
 /* float <-> IEEE half (round to nearest even) (util.c). */

@@ -170,9 +170,9 @@ int kiln__layout_plan(kiln_graph *g, int B, const kiln_layout_ctx *lc, int *nblo
   /* regions: the candidates joined by the nodes between them (convolutions
    * and their epilogues' ties, max pools, concats). A region holding a
    * depthwise convolution is kept (dw16 against dwr: 2-3.4x). One without is
-   * kept when no convolution that reads or writes it would run Winograd in
-   * NCHW on 256 channels or more (lc->wino: its record, else the cost
-   * model's pick, for the NCHW instance): against the NCHW solvers blocked
+   * kept when no convolution that reads or writes it is one Winograd serves
+   * better in NCHW (lc->wino: a 3x3 of 256 channels or more on a plane of
+   * 16x16 or more, by shape: kiln__conv_nchw_wino): against the NCHW solvers blocked
    * dirc measured (bench_conv_layer --blk, alternated) 7-15% faster on 3x3s
    * (64x56x56: 494-507 vs 565-576 us), as fast or faster than the panel GEMM
    * on 1x1s (resnet50's 1024->256 at 14x14: 271 vs 302), where Winograd
