@@ -56,8 +56,9 @@ void se_gate(__global const float *x, __global const float *w1, __global const f
     int k = 0;
     if (C % 16 == 0)
       for (; k < C; k += 16) a16 = fma(vload16(0, wr + k), vload16(0, mean + k), a16);
-    float a = ((flags & 1) ? b1[r] : 0.0f);
-    for (int q = 0; q < 16; q++) a += ((float *)&a16)[q]; /* lane by lane: Oclgrind took halving by .lo/.hi for uninitialized values */
+    float8 a8 = a16.lo + a16.hi;
+    float4 a4 = a8.lo + a8.hi;
+    float a = ((flags & 1) ? b1[r] : 0.0f) + ((a4.s0 + a4.s1) + (a4.s2 + a4.s3));
     for (; k < C; k++) a = fma(wr[k], mean[k], a);
 #ifdef SE_SILU
     hid[r] = a / (1.0f + exp(-a));

@@ -261,17 +261,6 @@ save("pool_max_ceil", N("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2
 # pool_row's 3-wide stride-2 vectors: a left pad of one, the row's partial last block moved left
 save("pool_max_rows", N("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), [vi("x", F32, [1, 2, 5, 40])], Y)
 save("pool_avg_rows", N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2]), [vi("x", F32, [1, 2, 5, 35])], Y)
-# squeeze-excite gates (GlobalAveragePool, 1x1 Conv, SiLU or Relu, 1x1 Conv,
-# Sigmoid: one se_gate kernel, passes.c): 32 channels with biases (its
-# 16-wide loops), 20 without (its scalar ones), two images
-def se_gate(name, c, r, act, bias):
-    nodes = [N("GlobalAveragePool", ["x"], ["p"]), N("Conv", ["p", "w1"] + (["b1"] if bias else []), ["z"])]
-    nodes += [N("Relu", ["z"], ["h"])] if act == "relu" else [N("Sigmoid", ["z"], ["zs"]), N("Mul", ["z", "zs"], ["h"])]
-    nodes += [N("Conv", ["h", "w2"] + (["b2"] if bias else []), ["z2"]), N("Sigmoid", ["z2"], ["s"]), N("Mul", ["x", "s"], ["y"])]
-    inits = [const("w1", w(r, c, 1, 1)), const("w2", w(c, r, 1, 1))] + ([const("b1", w(r)), const("b2", w(c))] if bias else [])
-    save(name, nodes, [vi("x", F32, [2, c, 5, 6])], Y, inits)
-se_gate("pool_se_silu", 32, 8, "silu", True)
-se_gate("pool_se_relu", 20, 5, "relu", False)
 
 # resize
 save("rs_linear_odd", N("Resize", ["x", "", "s"], ["y"], mode="linear"), [vi("x", F32, [1, 2, 5, 7])], Y, [const("s", np.array([1, 1, 1.6, 0.7], np.float32))])
@@ -362,8 +351,8 @@ need_conv="conv_direct conv_dw conv_dwv conv_dwr conv_pw conv_gemm conv_gemm_s c
 conf_pool="maxpool_2d_ceil maxpool_2d_dilations maxpool_2d_same_lower maxpool_3d_default maxpool_with_argmax_2d_precomputed_strides
   averagepool_2d_pads_count_include_pad averagepool_2d_ceil averagepool_1d_default globalaveragepool globalmaxpool
   maxunpool_export_with_output_shape maxunpool_export_without_output_shape"
-run_pool="pool_lp pool_globallp pool_max_ceil pool_max_rows pool_avg_rows pool_se_silu pool_se_relu"
-need_pool="pool_fwd unpool_scatter se_gate"
+run_pool="pool_lp pool_globallp pool_max_ceil pool_max_rows pool_avg_rows"
+need_pool="pool_fwd unpool_scatter"
 conf_resize="resize_upsample_scales_nearest resize_downsample_scales_linear resize_upsample_scales_cubic resize_tf_crop_and_resize
   resize_upsample_sizes_nearest_ceil_half_pixel resize_downsample_sizes_linear_pytorch_half_pixel upsample_nearest gridsample gridsample_bicubic
   gridsample_reflection_padding gridsample_border_padding gridsample_nearest gridsample_aligncorners_true"

@@ -116,9 +116,8 @@ static int se_dev(kiln_exec *x, kiln_node *n, kiln_error *err) {
   char opts[400];
   kiln_cl_type_opts(KILN_DT_FLOAT, opts, sizeof opts);
   size_t o = strlen(opts);
-  /* the local arrays at their limits, not the node's sizes: one program
-   * serves every gate of a model (efficientnet_b0's 16 have 7 shapes) */
-  snprintf(opts + o, sizeof opts - o, " -DSE_WG=%d -DSE_CMAX=%d -DSE_RMAX=%d%s%s", SE_WG, SE_CMAX, SE_RMAX, G.silu ? " -DSE_SILU=1" : "", xv->blk ? " -DSE_B16=1" : "");
+  snprintf(opts + o, sizeof opts - o, " -DSE_WG=%d -DSE_CMAX=%lld -DSE_RMAX=%lld%s%s", SE_WG, (long long)(G.C + 15) / 16 * 16, (long long)(G.Cr > 0 ? G.Cr : 1),
+           G.silu ? " -DSE_SILU=1" : "", xv->blk ? " -DSE_B16=1" : "");
   cl_kernel k = kiln_cl_kernel(x->d, "se_gate.cl", opts, "se_gate", err);
   if (!k) return err->status;
   cl_mem bx = kiln_in_buf(x, n, 0), bw1 = kiln_in_buf(x, n, 1), by = kiln_out_buf(x, n, 0);
