@@ -589,10 +589,6 @@ int kiln__reinfer_after(kiln_graph *g, int after, kiln_error *err);
 
 /* Each op file exports a table terminated by {NULL}; op_registry.c lists them. */
 const kiln_op_def *kiln_op_lookup(const char *domain, const char *op_type);
-/* KilnSEGate's limits (ops/se_gate.c: one image's channel means and hidden
- * values in local memory); the squeeze-excite rewrite (passes.c) keeps to them. */
-#define KILN_SE_CMAX 4096
-#define KILN_SE_RMAX 1024
 
 /* ---- fusion (fusion.c) -------------------------------------------------- */
 

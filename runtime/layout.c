@@ -16,7 +16,7 @@
  * pools (pool_blk) and channel Concats (their copies move whole blocks).
  * Readers: convolutions (dirc, with the input's pixel stride B, a padded
  * one through conv_pad's copy in blocks; dw16), GlobalAveragePool
- * (gpool_b16, B = 16) and the squeeze-excite gate (KilnSEGate, B = 16), max pools, Concats, and fused epilogue operands of
+ * (gpool_b16, B = 16), max pools, Concats, and fused epilogue operands of
  * the output's size, which the head reads at the output's index: they take
  * the output's layout (a residual Add's input). These ties, dw16's input
  * and output, a max pool's and a Concat's values in the same layout, are
@@ -89,7 +89,7 @@ static bool writes_blocked(kiln_graph *g, kiln_node *W, int B) {
 static bool reads_blocked(kiln_graph *g, kiln_node *r, int k, int v, int B) {
   if (r->folded || !r->op) return false;
   if (!strcmp(r->op_type, "Conv")) return k == 0 && (kiln__conv_blk_roles(g, r) & (KILN_BLK_DW | KILN_BLK_READ));
-  if (!strcmp(r->op_type, "GlobalAveragePool") || !strcmp(r->op_type, "KilnSEGate")) return k == 0 && B == 16;
+  if (!strcmp(r->op_type, "GlobalAveragePool")) return k == 0 && B == 16;
   if (!strcmp(r->op_type, "MaxPool")) return k == 0 && kiln__pool_blk_ok(g, r);
   if (!strcmp(r->op_type, "Concat")) return concat_blk_ok(g, r, B);
   /* an operand of a fused epilogue of the output's size: read at the

@@ -19,12 +19,11 @@ extern const kiln_op_def kiln_ops_roialign[];
 extern const kiln_op_def kiln_ops_tfidf[];
 extern const kiln_op_def kiln_ops_optional[];
 extern const kiln_op_def kiln_ops_precision[];
-extern const kiln_op_def kiln_ops_se_gate[];
 
 static const kiln_op_def *const tables[] = {
   kiln_ops_elementwise, kiln_ops_movement, kiln_ops_conv_pool, kiln_ops_gemm_norm, kiln_ops_reduce, kiln_ops_misc, kiln_ops_sequence, kiln_ops_strings,
   kiln_ops_attention, kiln_ops_control, kiln_ops_nms, kiln_ops_roialign, kiln_ops_tfidf, kiln_ops_optional,
-  kiln_ops_precision, kiln_ops_se_gate,
+  kiln_ops_precision,
 };
 
 const kiln_op_def *kiln_op_lookup(const char *domain, const char *op_type) {

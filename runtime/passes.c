@@ -29,9 +29,6 @@
  *  - Softmax / LogSoftmax along the last axis of (x * c or x / c for a
  *    scalar constant c) [+ mask]: the scale and the additive mask go into the
  *    softmax kernel (kiln_scale, input 1);
- *  - GlobalAveragePool -> 1x1 Conv -> Relu or SiLU -> 1x1 Conv -> Sigmoid
- *    on float32 values (a squeeze-excite gate, constant weights): one
- *    KilnSEGate node (ops/se_gate.c), one launch for three;
  *  - a 1x1 stride-1 Conv (constant weights, one group, no pads) whose input
  *    is Mul(x, s) alone, s one value per image and channel of x ([N,C,1,1]:
  *    a squeeze-excite gate): the Conv reads x and scales it per (n, c)
@@ -811,103 +808,24 @@ static int fuse_conv_xscale(kiln_graph *g, int ci, kiln_error *err) {
   return 1;
 }
 
-/* A 1x1 Conv (stride 1, no pads, one group) of constant float32 weights
- * [M, C, 1, 1] (and bias [M], if any) on x [N, C, 1, 1]: its weights'
- * value (and *bias, -1 if none); -1 if it is not one. */
-static int gate_conv(kiln_graph *g, const kiln_node *cv, int64_t C, int *bias) {
-  if (!is_op(cv, "Conv") || cv->nin < 2 || cv->nin > 3 || cv->nout != 1) return -1;
-  kiln_value *xv = kiln_in(g, cv, 0), *wt = kiln_in(g, cv, 1), *bv = kiln_in(g, cv, 2);
-  if (!xv || !wt || !wt->is_const || !wt->data || wt->dtype != KILN_DT_FLOAT || xv->dtype != KILN_DT_FLOAT || xv->rank != 4) return -1;
-  if (xv->dims[1] != C || xv->dims[2] != 1 || xv->dims[3] != 1 || wt->rank != 4 || wt->dims[1] != C || wt->dims[2] != 1 || wt->dims[3] != 1) return -1;
-  if (bv && (!bv->is_const || !bv->data || bv->dtype != KILN_DT_FLOAT || kiln_value_numel(bv) != wt->dims[0])) return -1;
-  win_geom w;
-  kiln_error e = {0};
-  if (kiln__win_setup(g, (kiln_node *)cv, WIN_CONV, &w, &e) || w.group != 1) return -1;
-  for (int a = 0; a < 3; a++)
-    if (w.k[a] != 1 || w.s[a] != 1 || w.pb[a] || w.pe[a]) return -1;
-  *bias = bv ? cv->in[2] : -1;
-  return cv->in[1];
-}
-
-/* Sigmoid(Conv 1x1(act(Conv 1x1(GlobalAveragePool(x))))), act Relu or
- * SiLU, on float32 [N, C, H, W] (a squeeze-excite gate): one KilnSEGate
- * node (ops/se_gate.c) in place of the Sigmoid, the rest dropped. Returns 1
- * when rewritten, 0 if not, <0 on error. */
-static int fuse_se_gate(kiln_graph *g, int si, kiln_error *err) {
-  kiln_node *sg = &g->nodes[si];
-  if (!is_op(sg, "Sigmoid") || sg->nin != 1 || sg->nout != 1) return 0;
-  int z2 = sg->in[0], c2 = z2 >= 0 ? g->vals[z2].producer : -1;
-  if (c2 < 0 || sole_consumer(g, z2) != si) return 0;
-  int h = g->nodes[c2].in[0], a1 = h >= 0 ? g->vals[h].producer : -1;
-  if (a1 < 0 || sole_consumer(g, h) != c2) return 0;
-  /* act's input: Relu's, or SiLU's (Mul(z, Sigmoid(z)) either way round) */
-  kiln_node *an = &g->nodes[a1];
-  int z1 = -1;
-  if (is_op(an, "Relu") && an->nin == 1) z1 = an->in[0];
-  else if (is_op(an, "Mul") && an->nin == 2)
-    for (int k = 0; k < 2 && z1 < 0; k++) {
-      int p = an->in[1 - k] >= 0 ? g->vals[an->in[1 - k]].producer : -1;
-      if (p >= 0 && is_op(&g->nodes[p], "Sigmoid") && g->nodes[p].in[0] == an->in[k]) z1 = an->in[k];
-    }
-  int c1 = z1 >= 0 ? g->vals[z1].producer : -1;
-  if (c1 < 0) return 0;
-  int rm[8], nrm = 0, zo = -1;
-  const char *act = match_activation(g, z1, rm, &nrm, &zo);
-  if (!act || zo != h) return 0;
-  int p = g->nodes[c1].in[0], gp = p >= 0 ? g->vals[p].producer : -1;
-  if (gp < 0 || sole_consumer(g, p) != c1 || !is_op(&g->nodes[gp], "GlobalAveragePool") || g->nodes[gp].nin != 1) return 0;
-  int x = g->nodes[gp].in[0];
-  kiln_value *xv = &g->vals[x];
-  if (xv->dtype != KILN_DT_FLOAT || xv->rank != 4) return 0;
-  int64_t C = xv->dims[1];
-  int b1 = -1, b2 = -1, w1 = gate_conv(g, &g->nodes[c1], C, &b1);
-  if (w1 < 0) return 0;
-  int64_t Cr = g->vals[w1].dims[0];
-  int w2 = gate_conv(g, &g->nodes[c2], Cr, &b2);
-  if (w2 < 0 || g->vals[w2].dims[0] != C || C > KILN_SE_CMAX || Cr > KILN_SE_RMAX) return 0;
-  rm[nrm++] = gp;
-  rm[nrm++] = c1;
-  rm[nrm++] = c2;
-  char ops[256];
-  ops_list(g, si, rm, nrm, ops, sizeof ops);
-  if (note_rewrite(g, sg->name, ops, nrm + 1, "a squeeze-excite gate (pool, two 1x1 convolutions and their activations) in one kernel"))
-    return kiln__err(err, KILN_ENOMEM, "out of memory");
-  sg = &g->nodes[si];
-  char *nt = strdup("KilnSEGate");
-  if (!nt || set_inputs(sg, 5) || push_attr(sg, "kiln_act", KILN_ATTR_STRING, 0, 0, act)) { free(nt); return kiln__err(err, KILN_ENOMEM, "out of memory"); }
-  free(sg->op_type);
-  sg->op_type = nt;
-  sg->op = kiln_op_lookup("", "KilnSEGate");
-  sg->in[0] = x;
-  sg->in[1] = w1;
-  sg->in[2] = b1;
-  sg->in[3] = w2;
-  sg->in[4] = b2;
-  drop_nodes(g, rm, nrm);
-  return 1;
-}
-
 int kiln_graph_fuse_patterns(kiln_graph *g, int *ngroupnorm, int *nact, int *nsoftmax, kiln_error *err) {
-  int cnt[5] = {0, 0, 0, 0, 0};
-  for (int pass = 0; pass < 5; pass++)
+  int cnt[4] = {0, 0, 0, 0};
+  for (int pass = 0; pass < 4; pass++)
     for (int i = 0; i < g->nnodes; i++) {
-      int rc = pass == 0   ? fuse_groupnorm(g, i, true, err)
-               : pass == 1 ? fuse_norm_activation(g, i, err)
-               : pass == 2 ? fuse_softmax(g, i, err)
-               : pass == 3 ? fuse_se_gate(g, i, err)
-                           : fuse_conv_xscale(g, i, err);
+      int rc = pass == 0 ? fuse_groupnorm(g, i, true, err) : pass == 1 ? fuse_norm_activation(g, i, err) : pass == 2 ? fuse_softmax(g, i, err)
+                                                                                                        : fuse_conv_xscale(g, i, err);
       if (rc == 0 && pass == 0) rc = fuse_decomposed_norm(g, i, err);
       if (rc < 0) return rc;
       if (rc) { cnt[pass]++; i = -1; } /* node indices moved: start over */
     }
-  if (cnt[0] + cnt[1] + cnt[2] + cnt[3] + cnt[4]) {
+  if (cnt[0] + cnt[1] + cnt[2] + cnt[3]) {
     for (int i = 0; i < g->nvals; i++) g->vals[i].nconsumers = 0;
     for (int i = 0; i < g->nnodes; i++)
       for (int k = 0; k < g->nodes[i].nin; k++)
         if (g->nodes[i].in[k] >= 0) g->vals[g->nodes[i].in[k]].nconsumers++;
     for (int i = 0; i < g->nnodes; i++) { /* the rewritten nodes check their new form */
       kiln_node *n = &g->nodes[i];
-      bool touched = kiln_attr_find(n, "kiln_activation") || kiln_attr_find(n, "kiln_per_channel") || kiln_attr_find(n, "kiln_scale") || kiln_attr_find(n, "kiln_rms") || kiln_attr_find(n, "kiln_xscale") || is_op(n, "KilnSEGate") ||
+      bool touched = kiln_attr_find(n, "kiln_activation") || kiln_attr_find(n, "kiln_per_channel") || kiln_attr_find(n, "kiln_scale") || kiln_attr_find(n, "kiln_rms") || kiln_attr_find(n, "kiln_xscale") ||
                      ((is_op(n, "Softmax") || is_op(n, "LogSoftmax")) && n->nin == 2);
       if (touched && n->op && n->op->infer && n->op->infer(g, n, err)) return err ? err->status : KILN_EINTERNAL;
       if (touched && n->op && n->op->dev_check && n->op->dev_check(g, n, err)) return err ? err->status : KILN_EINTERNAL;
