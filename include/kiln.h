@@ -163,6 +163,7 @@ typedef struct kiln_device_info {
   uint64_t global_mem, local_mem, max_alloc; /* bytes */
   size_t max_work_group;
   int is_gpu;
+  int native_vec_float; /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (0: unknown) */
 } kiln_device_info;
 
 /* Lists OpenCL devices into `infos` (up to `cap`; infos may be NULL when cap

@@ -51,6 +51,8 @@ static void fill_info(cl_platform_id p, cl_device_id d, kiln_device_info *in) {
   clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ul, &ul, NULL); in->max_alloc = ul;
   clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof sz, &sz, NULL); in->max_work_group = sz;
   clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof t, &t, NULL); in->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+  u = 0;
+  clGetDeviceInfo(d, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof u, &u, NULL); in->native_vec_float = (int)u;
 }
 
 #define NO_PLATFORM_MSG "no OpenCL platform found: install an OpenCL driver (on Debian: apt-get install pocl-opencl-icd for the CPU, or your GPU vendor's OpenCL driver)"

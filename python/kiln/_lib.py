@@ -50,7 +50,7 @@ class DeviceInfo(ctypes.Structure):
                 ("vendor", ctypes.c_char * 128), ("name", ctypes.c_char * 128), ("driver", ctypes.c_char * 64),
                 ("version", ctypes.c_char * 128), ("compute_units", ctypes.c_int), ("max_clock_mhz", ctypes.c_int),
                 ("global_mem", ctypes.c_uint64), ("local_mem", ctypes.c_uint64), ("max_alloc", ctypes.c_uint64),
-                ("max_work_group", ctypes.c_size_t), ("is_gpu", ctypes.c_int)]
+                ("max_work_group", ctypes.c_size_t), ("is_gpu", ctypes.c_int), ("native_vec_float", ctypes.c_int)]
 
 
 class NodeTime(ctypes.Structure):
