@@ -771,8 +771,7 @@ static int plan(kiln_session *s, kiln_error *err) {
   /* blocked layouts between convolutions (layout.c), on the
    * fusion's groups: on CPU devices, in blocks of their float vector (16
    * with AVX-512, 8 with AVX2); measured on POCL only, so GPUs keep NCHW */
-  cl_uint vw = 0;
-  if (!s->d->info.is_gpu && !s->d->opt.no_blocked) clGetDeviceInfo(s->d->dev, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof vw, &vw, NULL);
+  int vw = !s->d->info.is_gpu && !s->d->opt.no_blocked ? s->d->info.native_vec_float : 0;
   kiln_exec lx = {.d = s->d, .g = g, .db = s->db, .recs = s->recs, .db_device = s->db_device, .pred = s->pred, .cm = s->cm, .ov_node = -1};
   kiln_layout_ctx lc = {&lx, layout_wino};
   if ((rc = kiln__layout_plan(g, vw >= 16 ? 16 : vw >= 8 ? 8 : 0, &lc, &s->st.blocked_values)) != 0) return kiln__err(err, rc, "out of memory");
