@@ -704,6 +704,18 @@ static void count_codegen(kiln_device *d, cl_event e) {
   }
 }
 
+bool kiln_cl_auto_lws(kiln_device *d, cl_kernel k, int dims, const size_t *gws, size_t *l) {
+  for (int i = 0; i < dims; i++)
+    if (gws[i] == 0) return false;
+  return !d->info.is_gpu && cpu_local_size(d, k, dims, gws, l);
+}
+
+void kiln_cl_mark_launched(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws) {
+  size_t g[3];
+  for (int i = 0; i < dims; i++) g[i] = lws && lws[i] ? (gws[i] + lws[i] - 1) / lws[i] * lws[i] : gws[i];
+  (void)first_launch(d, k, dims, g, lws);
+}
+
 int kiln_cl_launch_ev(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, cl_event *ev, kiln_error *err) {
   if (ev) *ev = NULL;
   kiln__rec_launch(k, dims, gws, lws);

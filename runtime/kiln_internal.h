@@ -289,6 +289,13 @@ const char *kiln_cl_source(const char *file, char **owned);
 int kiln_cl_launch(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, kiln_error *err);
 /* Same, returning the launch's event in *ev (NULL when nothing was launched). */
 int kiln_cl_launch_ev(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws, cl_event *ev, kiln_error *err);
+/* The local size kiln_cl_launch_ev gives a launch of k over gws when the
+ * caller gives none (a CPU device: work-groups enough for its cores), in l;
+ * false when it leaves the choice to the driver. */
+bool kiln_cl_auto_lws(kiln_device *d, cl_kernel k, int dims, const size_t *gws, size_t *l);
+/* Counts k's launch shape (gws rounded to lws) as launched before: its
+ * first launch waits for no code generation. */
+void kiln_cl_mark_launched(kiln_device *d, cl_kernel k, int dims, const size_t *gws, const size_t *lws);
 /* Hex hash of the source of kernels/<files> as device d reads it (its
  * kernel directory; d NULL: embedded) (a comma list: the sources chained; a
  * single file hashes as itself). */

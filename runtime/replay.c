@@ -18,7 +18,9 @@
  * read-back, a launch that packs weights: kiln__rec_other), no argument
  * larger than a scalar or a buffer, and the same tunable parameters (and
  * their origin; an epilogue group's are its head's) and database as when
- * it was recorded. Dynamic nodes, and every node after one on the run, run
+ * it was recorded. Each recorded launch gets a kernel object of its own
+ * (own_kernel) with its arguments set and its local size chosen once, so a
+ * replayed launch is one enqueue. Dynamic nodes, and every node after one on the run, run
  * their op every time; so does every node of a session under a memory budget
  * (stream.c moves buffers between runs) and every one while KILN_REPLAY=off.
  * A plan's release (kiln__session_release_plan) frees its recordings, so a
@@ -45,6 +47,7 @@ typedef struct {
   bool has_lws;
   size_t gws[3], lws[3];
   int a0, na; /* its arguments: args[a0 .. a0+na) */
+  bool owned; /* k is this launch's own kernel object, its arguments set once (kiln__replay_end) */
 } rlaunch;
 
 typedef struct kiln_replay {
@@ -147,6 +150,35 @@ static const kiln_node *param_node(const kiln_exec *x, const kiln_node *n) {
   return n->fgroup && n->fgroup->head >= 0 ? &x->g->nodes[n->fgroup->head] : n;
 }
 
+/* Gives launch L a kernel object of its own, made from its kernel's program,
+ * with its arguments set once here and its local size chosen once, so that
+ * a replay only enqueues it: on POCL, setting a launch's 8-10 arguments
+ * again and asking for its kernel's work-group limits took about as long as
+ * the enqueue itself. Kernel objects are shared between the nodes (and
+ * launches) whose programs match, so the shared one's arguments cannot be
+ * left set. On any failure L keeps the shared kernel and sets its arguments
+ * on every replay, as before. */
+static void own_kernel(kiln_device *d, kiln_replay *r, rlaunch *L) {
+  cl_program prog = NULL;
+  char name[256];
+  size_t nlen = 0;
+  if (clGetKernelInfo(L->k, CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL) != CL_SUCCESS ||
+      clGetKernelInfo(L->k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &nlen) != CL_SUCCESS || nlen == 0)
+    return;
+  cl_int e;
+  cl_kernel k = clCreateKernel(prog, name, &e);
+  if (e != CL_SUCCESS || !k) return;
+  for (int j = 0; j < L->na; j++) {
+    const rarg *a = &r->args[L->a0 + j];
+    if (clSetKernelArg(k, a->idx, a->sz, a->local ? NULL : a->v) != CL_SUCCESS) { clReleaseKernel(k); return; }
+  }
+  if (!L->has_lws && kiln_cl_auto_lws(d, k, L->dims, L->gws, L->lws)) L->has_lws = true;
+  kiln_cl_mark_launched(d, k, L->dims, L->gws, L->has_lws ? L->lws : NULL);
+  clReleaseKernel(L->k);
+  L->k = k;
+  L->owned = true;
+}
+
 int kiln__replay_begin(kiln_exec *x, kiln_node *n) {
   kiln__replay_stale(n);
   kiln_replay *r = calloc(1, sizeof *r);
@@ -167,6 +199,7 @@ void kiln__replay_end(const kiln_exec *x, kiln_node *n, bool ok) {
   const kiln_node *p = param_node(x, n);
   if (!ok || r->bad || r->nl == 0) { kiln__replay_free(n); return; }
   r->done = true;
+  for (int i = 0; i < r->nl; i++) own_kernel(x->d, r, &r->l[i]);
   r->origin = p->tparams_origin;
   memcpy(r->tparams, p->tparams, sizeof r->tparams);
   /* the log served the launches; only their own arguments are kept */
@@ -188,7 +221,7 @@ int kiln__replay_run(kiln_exec *x, kiln_node *n, kiln_error *err) {
   const kiln_replay *r = n->replay;
   for (int i = 0; i < r->nl; i++) {
     const rlaunch *L = &r->l[i];
-    for (int j = 0; j < L->na; j++) {
+    for (int j = 0; j < (L->owned ? 0 : L->na); j++) {
       const rarg *a = &r->args[L->a0 + j];
       cl_int e = clSetKernelArg(L->k, a->idx, a->sz, a->local ? NULL : a->v);
       if (e != CL_SUCCESS) return kiln__err(err, KILN_ECL, "replayed launch %d: argument %u: %s", i, a->idx, kiln__clerror(e));
