@@ -2,6 +2,7 @@
  * per-family corrections fitted on measured records, and the held-out
  * evaluation behind `kiln model eval`. See kiln_costmodel.h. */
 #include "kiln_costmodel.h"
+#include "family.h"
 #include <ctype.h>
 #include <math.h>
 #include <strings.h>
@@ -321,6 +322,7 @@ static void tok_dictionary(kiln_correction *c, const char *const *params, const 
     for (int i = 0; i < tc.n && c->ntok < KILN_CM_MAXTOK; i++) {
       const char *a1 = strchr(tc.tok[i], '&'), *a2 = a1 ? strchr(a1 + 1, '&') : NULL;
       if ((a2 != NULL) != (pass == 1) || strlen(tc.tok[i]) >= sizeof c->tok[0]) continue;
+      if (passes == 2 && tc.cnt[i] < KILN_CM_TOK_MIN) continue;
       if (a1) {
         char f[72], fa[72], fb[72];
         snprintf(f, sizeof f, "%.*s", (int)(a1 - tc.tok[i]), tc.tok[i]);
@@ -945,6 +947,37 @@ int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pre
 }
 
 /* kiln_cm_choose without the memo. */
+/* kiln_cm_solver_measured, asked once per solver of a choice: seen/meas
+ * keep the answers for up to 16 solvers. */
+static bool solver_measured_memo(const kiln_correction *c, const kiln_cm_samples *smp, bool own, const char *ps, char (*seen)[64], bool *meas,
+                                 int *nseen) {
+  const char *comma = strchr(ps, ',');
+  size_t l = comma ? (size_t)(comma - ps) : strlen(ps);
+  if (l >= sizeof seen[0]) return kiln_cm_solver_measured(c, smp, own, ps);
+  for (int i = 0; i < *nseen; i++)
+    if (strlen(seen[i]) == l && !strncmp(seen[i], ps, l)) return meas[i];
+  bool m = kiln_cm_solver_measured(c, smp, own, ps);
+  if (*nseen < 16) {
+    snprintf(seen[*nseen], sizeof seen[0], "%.*s", (int)l, ps);
+    meas[(*nseen)++] = m;
+  }
+  return m;
+}
+
+bool kiln_cm_solver_measured(const kiln_correction *c, const kiln_cm_samples *smp, bool own, const char *ps) {
+  const char *comma = strchr(ps, ',');
+  size_t l = comma ? (size_t)(comma - ps) : strlen(ps);
+  if (own) {
+    int cnt = 0;
+    for (int i = 0; smp && i < smp->n && cnt < KILN_CM_TOK_MIN; i++)
+      if (!strncmp(smp->par[i], ps, l) && (smp->par[i][l] == ',' || !smp->par[i][l])) cnt++;
+    return cnt >= KILN_CM_TOK_MIN;
+  }
+  for (int i = 0; c && i < c->ntok; i++)
+    if (strlen(c->tok[i]) == l && !strncmp(c->tok[i], ps, l)) return true;
+  return false;
+}
+
 static int choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred_ns) {
   const kiln_correction *c = NULL;
   kiln_cm_samples *smp = NULL;
@@ -968,9 +1001,15 @@ static int choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred
   int *cands = NULL;
   int n = kiln_tunable_enumerate(t, &st->dm.info, &cands);
   if (n <= 0) { free(cands); return KILN_ENOTFOUND; }
-  int best = 0;
-  double bp = INFINITY;
+  int best = 0, bestm = -1;
+  double bp = INFINITY, bpm = INFINITY;
   char ps[256], key[320];
+  /* the solvers the fit measured, where the family has a selector (its first parameter) */
+  const kiln_family *fam = kiln_family_find(t->family);
+  bool sel = fam && fam->selector == 0, own = smp && smp->n >= KILN_CM_MIN_SAMPLES;
+  char seen[16][64];
+  bool meas[16];
+  int nseen = 0;
   kiln_cm_instance_key(t->dtype, t->shape_key, t->epilogue, key, sizeof key);
   kiln_cm_transfer ts;
   int tr = smp && smp->n > 0 && kiln_cm_transfer_init(&ts, &st->dm, c, smp, NULL, key) == 0;
@@ -981,8 +1020,10 @@ static int choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred
     kiln_tunable_str(t, cands + (size_t)k * (size_t)t->nparams, ps, sizeof ps);
     double v = kiln_cm_predict_ns(&st->dm, c, &f, ps) * (tr ? kiln_cm_transfer_factor(&ts, ps) : 1);
     if (v < bp) { bp = v; best = k; }
+    if (sel && v < bpm && solver_measured_memo(c, smp, own, ps, seen, meas, &nseen)) { bpm = v; bestm = k; }
   }
   if (tr) kiln_cm_transfer_free(&ts);
+  if (bestm >= 0) { best = bestm; bp = bpm; } /* a solver the fit measured, while any is a candidate */
   memcpy(p, cands + (size_t)best * (size_t)t->nparams, sizeof(int) * (size_t)t->nparams);
   if (pred_ns) *pred_ns = bp;
   free(cands);

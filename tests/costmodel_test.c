@@ -162,6 +162,33 @@ int main(void) {
     CHECK(unseen == 1); /* a setting nothing measured keeps the correction's prediction */
     kiln_cm_samples_free(&t);
   }
+  /* the solvers a fit measured (kiln_cm_choose picks among them): a
+   * device's own records count a solver with KILN_CM_TOK_MIN of them, a
+   * prior by its dictionary */
+  {
+    kiln_cm_samples t = {0};
+    kiln_features f1;
+    features(1e8, 0, 8, &f1);
+    for (int i = 0; i < KILN_CM_TOK_MIN; i++) CHECK(kiln_cm_samples_add(&t, &f1, "ALGO=1,TILE=8", "1|C=64|", 1e6) == 0);
+    for (int i = 0; i < KILN_CM_TOK_MIN - 1; i++) CHECK(kiln_cm_samples_add(&t, &f1, "ALGO=2,TILE=8", "1|C=64|", 1e6) == 0);
+    CHECK(kiln_cm_samples_add(&t, &f1, "ALGO=12,TILE=8", "1|C=64|", 1e6) == 0);
+    CHECK(kiln_cm_solver_measured(NULL, &t, true, "ALGO=1,TILE=16"));
+    CHECK(!kiln_cm_solver_measured(NULL, &t, true, "ALGO=2,TILE=8"));   /* too few records */
+    CHECK(!kiln_cm_solver_measured(NULL, &t, true, "ALGO=0,TILE=8"));   /* none */
+    CHECK(!kiln_cm_solver_measured(NULL, &t, true, "ALGO=12"));          /* one: a prefix of it is not ALGO=1's */
+    kiln_correction *pc = calloc(1, sizeof *pc);
+    CHECK(pc != NULL);
+    if (pc) {
+      pc->ntok = 2;
+      snprintf(pc->tok[0], sizeof pc->tok[0], "ALGO=1");
+      snprintf(pc->tok[1], sizeof pc->tok[1], "ALGO=1&TILE=8");
+      CHECK(kiln_cm_solver_measured(pc, NULL, false, "ALGO=1,TILE=4"));
+      CHECK(!kiln_cm_solver_measured(pc, NULL, false, "ALGO=0,TILE=8"));
+      CHECK(!kiln_cm_solver_measured(pc, NULL, false, "ALGO=12,TILE=8"));
+      free(pc);
+    }
+    kiln_cm_samples_free(&t);
+  }
   /* degenerate input: no samples leaves the base estimate */
   kiln_cm_samples empty = {0};
   kiln_cm_fit_samples(&m, "toy", &empty, NULL, c);
