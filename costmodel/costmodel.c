@@ -828,6 +828,10 @@ kiln_cm_state *kiln_cm_state_for_device(kiln_db *db, int64_t device, kiln_device
     kiln_db_fingerprint(&d->info, exact, sizeof exact, family, sizeof family);
     uint64_t h = kiln_cm_prior_hash(&d->info);
     h = mix(h, KILN_VERSION, strlen(KILN_VERSION));
+    /* how choose() ranks: an answer file of an earlier rule is not reused
+     * (2: only the solvers the fit measured, kiln_cm_solver_measured) */
+    static const int choose_rev = 2;
+    h = mix(h, &choose_rev, sizeof choose_rev);
     h = mix(h, exact, strlen(exact));
     h = mix(h, m->flops, sizeof m->flops);
     h = mix(h, m->bw, sizeof(double) * (size_t)m->nbw);
