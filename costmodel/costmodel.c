@@ -950,7 +950,6 @@ int kiln_cm_choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pre
   return rc;
 }
 
-/* kiln_cm_choose without the memo. */
 /* kiln_cm_solver_measured, asked once per solver of a choice: seen/meas
  * keep the answers for up to 16 solvers. */
 static bool solver_measured_memo(const kiln_correction *c, const kiln_cm_samples *smp, bool own, const char *ps, char (*seen)[64], bool *meas,
@@ -982,6 +981,7 @@ bool kiln_cm_solver_measured(const kiln_correction *c, const kiln_cm_samples *sm
   return false;
 }
 
+/* kiln_cm_choose without the memo. */
 static int choose(kiln_cm_state *st, const kiln_tunable *t, int *p, double *pred_ns) {
   const kiln_correction *c = NULL;
   kiln_cm_samples *smp = NULL;
