@@ -316,7 +316,25 @@ void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const kiln_re
 }
 
 static cl_program build_program_opts(kiln_device *d, const char *file, const char *src, const char *opts, const char *bopts,
-                                     const char *key, int keep, kiln_error *err);
+                                     const char *key, int keep, bool *deferred, kiln_error *err);
+
+void kiln__device_defer_binaries(kiln_device *d, bool defer, bool save) {
+  d->defer_binaries = defer;
+  d->save_used = save;
+}
+
+/* Stores a built program's binary under key in the file cache (fetching it is
+ * part of compiling: counted in compile_ms). */
+static void save_binary(kiln_device *d, cl_program prog, const char *key) {
+  if (!d->cache_dir[0]) return;
+  double t0 = now_ms();
+  size_t len = 0;
+  clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL);
+  unsigned char *bin = len ? malloc(len) : NULL;
+  if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) cache_put(d, key, bin, len);
+  free(bin);
+  d->compile_ms += now_ms() - t0;
+}
 
 /* Files prepended to a program whose source names one of their functions:
  * kernels/half_io.cl (fp16 storage's kiln_ldh / kiln_svh / kiln_vldhN /
@@ -389,7 +407,8 @@ static int with_preludes(kiln_device *d, const char *src, char **out, kiln_error
 
 /* Builds src0 (with the preludes it uses) with opts, from the binary cache when it has the program; keep:
  * a program built from source is stored there. */
-static cl_program build_program(kiln_device *d, const char *file, const char *src0, const char *opts, int keep, kiln_error *err) {
+static cl_program build_program(kiln_device *d, const char *file, const char *src0, const char *opts, int keep, char bkey[24], bool *deferred,
+                                kiln_error *err) {
   char *full;
   if (with_preludes(d, src0, &full, err)) return NULL;
   const char *src = full ? full : src0;
@@ -413,8 +432,9 @@ static cl_program build_program(kiln_device *d, const char *file, const char *sr
   h = fnv1a(h, d->info.name, strlen(d->info.name));
   h = fnv1a(h, d->info.driver, strlen(d->info.driver));
   h = fnv1a(h, d->info.platform, strlen(d->info.platform));
-  char key[32];
+  char key[24];
   snprintf(key, sizeof key, "%016llx", (unsigned long long)h);
+  memcpy(bkey, key, sizeof key);
   /* -w: compiler warnings are for kiln's developers (clang on the .cl files),
    * not for users; POCL's clang otherwise prints "N warnings generated" for
    * e.g. 16-wide vectors on an AVX2 target (-Wpsabi); with the rest of
@@ -424,7 +444,7 @@ static cl_program build_program(kiln_device *d, const char *file, const char *sr
   if (!bopts) { free(full); free(fopts); kiln__err(err, KILN_ENOMEM, "out of memory"); return NULL; }
   memcpy(bopts, opts, olen);
   memcpy(bopts + olen, BUILD_OPTS_ALWAYS, sizeof BUILD_OPTS_ALWAYS);
-  cl_program prog = build_program_opts(d, file, src, opts, bopts, key, keep, err);
+  cl_program prog = build_program_opts(d, file, src, opts, bopts, key, keep, deferred, err);
   free(bopts);
   free(full);
   free(fopts);
@@ -432,8 +452,9 @@ static cl_program build_program(kiln_device *d, const char *file, const char *sr
 }
 
 static cl_program build_program_opts(kiln_device *d, const char *file, const char *src, const char *opts, const char *bopts,
-                                     const char *key, int keep, kiln_error *err) {
+                                     const char *key, int keep, bool *deferred, kiln_error *err) {
   cl_int e;
+  *deferred = false;
   cl_program prog = NULL;
   unsigned char *bin = NULL;
   size_t blen = 0;
@@ -472,14 +493,11 @@ static cl_program build_program_opts(kiln_device *d, const char *file, const cha
   /* Fetching the binary is part of compiling: POCL generates the machine
    * code of every kernel in the program then (a build only makes LLVM IR),
    * often several times the build's own time. */
-  if (keep && d->cache_dir[0]) {
-    size_t len = 0;
-    clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL);
-    bin = len ? malloc(len) : NULL;
-    if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) cache_put(d, key, bin, len);
-    free(bin);
-  }
   d->compile_ms += now_ms() - t0;
+  if (keep && d->cache_dir[0]) {
+    if (d->defer_binaries) *deferred = true;
+    else save_binary(d, prog, key);
+  }
   return prog;
 }
 
@@ -523,7 +541,9 @@ static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_sr
     char *owned = NULL;
     const char *src = gen_src ? gen_src : kiln_cl_source_in(d->opt.kernel_dir, file, &owned);
     if (!src) { free(key); kiln__err(err, KILN_EINTERNAL, "kernel file %s is not embedded", file); return NULL; }
-    cl_program prog = build_program(d, file, src, opts, keep, err);
+    char bkey[24];
+    bool deferred;
+    cl_program prog = build_program(d, file, src, opts, keep, bkey, &deferred, err);
     free(owned);
     if (!prog) { free(key); return NULL; }
     if (d->nprogs == d->capprogs) {
@@ -538,6 +558,12 @@ static cl_kernel get_kernel(kiln_device *d, const char *file, const char *gen_sr
     p->key = key;
     p->hash = h;
     p->prog = prog;
+    memcpy(p->bkey, bkey, sizeof bkey);
+    p->unsaved = deferred;
+  }
+  if (p->unsaved && d->save_used) {
+    save_binary(d, p->prog, p->bkey);
+    p->unsaved = false;
   }
   for (int i = 0; i < p->nkerns; i++)
     if (!strcmp(p->kerns[i].name, name)) return p->kerns[i].k;

@@ -213,6 +213,8 @@ typedef struct kiln_cl_prog {
   cl_program prog;
   struct kiln_cl_kern { char *name; cl_kernel k; } *kerns;
   int nkerns;
+  char bkey[24];        /* its name in the binary cache */
+  bool unsaved;         /* built while binaries were deferred: not in the binary cache yet */
 } kiln_cl_prog;
 
 /* A device's options (kiln_device_set_options; kiln_options of kiln.h). */
@@ -254,6 +256,8 @@ struct kiln_device {
   double build_deadline_ms;  /* > 0: a build from source that would start later is refused (kiln_tune's budget) */
   volatile const int *build_stop; /* non-NULL and set: builds from source are refused (kiln_tune's stop) */
   int builds_refused;
+  bool defer_binaries;       /* programs built from source are not stored in the binary cache (kiln_tune's candidates) */
+  bool save_used;            /* a deferred program is stored when a launch asks for its kernel (kiln_tune's winners) */
 };
 
 /* Returns the kernel `name` from kernels/`file` built with `options`
@@ -272,6 +276,12 @@ void kiln_device_set_binary_db(kiln_device *d, struct kiln_db *db, const struct 
  * POCL takes 0.1-1.5 s and a model has dozens: a first `kiln tune --budget 30`
  * with an empty program cache spent 75 s compiling before its first trial. */
 void kiln__device_limit_builds(kiln_device *d, double seconds, volatile const int *stop);
+/* While defer is set, programs built from source skip the binary cache:
+ * fetching a binary makes POCL generate code for every kernel of the
+ * program, about half of a tuning candidate's compile, and most candidates
+ * run a few times and are never used again. While save is set, a deferred
+ * program whose kernel a launch asks for is stored then (the winners). */
+void kiln__device_defer_binaries(kiln_device *d, bool defer, bool save);
 /* Like kiln_cl_kernel for generated source text (fused kernels), found by
  * key, the source's hash from kiln_cl_src_key: callers keep it, because
  * hashing a 30 kB source per launch (conv.cl behind an epilogue) leaves the
