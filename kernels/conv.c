@@ -48,7 +48,11 @@
  *            (pack_wino4_oc), wino4_out with bias and epilogue: 1.78x fewer
  *            multiplications than F(2x2,3x3), 4x fewer than direct, with a
  *            larger rounding error (tests/conv_params.c holds it to the same
- *            1e-4 of max |ref|);
+ *            1e-4 of max |ref|); reads and writes NCHW16c/NCHW8c values too
+ *            (-DWINO_INB / -DWINO_OUTB, a block's channels in dimension 0):
+ *            on POCL 7-16% slower than in NCHW, 1.5-1.8x faster than blocked
+ *            dirc on resnet50's 128x28x28 and 256x14x14 3x3s (700 vs 1176,
+ *            578 vs 1106 us, bench_conv_layer --blk 3);
  *   dwr      depthwise 2-D (conv_dwr): CONVDW_R output rows of a channel per
  *            work-item, CONVDW_VW outputs of each at a time, the weights in
  *            registers, the rows' interior read as whole vectors with no
@@ -353,8 +357,8 @@ static cl_mem conv_im2col(const conv_ctx *c, cl_int ldb, kiln_error *err) {
 
 /* wino_out (wino4_out when r = 4): the output transform of the products Mw
  * (ldo columns). */
-static int conv_wino_out(const conv_ctx *c, int r, cl_mem Mw, cl_int TW, cl_int T_, cl_int ldo, kiln_error *err) {
-  cl_kernel ko = kiln_epi_kernel(c->x, c->n, "conv.cl", c->opts, r == 4 ? "wino4_out" : "wino_out", err);
+static int conv_wino_out(const conv_ctx *c, int r, const char *opts, cl_mem Mw, cl_int TW, cl_int T_, cl_int ldo, kiln_error *err) {
+  cl_kernel ko = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, r == 4 ? "wino4_out" : "wino_out", err);
   if (!ko) return err->status;
   if (kiln_cl_args(ko, err, KARG(Mw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(TW), KARG(T_), KARG(ldo), KARG(c->has_bias), KARG(c->ep[0]),
                    KARG(c->ep[1]), KEND))
@@ -362,6 +366,11 @@ static int conv_wino_out(const conv_ctx *c, int r, cl_mem Mw, cl_int TW, cl_int 
   size_t go[3] = {(size_t)(r == 4 ? ceil_div(T_, 8) : T_), (size_t)c->w->oc, (size_t)c->w->n}; /* wino4_out: 8 tiles per work-item */
   int64_t oc = c->w->oc; /* wino4_out: 2.3 kB of private arrays per work-item, groups of at most 8 (see winop_launch_of) */
   size_t lo[3] = {1, (size_t)(oc % 8 == 0 ? 8 : oc % 4 == 0 ? 4 : oc % 2 == 0 ? 2 : 1), 1};
+  const kiln_value *yv = kiln_out(c->x->g, kiln_epi_result_node(c->x->g, c->n), 0);
+  if (r == 4 && yv->blk) { /* channels first (wino4_out's WINO_OUTB) */
+    go[1] = go[0], go[0] = (size_t)oc;
+    lo[0] = (size_t)yv->blk, lo[1] = 1;
+  }
   return kiln_exec_launch(c->x, ko, 3, go, r == 4 ? lo : NULL, err);
 }
 
@@ -732,7 +741,7 @@ static int wino_launch(const conv_ctx *c, kiln_error *err) {
                       .sa = ceil_div(w->oc, tm) * w->c * tm, .sbo = 16 * w->c * ldb, .sbi = w->c * ldb, .syo = 16 * w->oc * ldb,
                       .syi = w->oc * ldb, .has_bias = 0, .epi = 0, .batches = w->n * 16};
   if ((rc = conv_gemm_launch(c, &a, err))) return rc;
-  return conv_wino_out(c, 2, Mw, TW, T_, ldb, err);
+  return conv_wino_out(c, 2, c->opts, Mw, TW, T_, ldb, err);
 }
 
 /* Winograd F(4x4,3x3) weights, in panels of GEMM_TM rows like pack_wino's */
@@ -754,7 +763,13 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
   if (!V) return err->status;
   cl_mem Mw = kiln_exec_scratch(c->x, c->n, 1, (size_t)(w->n * nx * w->oc * T_) * vsz, err);
   if (!Mw) return err->status;
-  cl_kernel ki = kiln_cl_kernel(c->x->d, "conv.cl", c->opts, r == 4 ? "wino4_in_p" : "wino_in_p", err);
+  /* winop4 reads and writes blocked values itself (-DWINO_INB, -DWINO_OUTB) */
+  char opts[sizeof c->opts + 64];
+  const kiln_value *xv = kiln_in(c->x->g, c->n, 0), *yv = kiln_out(c->x->g, kiln_epi_result_node(c->x->g, c->n), 0);
+  size_t ol = (size_t)snprintf(opts, sizeof opts, "%s", c->opts);
+  if (r == 4 && xv->blk) ol += (size_t)snprintf(opts + ol, sizeof opts - ol, " -DWINO_INB=%d", xv->blk);
+  if (r == 4 && yv->blk) snprintf(opts + ol, sizeof opts - ol, " -DWINO_OUTB=%d", yv->blk);
+  cl_kernel ki = kiln_cl_kernel(c->x->d, "conv.cl", opts, r == 4 ? "wino4_in_p" : "wino_in_p", err);
   if (!ki) return err->status;
   if (kiln_cl_args(ki, err, KARG(c->bx), KARG(V), KARG(c->mb), KARG(TW), KARG(T_), KEND)) return err->status;
   size_t gi[3] = {(size_t)w->c, (size_t)(np * tn), (size_t)w->n};
@@ -763,6 +778,10 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
    * work-group of 32x128 overflowed its stack (SIGSEGV, vae_decoder_16), so
    * groups of at most 4x8 */
   size_t li[3] = {(size_t)(tn / 8), (size_t)(w->c % 8 == 0 ? 8 : w->c % 4 == 0 ? 4 : w->c % 2 == 0 ? 2 : 1), 1};
+  if (r == 4 && xv->blk) { /* channels first (wino4_in_p's WINO_INB) */
+    gi[1] = gi[0], gi[0] = (size_t)w->c;
+    li[0] = (size_t)xv->blk, li[1] = 1;
+  }
   int rc = kiln_exec_launch(c->x, ki, 3, gi, r == 4 ? li : NULL, err);
   if (rc) return rc;
   /* batches (n, xi): U_xi (packed in panels of GEMM_TM rows) ceil(OC/TM)*C*TM
@@ -774,7 +793,7 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
   a.meta[1 + 16] = nx * np * w->c * tn;
   a.meta[1 + 16 + 1] = np * w->c * tn;
   if ((rc = conv_panel_gemm(c, &a, err))) return rc;
-  return conv_wino_out(c, r, Mw, TW, T_, T_, err);
+  return conv_wino_out(c, r, opts, Mw, TW, T_, T_, err);
 }
 
 static int winop_launch(const conv_ctx *c, kiln_error *err) { return winop_launch_of(c, 2, err); }
@@ -1128,8 +1147,9 @@ static int conv_valid(const kiln_tunable *t, const int *p, const kiln_device_inf
   if (algo < 0 || algo >= kiln_conv_nsolvers) return -1;
   /* a scaled input: conv_pw (1x1 stride 1 under panel) and conv_dirc read the scales */
   if ((t->dims[CD_FLAGS] & CF_XS) && !(algo == CONV_A_DIRC || (algo == CONV_A_PANEL && (t->dims[CD_FLAGS] & CF_1X1)))) return -1;
-  /* NCHW16c values: dirc and dw16 only, dirv writing them */
-  if ((t->dims[CD_FLAGS] & CF_BLK) && algo != CONV_A_DIRC && algo != CONV_A_DW16 && !(algo == CONV_A_DIRV && (t->dims[CD_FLAGS] & CF_BLK) == CF_OUTB))
+  /* NCHW16c values: dirc, dw16 and winop4 only, dirv writing them */
+  if ((t->dims[CD_FLAGS] & CF_BLK) && algo != CONV_A_DIRC && algo != CONV_A_DW16 && algo != CONV_A_WINOP4 &&
+      !(algo == CONV_A_DIRV && (t->dims[CD_FLAGS] & CF_BLK) == CF_OUTB))
     return -1;
   const kiln_conv_solver *s = &kiln_conv_solvers[algo];
   for (int i = 1; i < CP_COUNT; i++)

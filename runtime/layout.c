@@ -15,7 +15,8 @@
  * stores its channel vectors as they are, dirv transposes, dw16), 2-D max
  * pools (pool_blk) and channel Concats (their copies move whole blocks).
  * Readers: convolutions (dirc, with the input's pixel stride B, a padded
- * one through conv_pad's copy in blocks; dw16), GlobalAveragePool
+ * one through conv_pad's copy in blocks; dw16; winop4, a writer too),
+ * GlobalAveragePool
  * (gpool_b16, B = 16), max pools, Concats, and fused epilogue operands of
  * the output's size, which the head reads at the output's index: they take
  * the output's layout (a residual Add's input). These ties, dw16's input

@@ -198,6 +198,13 @@ int main(int argc, char **argv) {
     /* dirc reading a padded copy of a blocked input (conv_pad in blocks) */
     {"3x3 s1 p1 NCHW16c in and out N=2", F, 2, 2, 32, 32, {7, 10}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 1, 1, 1, 0, 3},
     {"3x3 s2 p1.0 NCHW16c in, NCHW out M=20", F, 2, 1, 16, 20, {9, 12}, {3, 3}, {2, 2}, {0}, {1, 0, 1, 1}, 1, 0, 1, 0, 1},
+    /* winop4 reading and writing blocked values (wino4_in_p's WINO_INB,
+     * wino4_out's WINO_OUTB): partial 4x4 tiles at the edges, one side
+     * blocked, blocks of 8 */
+    {"3x3 s1 p1 NCHW16c in and out, edge tiles", F, 2, 1, 16, 32, {9, 11}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 1, 1, 1, 0, 3},
+    {"3x3 s1 p1 NCHW16c out N=2", F, 2, 2, 8, 16, {6, 13}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 1, 1, 1, 0, 2},
+    {"3x3 s1 p0 NCHW16c in M=20 no bias", F, 2, 1, 16, 20, {10, 9}, {3, 3}, {0}, {0}, {0}, 1, 0, 1, 0, 1},
+    {"3x3 s1 p1 NCHW8c in and out", F, 2, 1, 24, 16, {7, 7}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 1, 1, 1, 0, 15},
     /* blocks of 8 channels (the layout on devices with 8-wide vectors) */
     {"depthwise 3x3 s2 p1 NCHW8c", F, 2, 1, 24, 24, {9, 19}, {3, 3}, {2, 2}, {0}, {1, 1, 1, 1}, 24, 1, 1, 0, 15},
     {"1x1 s1 NCHW8c in and out C=24 M=40", F, 2, 2, 24, 40, {5, 9}, {1, 1}, {0}, {0}, {0}, 1, 1, 1, 0, 15},
