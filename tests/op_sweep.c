@@ -1670,6 +1670,12 @@ static void gen_shape_ops(void) {
   tc("Transpose", 13, "u8 [40,24] (tiles)"); in_x(U8, DIMS(40, 24));
   tc("Transpose", 13, "i64 [24,17] (tiles)"); in_x(I64, DIMS(24, 17));
   tc("Transpose", 13, "f16 [20,24] (tiles)"); in_x(F16, DIMS(20, 24));
+  /* the innermost axis kept: rows moved in runs of 16 (mv_strided_rows),
+   * a partial run at each row's end */
+  tc("Transpose", 13, "[2,9,3,20] perm 0,2,1,3 (rows)"); in_x(F32, DIMS(2, 9, 3, 20)); a_is("perm", INTS(0, 2, 1, 3)); must();
+  tc("Transpose", 13, "u8 [3,5,37] perm 1,0,2 (rows)"); in_x(U8, DIMS(3, 5, 37)); a_is("perm", INTS(1, 0, 2));
+  tc("Transpose", 13, "f16 [4,3,64] perm 1,0,2 (rows)"); in_x(F16, DIMS(4, 3, 64)); a_is("perm", INTS(1, 0, 2));
+  tc("Transpose", 13, "i64 [2,3,5,8] perm 2,0,1,3 (rows)"); in_x(I64, DIMS(2, 3, 5, 8)); a_is("perm", INTS(2, 0, 1, 3));
   tc("Transpose", 13, "double"); in_x(F64, DIMS(17, 9));
   tc("Transpose", 13, "zero-size"); in_x(F32, DIMS(0, 3, 2)); a_is("perm", INTS(2, 0, 1));
   tc("Transpose", 13, "scalar"); in_x(F32, SCALAR);
@@ -1703,6 +1709,7 @@ static void gen_shape_ops(void) {
   tc("Slice", 13, "starts/ends/axes/steps"); in_x(F32, DIMS(17, 33)); in_c(I64, DIMS(2), I64V(1, 3)); in_c(I64, DIMS(2), I64V(-2, 30));
   in_c(I64, DIMS(2), I64V(0, 1)); in_c(I64, DIMS(2), I64V(2, 3)); must();
   tc("Slice", 13, "negative step extremes"); in_x(F32, DIMS(5)); in_c(I64, DIMS(1), I64V(INT64_MAX)); in_c(I64, DIMS(1), I64V(INT64_MIN)); in_c(I64, DIMS(1), I64V(0)); in_c(I64, DIMS(1), I64V(-2));
+  tc("Slice", 13, "rows of 29 from [6,41]"); in_x(F32, DIMS(6, 41)); in_c(I64, DIMS(2), I64V(1, 5)); in_c(I64, DIMS(2), I64V(5, 34)); must();
   tc("Slice", 13, "empty result"); in_x(F32, DIMS(5, 3)); in_c(I64, DIMS(1), I64V(3)); in_c(I64, DIMS(1), I64V(1));
   tc("Slice", 13, "negative axis clamped ends"); in_x(F32, DIMS(4, 7, 9)); in_c(I64, DIMS(1), I64V(-100)); in_c(I64, DIMS(1), I64V(100)); in_c(I64, DIMS(1), I64V(-2));
   tc("Slice", 13, "step -3 on axis 2"); in_x(F32, DIMS(2, 3, 17)); in_c(I64, DIMS(1), I64V(-1)); in_c(I64, DIMS(1), I64V(0)); in_c(I64, DIMS(1), I64V(2)); in_c(I64, DIMS(1), I64V(-3));

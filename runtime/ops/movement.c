@@ -141,11 +141,22 @@ static int sjobs_run(kiln_exec *x, kiln_node *n, size_t es, const sjob *jobs, in
   cl_mem mb = kiln_exec_param(x, n, 0, meta, sizeof(int64_t) * SMETA * (size_t)nj, err);
   free(meta);
   if (!mb) return err->status;
-  cl_kernel k = kbits(x, es, "mv_strided", err);
-  if (!k) return err->status;
+  cl_kernel k = NULL, kr = NULL;
   for (int i = 0; i < nj; i++) {
     if (jobs[i].n <= 0) continue;
     cl_int mi = i;
+    int r = (int)jobs[i].m[0];
+    int64_t L = r > 0 ? jobs[i].m[3 + r - 1] : 0;
+    if (r > 0 && L >= 8 && jobs[i].m[3 + SMAX + r - 1] == 1 && jobs[i].m[3 + 2 * SMAX + r - 1] == 1) {
+      /* contiguous rows in both: runs of 16 per work-item (mv_strided_rows) */
+      if (!kr && !(kr = kbits(x, es, "mv_strided_rows", err))) return err->status;
+      cl_long rows = jobs[i].n / L;
+      if (kiln_cl_args(kr, err, KARG(jobs[i].src), KARG(jobs[i].dst), KARG(mb), KARG(mi), KARG(rows), KEND)) return err->status;
+      size_t gws[2] = {(size_t)((L + 15) / 16), (size_t)rows};
+      if (kiln_exec_launch(x, kr, 2, gws, NULL, err)) return err->status;
+      continue;
+    }
+    if (!k && !(k = kbits(x, es, "mv_strided", err))) return err->status;
     cl_long cnt = jobs[i].n;
     if (kiln_cl_args(k, err, KARG(jobs[i].src), KARG(jobs[i].dst), KARG(mb), KARG(mi), KARG(cnt), KEND)) return err->status;
     if (launch1(x, k, cnt, err)) return err->status;
