@@ -323,8 +323,10 @@ void kiln__device_defer_binaries(kiln_device *d, bool defer, bool save) {
   d->save_used = save;
 }
 
-/* Stores a built program's binary under key in the file cache (fetching it is
- * part of compiling: counted in compile_ms). */
+/* Stores a built program's binary under key in the file cache. Fetching the
+ * binary is part of compiling (counted in compile_ms): POCL generates the
+ * machine code of every kernel in the program then (a build only makes LLVM
+ * IR), often several times the build's own time. */
 static void save_binary(kiln_device *d, cl_program prog, const char *key) {
   if (!d->cache_dir[0]) return;
   double t0 = now_ms();
@@ -490,9 +492,6 @@ static cl_program build_program_opts(kiln_device *d, const char *file, const cha
     clReleaseProgram(prog);
     return NULL;
   }
-  /* Fetching the binary is part of compiling: POCL generates the machine
-   * code of every kernel in the program then (a build only makes LLVM IR),
-   * often several times the build's own time. */
   d->compile_ms += now_ms() - t0;
   if (keep && d->cache_dir[0]) {
     if (d->defer_binaries) *deferred = true;
