@@ -369,7 +369,12 @@ static void test_roundtrip(void) {
 typedef struct { kiln_record r[2]; int n; } two_recs;
 static void two_ok(const kiln_record *r, void *ctx) {
   two_recs *t = ctx;
-  if (t->n < 2 && !strcmp(r->status, "ok") && !strcmp(r->origin, "measured") && (!t->n || strcmp(t->r[0].params, r->params))) t->r[t->n++] = *r;
+  /* "slow" too: measured twice, far slower than the other (a Winograd
+   * candidate beside a direct one, 3.5x apart idle, read past 8x under the
+   * parallel suite's load) */
+  if (t->n < 2 && (!strcmp(r->status, "ok") || !strcmp(r->status, "slow")) && !strcmp(r->origin, "measured") && kiln_record_ns(r) > 0 &&
+      (!t->n || strcmp(t->r[0].params, r->params)))
+    t->r[t->n++] = *r;
 }
 
 /* Measures two candidates of instance c (kiln tune, exhaustive, 2 trials,
@@ -394,6 +399,7 @@ static int forge_rival(kiln_session *s, const kiln_device_info *info, kiln_db *u
     for (int i = 0; i < 2; i++) {
       kiln_record r = tr.r[i];
       snprintf(r.origin, sizeof r.origin, "imported");
+      snprintf(r.status, sizeof r.status, "ok"); /* forged: both stand as eligible records */
       r.flags = 0;
       if (i == slow) r.min_ns = r.median_ns = 0.5;
       CHECK(kiln_db_put(u, dev, &r, &err) == 0);
@@ -479,10 +485,11 @@ static int test_verify(void) {
     if (twin) {
       CHECK(kiln_verify_imported(s, u, NULL, &vr, &nv, &err) == 0 && nv >= 1);
       if (nv >= 1) {
-        printf("verify: %s vs runner-up %s: typical %.0f ns vs %.0f ns, margin %.0f%%: %s\n", vr[0].params, vr[0].rival, vr[0].measured_ns, vr[0].rival_ns,
-               vr[0].tolerance * 100, vr[0].passed ? "holds" : "demoted");
+        printf("verify: %s vs runner-up %s: typical %.0f ns vs %.0f ns, margin %.0f%%: %s%s\n", vr[0].params, vr[0].rival, vr[0].measured_ns, vr[0].rival_ns,
+               vr[0].tolerance * 100, vr[0].passed ? "holds" : "demoted", vr[0].noisy ? " (noise-dominated rounds: not judged)" : "");
         CHECK(!strcmp(vr[0].rival, r.params)); /* its rival is the runner-up record */
-        CHECK(vr[0].passed == !(vr[0].measured_ns > vr[0].rival_ns * (1 + vr[0].tolerance)));
+        /* rounds that stayed noise-dominated judge nothing (tuner/verify.c) */
+        CHECK(vr[0].passed == (vr[0].noisy || !(vr[0].measured_ns > vr[0].rival_ns * (1 + vr[0].tolerance))));
       }
       free(vr);
     }
