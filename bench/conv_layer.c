@@ -7,10 +7,13 @@
  * clFinish), GFLOP/s of the direct convolution's FLOPs and GB/s of the
  * tensors it must move once (input, weights, output) at the median.
  *
- * usage: bench_conv_layer N,C,H,W,M,K,S,PAD,GROUP [--rounds R] [--device SEL] [--blk L] PARAMS...
+ * usage: bench_conv_layer N,C,H,W,M,K,S,PAD,GROUP [--rounds R] [--device SEL] [--blk L] [--split] PARAMS...
  *   --blk L: the input (bit 0) and/or the output (bit 1) in blocks of 16
  *   channels (kiln_value.blk, as runtime/layout.c plans them; 4: blocks
  *   of 8), so that blocked instances are timed against NCHW ones.
+ *   --split: per vector, also each launch's median device time (profiling
+ *   events over the rounds, in launch order: a Winograd's input transform,
+ *   products and output transform one by one).
  *   PARAMS: "CONV_ALGO=6,GEMM_TM=2,GEMM_TN=32" (others at the descriptor's
  *   defaults; the vector must be valid for the shape), or "default".
  * Exit 0 ok, 1 a wrong result or failure, 2 usage. */
@@ -40,6 +43,24 @@ static int run_once(kiln_device *d, kiln_graph *g, kiln_node *n, const int *p, k
   return 0;
 }
 
+/* As run_once, with profiling: each launch's device time (us) into
+ * us[0..*nl), at most cap of them. */
+static int run_split(kiln_device *d, kiln_graph *g, kiln_node *n, const int *p, double *us, int cap, int *nl, kiln_error *err) {
+  kiln_exec x = {.d = d, .g = g, .ov_node = (int)(n - g->nodes), .ov_params = p, .profile = true};
+  int rc = n->op->dev(&x, n, err) ? 1 : 0;
+  clFinish(d->q);
+  *nl = 0;
+  for (int i = 0; i < x.nevents; i++) {
+    cl_ulong a = 0, b = 0;
+    clGetEventProfilingInfo(x.events[i], CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
+    clGetEventProfilingInfo(x.events[i], CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
+    if (*nl < cap) us[(*nl)++] = (double)(b - a) / 1e3;
+    clReleaseEvent(x.events[i]);
+  }
+  free(x.events);
+  return rc;
+}
+
 static int check(kiln_device *d, kiln_graph *g, void **host, int yi, const char *ps) {
   kiln_value *y = &g->vals[yi];
   int64_t ne = kiln_value_numel(y);
@@ -60,17 +81,18 @@ static int check(kiln_device *d, kiln_graph *g, void **host, int yi, const char 
 
 int main(int argc, char **argv) {
   long long sh[9];
-  int rounds = 20, nv = 0, blk = 0;
+  int rounds = 20, nv = 0, blk = 0, split = 0;
   const char *devsel = NULL, *vecs[MAXV];
   if (argc < 3 || sscanf(argv[1], "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", &sh[0], &sh[1], &sh[2], &sh[3], &sh[4], &sh[5], &sh[6], &sh[7],
                          &sh[8]) != 9) {
-    fprintf(stderr, "usage: %s N,C,H,W,M,K,S,PAD,GROUP [--rounds R] [--device SEL] [--blk L] PARAMS...\n", argv[0]);
+    fprintf(stderr, "usage: %s N,C,H,W,M,K,S,PAD,GROUP [--rounds R] [--device SEL] [--blk L] [--split] PARAMS...\n", argv[0]);
     return 2;
   }
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) devsel = argv[++i];
     else if (!strcmp(argv[i], "--blk") && i + 1 < argc) blk = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--split")) split = 1;
     else if (nv < MAXV) vecs[nv++] = argv[i];
   }
   if (nv == 0 || rounds < 1) { fprintf(stderr, "%s: no parameter vectors\n", argv[0]); return 2; }
@@ -172,6 +194,19 @@ int main(int argc, char **argv) {
     qsort(tm[v], (size_t)rounds, sizeof(double), cmp_d);
     double med = tm[v][rounds / 2];
     printf("  median %8.1f us  min %8.1f us  %6.1f GFLOP/s  %5.1f GB/s  %s\n", med, tm[v][0], flops / med / 1e3, bytes / med / 1e3, ps[v]);
+    if (!split) continue;
+    enum { MAXL = 8 };
+    double *lt = calloc((size_t)rounds * MAXL, sizeof(double)), one[MAXL];
+    int nl = 0;
+    for (int r = 0; lt && r < rounds; r++) {
+      if (run_split(dev, &g, &nodes[v], p[v], one, MAXL, &nl, &err)) { fprintf(stderr, "%s: %s\n", ps[v], err.msg); free(lt); goto done; }
+      for (int l = 0; l < nl; l++) lt[l * rounds + r] = one[l];
+    }
+    for (int l = 0; lt && l < nl; l++) {
+      qsort(lt + l * rounds, (size_t)rounds, sizeof(double), cmp_d);
+      printf("    launch %d: median %8.1f us device time\n", l, lt[l * rounds + rounds / 2]);
+    }
+    free(lt);
   }
   rc = 0;
 done:

@@ -358,7 +358,9 @@ static cl_mem conv_im2col(const conv_ctx *c, cl_int ldb, kiln_error *err) {
 /* wino_out (wino4_out when r = 4): the output transform of the products Mw
  * (ldo columns). */
 static int conv_wino_out(const conv_ctx *c, int r, const char *opts, cl_mem Mw, cl_int TW, cl_int T_, cl_int ldo, kiln_error *err) {
-  cl_kernel ko = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, r == 4 ? "wino4_out" : "wino_out", err);
+  const kiln_value *yv = kiln_out(c->x->g, kiln_epi_result_node(c->x->g, c->n), 0);
+  const bool ob = r == 4 && yv->blk; /* blocked output: wino4_out_b (WINO_OUTB), 8 channels x 8 tiles a work-item */
+  cl_kernel ko = kiln_epi_kernel(c->x, c->n, "conv.cl", opts, r == 4 ? (ob ? "wino4_out_b" : "wino4_out") : "wino_out", err);
   if (!ko) return err->status;
   if (kiln_cl_args(ko, err, KARG(Mw), KARG(c->bb), KARG(c->by), KARG(c->mb), KARG(TW), KARG(T_), KARG(ldo), KARG(c->has_bias), KARG(c->ep[0]),
                    KARG(c->ep[1]), KEND))
@@ -366,10 +368,9 @@ static int conv_wino_out(const conv_ctx *c, int r, const char *opts, cl_mem Mw, 
   size_t go[3] = {(size_t)(r == 4 ? ceil_div(T_, 8) : T_), (size_t)c->w->oc, (size_t)c->w->n}; /* wino4_out: 8 tiles per work-item */
   int64_t oc = c->w->oc; /* wino4_out: 2.3 kB of private arrays per work-item, groups of at most 8 (see winop_launch_of) */
   size_t lo[3] = {1, (size_t)(oc % 8 == 0 ? 8 : oc % 4 == 0 ? 4 : oc % 2 == 0 ? 2 : 1), 1};
-  const kiln_value *yv = kiln_out(c->x->g, kiln_epi_result_node(c->x->g, c->n), 0);
-  if (r == 4 && yv->blk) { /* channels first (wino4_out's WINO_OUTB) */
-    go[1] = go[0], go[0] = (size_t)oc;
-    lo[0] = (size_t)yv->blk, lo[1] = 1;
+  if (ob) { /* OC a multiple of the block (runtime/layout.c); 9 kB of private arrays a work-item: groups of 2 */
+    go[1] = go[0], go[0] = (size_t)(oc / 8);
+    lo[0] = oc % 16 == 0 ? 2 : 1, lo[1] = 1;
   }
   return kiln_exec_launch(c->x, ko, 3, go, r == 4 ? lo : NULL, err);
 }
@@ -709,8 +710,9 @@ static void wino_features_of(const kiln_tunable *t, const int *p, kiln_features 
              (double)s.nb * nx * s.M * ldb * s.esz * 2 + s.ybytes + (double)s.nb * s.c * s.P * s.esz;
   f->footprint += (double)s.nb * nx * (s.c + s.M) * ldb * s.esz * 2 + nx * s.M * s.c * s.esz - s.wbytes; /* transformed tiles; weights as the products */
   if (r == 4) /* wino4_in_p reads each patch by index (36 per tile and channel) and stores vectors of 8 tiles;
-                wino4_out loads vectors and stores each tile's 16 outputs by index */
-    f->gathered = (double)s.nb * (36.0 * s.c + 16.0 * s.M) * (double)T;
+                wino4_out loads vectors and stores each tile's 16 outputs by index; their blocked
+                forms (wino4_in_b, wino4_out_b) load and store whole vectors of channels */
+    f->gathered = (double)s.nb * ((t->dims[CD_FLAGS] & CF_INB ? 0 : 36.0 * s.c) + (t->dims[CD_FLAGS] & CF_OUTB ? 0 : 16.0 * s.M)) * (double)T;
   else
     f->gathered = (double)s.nb * nx * (s.c + s.M) * (double)T; /* input tiles in, output tiles out */
   f->vec = 8;
@@ -769,7 +771,8 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
   size_t ol = (size_t)snprintf(opts, sizeof opts, "%s", c->opts);
   if (r == 4 && xv->blk) ol += (size_t)snprintf(opts + ol, sizeof opts - ol, " -DWINO_INB=%d", xv->blk);
   if (r == 4 && yv->blk) snprintf(opts + ol, sizeof opts - ol, " -DWINO_OUTB=%d", yv->blk);
-  cl_kernel ki = kiln_cl_kernel(c->x->d, "conv.cl", opts, r == 4 ? "wino4_in_p" : "wino_in_p", err);
+  const bool ib = r == 4 && xv->blk; /* blocked input: wino4_in_b (WINO_INB), 8 channels x 8 tiles a work-item */
+  cl_kernel ki = kiln_cl_kernel(c->x->d, "conv.cl", opts, r == 4 ? (ib ? "wino4_in_b" : "wino4_in_p") : "wino_in_p", err);
   if (!ki) return err->status;
   if (kiln_cl_args(ki, err, KARG(c->bx), KARG(V), KARG(c->mb), KARG(TW), KARG(T_), KEND)) return err->status;
   size_t gi[3] = {(size_t)w->c, (size_t)(np * tn), (size_t)w->n};
@@ -778,9 +781,9 @@ static int winop_launch_of(const conv_ctx *c, int r, kiln_error *err) {
    * work-group of 32x128 overflowed its stack (SIGSEGV, vae_decoder_16), so
    * groups of at most 4x8 */
   size_t li[3] = {(size_t)(tn / 8), (size_t)(w->c % 8 == 0 ? 8 : w->c % 4 == 0 ? 4 : w->c % 2 == 0 ? 2 : 1), 1};
-  if (r == 4 && xv->blk) { /* channels first (wino4_in_p's WINO_INB) */
-    gi[1] = gi[0], gi[0] = (size_t)w->c;
-    li[0] = (size_t)xv->blk, li[1] = 1;
+  if (ib) { /* C a multiple of the block; 9 kB of private arrays a work-item: groups of 2 */
+    gi[1] = gi[0], gi[0] = (size_t)(w->c / 8);
+    li[0] = w->c % 16 == 0 ? 2 : 1, li[1] = 1;
   }
   int rc = kiln_exec_launch(c->x, ki, 3, gi, r == 4 ? li : NULL, err);
   if (rc) return rc;

@@ -605,36 +605,22 @@ __kernel void wino_out(__global const ST *Mw, __global const ST *bias, __global 
  * a panel). grid: (np*TN/8, C, N) */
 __kernel void wino4_in_p(__global const ST *x, __global WST *V, __global const int *m, int TW, int T_) {
   const int C = m[M_C], IH = m[M_IN + 1], IW = m[M_IN + 2], NP = (T_ + GEMM_TN - 1) / GEMM_TN;
-#ifdef WINO_INB
-  /* blocked: the channels of a block in dimension 0 (neighbouring work-items
-   * read neighbouring elements of the same pixels) */
-  const int t0 = get_global_id(1) * 8, c = get_global_id(0), n = get_global_id(2);
-#else
   const int t0 = get_global_id(0) * 8, c = get_global_id(1), n = get_global_id(2);
-#endif
   if (t0 >= NP * GEMM_TN || c >= C || n >= m[M_N]) return;
-#ifdef WINO_INB
-  /* x in blocks of WINO_INB channels (runtime/layout.c): channel c's plane
-   * starts at its block's, c % B in, its pixels WINO_INB elements apart */
-  __global const ST *xc = x + ((long)n * C + c / WINO_INB * WINO_INB) * ((long)IH * IW) + c % WINO_INB;
-  const int XS = WINO_INB;
-#else
   __global const ST *xc = x + ((long)n * C + c) * ((long)IH * IW);
-  const int XS = 1;
-#endif
   T dd[6][6][8];
   for (int l = 0; l < 8; l++) {
     const int t = t0 + l;
     const int ih0 = (t / TW) * 4 - m[M_P + 1], iw0 = (t % TW) * 4 - m[M_P + 2];
     if (t < T_ && ih0 >= 0 && ih0 + 6 <= IH && iw0 >= 0 && iw0 + 6 <= IW) {
-      __global const ST *xp = xc + ((long)ih0 * IW + iw0) * XS;
+      __global const ST *xp = xc + (long)ih0 * IW + iw0;
       for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) dd[i][j][l] = LD(xp, (i * IW + j) * XS);
+        for (int j = 0; j < 6; j++) dd[i][j][l] = LD(xp, i * IW + j);
     } else {
       for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++) {
           const int ih = ih0 + i, iw = iw0 + j;
-          dd[i][j][l] = (t < T_ && ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? LD(xc, ((long)ih * IW + iw) * XS) : (T)0;
+          dd[i][j][l] = (t < T_ && ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? LD(xc, (long)ih * IW + iw) : (T)0;
         }
     }
   }
@@ -657,13 +643,7 @@ __kernel void wino4_in_p(__global const ST *x, __global WST *V, __global const i
 __kernel void wino4_out(__global const WST *Mw, __global const ST *bias, __global ST *y, __global const int *m, int TW, int T_,
                         int ldb, int has_bias, __global const ST *e0, __global const ST *e1) {
   const int OC = m[M_OC], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
-#ifdef WINO_OUTB
-  /* blocked: the channels of a block in dimension 0 (neighbouring work-items
-   * store neighbouring elements) */
-  const int t0 = get_global_id(1) * 8, oc = get_global_id(0), n = get_global_id(2);
-#else
   const int t0 = get_global_id(0) * 8, oc = get_global_id(1), n = get_global_id(2);
-#endif
   if (t0 >= T_ || oc >= OC || n >= m[M_N]) return;
   __global const WST *mp = Mw + ((long)n * 36 * OC + oc) * ldb + t0;
   const long xs = (long)OC * ldb;
@@ -683,16 +663,7 @@ __kernel void wino4_out(__global const WST *Mw, __global const ST *bias, __globa
     for (int i = 0; i < 4; i++) u[i][j] = o[i];
   }
   const T bs = has_bias ? LD(bias, oc) : (T)0;
-#ifdef WINO_OUTB
-  /* y in blocks of WINO_OUTB channels: as wino4_in_p's WINO_INB; the
-   * epilogue's operands of y's size are blocked the same (runtime/layout.c),
-   * read at the same index */
-  const long yc = ((long)n * OC + oc / WINO_OUTB * WINO_OUTB) * ((long)OH * OW) + oc % WINO_OUTB;
-  const int YS = WINO_OUTB;
-#else
   const long yc = ((long)n * OC + oc) * ((long)OH * OW);
-  const int YS = 1;
-#endif
   T ov[4][4][8];
   for (int i = 0; i < 4; i++) {
     WINO4_OUT(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], o);
@@ -701,11 +672,141 @@ __kernel void wino4_out(__global const WST *Mw, __global const ST *bias, __globa
   for (int l = 0; l < 8 && t0 + l < T_; l++) {
     const int t = t0 + l, oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
     for (int i = 0; i < 4 && oh0 + i < OH; i++) {
-      const long yo = yc + ((long)(oh0 + i) * OW + ow0) * YS;
-      for (int j = 0; j < 4 && ow0 + j < OW; j++) SV(y, yo + j * YS, EPI(ov[i][j][l], yo + j * YS, oc));
+      const long yo = yc + (long)(oh0 + i) * OW + ow0;
+      for (int j = 0; j < 4 && ow0 + j < OW; j++) SV(y, yo + j, EPI(ov[i][j][l], yo + j, oc));
     }
   }
 }
+
+/* Blocked values (runtime/layout.c: float, C a multiple of the block B,
+ * channel c of pixel p at ((n*C + c/B*B)*H*W + p)*B + c%B): a pixel's
+ * channels are contiguous where the products' panels want tiles
+ * contiguous. So a work-item takes 8 tiles x 8 channels: it transforms
+ * each tile with the 8 channels as the lanes of its vectors (one vector
+ * load per patch element, one store per output), and turns each of the 36
+ * 8x8 blocks (tiles x channels) around in registers (wino_tr8: three rounds
+ * of two-vector shuffles) between the transform and the panels. Per tile
+ * and channel that is 4.5 vector loads and 36 shuffles' worth of 1/8 where
+ * wino4_in_p's element gathers took 36 scalar loads: resnet50's 64x56x56
+ * input transform 352 -> ? us (bench_conv_layer --blk 3 --split). */
+#if defined(WINO_INB) || defined(WINO_OUTB)
+/* o[k] = (a[0].sk, ..., a[7].sk): an 8x8 block turned around */
+#define WINO_TR8(a, o)                                                                                                     \
+  do {                                                                                                                     \
+    T8 p_[8], q_[8];                                                                                                       \
+    _Pragma("unroll") for (int r_ = 0; r_ < 8; r_ += 2) {                                                                  \
+      p_[r_] = (T8)(a[r_].s0, a[r_ + 1].s0, a[r_].s1, a[r_ + 1].s1, a[r_].s4, a[r_ + 1].s4, a[r_].s5, a[r_ + 1].s5);     \
+      p_[r_ + 1] = (T8)(a[r_].s2, a[r_ + 1].s2, a[r_].s3, a[r_ + 1].s3, a[r_].s6, a[r_ + 1].s6, a[r_].s7, a[r_ + 1].s7); \
+    }                                                                                                                      \
+    _Pragma("unroll") for (int h_ = 0; h_ < 8; h_ += 4) {                                                                  \
+      q_[h_] = (T8)(p_[h_].s0, p_[h_].s1, p_[h_ + 2].s0, p_[h_ + 2].s1, p_[h_].s4, p_[h_].s5, p_[h_ + 2].s4, p_[h_ + 2].s5);                                               \
+      q_[h_ + 1] = (T8)(p_[h_].s2, p_[h_].s3, p_[h_ + 2].s2, p_[h_ + 2].s3, p_[h_].s6, p_[h_].s7, p_[h_ + 2].s6, p_[h_ + 2].s7);                                           \
+      q_[h_ + 2] = (T8)(p_[h_ + 1].s0, p_[h_ + 1].s1, p_[h_ + 3].s0, p_[h_ + 3].s1, p_[h_ + 1].s4, p_[h_ + 1].s5, p_[h_ + 3].s4, p_[h_ + 3].s5);                                    \
+      q_[h_ + 3] = (T8)(p_[h_ + 1].s2, p_[h_ + 1].s3, p_[h_ + 3].s2, p_[h_ + 3].s3, p_[h_ + 1].s6, p_[h_ + 1].s7, p_[h_ + 3].s6, p_[h_ + 3].s7);                                   \
+    }                                                                                                                      \
+    _Pragma("unroll") for (int k_ = 0; k_ < 4; k_++) {                                                                     \
+      o[k_] = (T8)(q_[k_].s0, q_[k_].s1, q_[k_].s2, q_[k_].s3, q_[4 + k_].s0, q_[4 + k_].s1, q_[4 + k_].s2, q_[4 + k_].s3);                                                                        \
+      o[4 + k_] = (T8)(q_[k_].s4, q_[k_].s5, q_[k_].s6, q_[k_].s7, q_[4 + k_].s4, q_[4 + k_].s5, q_[4 + k_].s6, q_[4 + k_].s7);                                                                    \
+    }                                                                                                                      \
+  } while (0)
+#endif
+
+#ifdef WINO_INB
+/* wino4_in_b: wino4_in_p's V from x in blocks of WINO_INB channels; tiles
+ * t0..t0+7 (zeros past T_, up to the last panel) of channels c0..c0+7.
+ * grid: (C/8, np*TN/8, N) */
+__kernel void wino4_in_b(__global const T *x, __global T *V, __global const int *m, int TW, int T_) {
+  const int C = m[M_C], IH = m[M_IN + 1], IW = m[M_IN + 2], NP = (T_ + GEMM_TN - 1) / GEMM_TN;
+  const int c0 = get_global_id(0) * 8, t0 = get_global_id(1) * 8, n = get_global_id(2);
+  if (c0 >= C || t0 >= NP * GEMM_TN || n >= m[M_N]) return;
+  __global const T *xc = x + ((long)n * C + c0 / WINO_INB * WINO_INB) * ((long)IH * IW) + c0 % WINO_INB;
+  T8 res[36][8]; /* [transformed element][tile], lanes: channels */
+  for (int l = 0; l < 8; l++) {
+    const int t = t0 + l;
+    const int ih0 = (t / TW) * 4 - m[M_P + 1], iw0 = (t % TW) * 4 - m[M_P + 2];
+    T8 d[6][6];
+    if (t < T_ && ih0 >= 0 && ih0 + 6 <= IH && iw0 >= 0 && iw0 + 6 <= IW) {
+      __global const T *xp = xc + ((long)ih0 * IW + iw0) * WINO_INB;
+      _Pragma("unroll") for (int i = 0; i < 6; i++)
+        _Pragma("unroll") for (int j = 0; j < 6; j++) d[i][j] = vload8(0, xp + (i * IW + j) * WINO_INB);
+    } else {
+      _Pragma("unroll") for (int i = 0; i < 6; i++)
+        _Pragma("unroll") for (int j = 0; j < 6; j++) {
+          const int ih = ih0 + i, iw = iw0 + j;
+          d[i][j] = (t < T_ && ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? vload8(0, xc + ((long)ih * IW + iw) * WINO_INB) : (T8)0;
+        }
+    }
+    T8 u[6][6], r[6];
+    _Pragma("unroll") for (int j = 0; j < 6; j++) { /* columns: B^T d */
+      WINO4_IN(d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j], r);
+      _Pragma("unroll") for (int i = 0; i < 6; i++) u[i][j] = r[i];
+    }
+    _Pragma("unroll") for (int i = 0; i < 6; i++) { /* rows: (B^T d) B */
+      WINO4_IN(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], r);
+      _Pragma("unroll") for (int j = 0; j < 6; j++) res[6 * i + j][l] = r[j];
+    }
+  }
+  __global T *v = V + (((long)n * 36 * NP + t0 / GEMM_TN) * C + c0) * GEMM_TN + t0 % GEMM_TN;
+  const long xs = (long)NP * C * GEMM_TN;
+  for (int e = 0; e < 36; e++) {
+    T8 o[8];
+    WINO_TR8(res[e], o);
+    _Pragma("unroll") for (int k = 0; k < 8; k++) vstore8(o[k], 0, v + e * xs + k * GEMM_TN);
+  }
+}
+#endif
+
+#ifdef WINO_OUTB
+/* wino4_out_b: wino4_out into y in blocks of WINO_OUTB channels; tiles
+ * t0..t0+7 of channels oc0..oc0+7, each 4x4 output pixel one vector of the
+ * 8 channels through the channel-vector epilogue (kiln_epir8; operands of
+ * y's size are blocked as y, read at the same index). grid: (OC/8, ceil(T/8), N) */
+__kernel void wino4_out_b(__global const T *Mw, __global const T *bias, __global T *y, __global const int *m, int TW, int T_,
+                          int ldb, int has_bias, __global const T *e0, __global const T *e1) {
+  const int OC = m[M_OC], OH = m[M_OUT + 1], OW = m[M_OUT + 2];
+  const int oc0 = get_global_id(0) * 8, t0 = get_global_id(1) * 8, n = get_global_id(2);
+  if (t0 >= T_ || oc0 >= OC || n >= m[M_N]) return;
+  __global const T *mp = Mw + ((long)n * 36 * OC + oc0) * ldb + t0;
+  const long xs = (long)OC * ldb;
+  T8 res[36][8]; /* [product][tile], lanes: channels */
+  for (int e = 0; e < 36; e++) {
+    T8 a[8];
+    if (t0 + 8 <= T_) {
+      _Pragma("unroll") for (int k = 0; k < 8; k++) a[k] = vload8(0, mp + e * xs + k * ldb);
+    } else { /* the last tiles: lanes past T_ repeat the last tile (not stored) */
+      _Pragma("unroll") for (int k = 0; k < 8; k++) {
+        T tmp[8];
+        for (int l = 0; l < 8; l++) tmp[l] = mp[e * xs + k * ldb + min(l, T_ - 1 - t0)];
+        a[k] = vload8(0, tmp);
+      }
+    }
+    WINO_TR8(a, res[e]);
+  }
+  const T8 bv = has_bias ? vload8(0, bias + oc0) : (T8)0;
+  __global T *yc = y + ((long)n * OC + oc0 / WINO_OUTB * WINO_OUTB) * ((long)OH * OW) + oc0 % WINO_OUTB;
+  for (int l = 0; l < 8 && t0 + l < T_; l++) {
+    const int t = t0 + l, oh0 = (t / TW) * 4, ow0 = (t % TW) * 4;
+    T8 u[4][6], o[4];
+    _Pragma("unroll") for (int j = 0; j < 6; j++) { /* columns: A^T Mt */
+      WINO4_OUT(res[j][l], res[6 + j][l], res[12 + j][l], res[18 + j][l], res[24 + j][l], res[30 + j][l], o);
+      _Pragma("unroll") for (int i = 0; i < 4; i++) u[i][j] = o[i];
+    }
+    _Pragma("unroll") for (int i = 0; i < 4; i++) {
+      WINO4_OUT(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], o);
+      if (oh0 + i >= OH) break;
+      _Pragma("unroll") for (int j = 0; j < 4; j++) {
+        if (ow0 + j >= OW) break;
+        const long yo = ((long)(oh0 + i) * OW + ow0 + j) * WINO_OUTB;
+        T8 vv = o[j] + bv;
+#ifdef KILN_EPI
+        vv = kiln_epir8(vv, (yc - y) + yo, oc0, e0, e1);
+#endif
+        vstore8(vv, 0, yc + yo);
+      }
+    }
+  }
+}
+#endif
 #endif
 
 /* conv_dw with -DCONV_GEOM=<the 24 ints of m>: the geometry is a
