@@ -77,7 +77,7 @@ static const kiln_cli_opt OPTS[] = {
 };
 #undef A
 
-typedef struct { bool tty, json; int last_instance; } tune_ui;
+typedef struct { bool tty, json; int last_instance, last_extra; } tune_ui;
 
 static void tune_progress(const kiln_tune_progress *p, void *ctx) {
   tune_ui *ui = ctx;
@@ -85,16 +85,18 @@ static void tune_progress(const kiln_tune_progress *p, void *ctx) {
   char best[32] = "-", dflt[32] = "-";
   if (p->best_ns > 0) snprintf(best, sizeof best, "%.1f us", p->best_ns / 1e3);
   if (p->default_ns > 0) snprintf(dflt, sizeof dflt, "%.1f us", p->default_ns / 1e3);
+  const char *ex = p->extra ? "budget left, searching further: " : "";
   if (ui->tty) {
-    fprintf(stderr, "\r\033[K[%d/%d] %s %s (%.1f%%): trial %d/%d, default %s, best %s, %.0f%% of predicted time covered, ETA %.0f s", p->instance,
+    fprintf(stderr, "\r\033[K%s[%d/%d] %s %s (%.1f%%): trial %d/%d, default %s, best %s, %.0f%% of predicted time covered, ETA %.0f s", ex, p->instance,
             p->ninstances, p->family, p->shape_key, 100 * p->share, p->trial, p->ntrials, dflt, best, 100 * p->covered, p->eta_s);
     if (p->trial == p->ntrials) fputc('\n', stderr);
-  } else if (p->trial == p->ntrials || p->instance != ui->last_instance) {
+  } else if (p->trial == p->ntrials || p->instance != ui->last_instance || p->extra != ui->last_extra) {
     /* plain lines when not on a terminal: one when an instance starts and one when it ends */
-    fprintf(stderr, "[%d/%d] %s %s (%.1f%% of predicted model time): trial %d/%d, default %s, best %s, %.0f%% of predicted time covered, elapsed %.0f s, ETA %.0f s\n",
-            p->instance, p->ninstances, p->family, p->shape_key, 100 * p->share, p->trial, p->ntrials, dflt, best, 100 * p->covered, p->elapsed_s, p->eta_s);
+    fprintf(stderr, "%s[%d/%d] %s %s (%.1f%% of predicted model time): trial %d/%d, default %s, best %s, %.0f%% of predicted time covered, elapsed %.0f s, ETA %.0f s\n",
+            ex, p->instance, p->ninstances, p->family, p->shape_key, 100 * p->share, p->trial, p->ntrials, dflt, best, 100 * p->covered, p->elapsed_s, p->eta_s);
   }
   ui->last_instance = p->instance;
+  ui->last_extra = p->extra;
 }
 
 /* The per-instance table of `kiln tune --compare-strategies`. */
@@ -291,7 +293,7 @@ static int cmd_tune(int argc, char **argv) {
       printf(",\"tuned_ns\":"); kiln_cli__json_num(stdout, r->best_ns);
       printf(",\"speedup\":"); kiln_cli__json_num(stdout, r->default_ns > 0 && r->best_ns > 0 ? r->default_ns / r->best_ns : NAN);
       printf(",\"share\":"); kiln_cli__json_num(stdout, r->share);
-      printf(",\"noisy\":%s}", r->noisy ? "true" : "false");
+      printf(",\"noisy\":%s,\"extra_trials\":%d}", r->noisy ? "true" : "false", r->extra);
     }
     printf("]}\n");
   } else {
@@ -313,6 +315,11 @@ static int cmd_tune(int argc, char **argv) {
     if (!nres) printf("no tunable kernels in this model\n");
     int noisy = 0;
     for (int i = 0; i < nres; i++) noisy += res[i].noisy;
+    int extra = 0, nextra = 0;
+    for (int i = 0; i < nres; i++) extra += res[i].extra, nextra += res[i].extra > 0;
+    if (extra)
+      printf("budget left over: %d more trial%s on the %d instance%s with the largest predicted shares (trials include them)\n", extra, extra == 1 ? "" : "s",
+             nextra, nextra == 1 ? "" : "s");
     if (noisy)
       printf("%d instance%s (noisy) compared on noise-dominated timings, also when timed again at the end (another process or the host\n"
              "took the CPUs): the pick may be a near-tie's coin flip; `kiln db verify --retime MODEL` re-times it later\n",

@@ -576,6 +576,8 @@ typedef struct kiln_tune_progress {
    * below 0.5% only with budget left over. share: this instance's; covered:
    * the share of the instances done so far plus this one's part done (0..1) */
   double share, covered;
+  int extra;                     /* 1: a second search with budget left over (covered stays 1; eta_s: the
+                                    budget left) */
 } kiln_tune_progress;
 
 typedef struct kiln_tune_result {
@@ -598,6 +600,8 @@ typedef struct kiln_tune_result {
   int noisy;                      /* 1: its contenders were compared on noise-dominated rounds, also when
                                      timed again at the end of the run (the pick may be a near-tie's coin
                                      flip; `kiln db verify --retime` checks it later) */
+  int extra;                      /* of trials, those of a second search with budget left over (largest
+                                     shares first, candidates not measured before) */
 } kiln_tune_result;
 
 #define KILN_TUNE_PROBE_MIN_BUDGET 120.0 /* s */

@@ -13,7 +13,12 @@
 #  2. SIGINT a second after start: exit 130, the output says "interrupted",
 #     the database passes `kiln db verify`;
 #  3. the same `kiln tune` again (--max-trials 2) resumes and ends with
-#     "tuned N of N instances", exit 0; a third run skips every instance.
+#     "tuned N of N instances", exit 0; a third run skips every instance;
+#  4. budget left over (--budget 60, the conv family, a fresh database): when
+#     the first searches end inside the budget ("budget left, searching
+#     further" on stderr), the rest goes to more trials (`extra_trials` in
+#     --json, the "budget left over" line), and no candidate of an instance
+#     is measured twice (its records number its trials).
 #
 # usage: tune_budget.sh PATH/TO/kiln      (ctest: tune_budget; exit 77 = no device)
 set -u
@@ -75,4 +80,17 @@ n=$(echo "$last" | sed -n 's/^tuned \([0-9]*\) of \([0-9]*\) instances$/\1 \2/p'
 [ -n "$n" ] && [ "${n% *}" = "${n#* }" ] || { cat "$T/r.log"; fail "resume did not end with every instance tuned"; }
 "$KILN" tune "$M" --db "$T/a.db" --max-trials 2 >"$T/r2.log" 2>&1 || { cat "$T/r2.log"; fail "third run: exit $?"; }
 grep -q "already tuned" "$T/r2.log" || { cat "$T/r2.log"; fail "third run: nothing skipped as already tuned"; }
+
+# ---- 4. budget left over -------------------------------------------------------
+"$KILN" tune "$M" --db "$T/x.db" --budget 60 --families conv >"$T/x.log" 2>"$T/x.err" || { cat "$T/x.err"; fail "--budget 60: exit $?"; }
+# the per-instance table: family, instance, default, tuned, speedup, trials, parameters
+trials=$(awk '$1 == "conv" && NF >= 7 { t += $6 } END { print t + 0 }' "$T/x.log")
+recs=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT count(*) FROM records WHERE family='conv' AND origin='measured'\").fetchone()[0])" "$T/x.db")
+[ "$trials" -gt 0 ] && [ "$trials" = "$recs" ] || { cat "$T/x.log"; fail "budget left over: $recs records for $trials trials (a candidate measured twice?)"; }
+if grep -q "^budget left, searching further" "$T/x.err"; then
+  grep -q "^budget left over: [1-9][0-9]* more trial" "$T/x.log" || { cat "$T/x.log"; fail "searched further but no extra trials reported"; }
+  echo "budget left over: $(grep "^budget left over" "$T/x.log")"
+else
+  echo "budget left over: none (the first searches took the 60 s)"
+fi
 echo "PASS"

@@ -181,6 +181,7 @@ typedef struct {
   int rc;                     /* a database failure stops the run */
   kiln_error *err;
   double share, share_before; /* the instance's predicted share of the model's time, and the instances' before it */
+  int extra;                  /* a second search with budget left over (extra_pass) */
 } trial_ctx;
 
 /* Measures candidate k of the instance and stores its record. Returns its
@@ -287,6 +288,11 @@ static double measure_candidate(trial_ctx *c, int k) {
     pg.covered = c->share_before + c->share * done;
     double frac = (c->ii + done) / c->ninst;
     pg.eta_s = frac > 0 ? el / frac - el : 0;
+    if (c->extra) { /* everything was searched once: the budget left */
+      pg.extra = 1;
+      pg.covered = 1;
+      pg.eta_s = c->opt->budget_s - el > 0 ? c->opt->budget_s - el : 0;
+    }
     c->opt->progress(&pg, c->opt->ctx);
   }
   return strcmp(rec.status, "ok") && strcmp(rec.status, "slow") ? -1 : kiln_record_ns(&rec);
@@ -402,12 +408,15 @@ static void refit(const kiln_devmodel *dm, const char *family, const char *key, 
  * Returns the number measured. */
 static int model_search(const kiln_devmodel *dm, const char *family, const char *key, kiln_cm_samples *smp, const char *skip_key,
                         const kiln_features *feat, char (*ps)[256], int nc, int limit, double (*meas)(void *ctx, int k), void *ctx, int *order,
-                        double *pred, int incumbent) {
+                        double *pred, int incumbent, const double *pre) {
   kiln_correction *corr = malloc(sizeof *corr);
   char *done = calloc((size_t)nc + 1, 1);
   double *got = calloc((size_t)nc + 1, sizeof(double));
   int cnt = 0;
   if (!corr || !done || !got) { free(corr); free(done); free(got); return 0; }
+  /* pre[k] != 0: measured by an earlier search (its time, < 0 rejected), not again */
+  for (int k = 0; pre && k < nc; k++)
+    if (pre[k] != 0) done[k] = 1, got[k] = pre[k];
   int round = limit / 4 > 1 ? limit / 4 : 1;
   while (cnt < limit) {
     int k = -1;
@@ -784,11 +793,12 @@ static int retime_contenders(kiln_db *db, int64_t device, kiln_exec *x, kiln_nod
   return rc;
 }
 
-/* Fills ns[k] (and rec[k] when rec is not NULL) from the instance's records of candidate k. */
-typedef struct { const kiln_tunable *t; const int *cands; int nc; double *ns; kiln_record *rec; } lookup_ctx;
+/* Fills ns[k] (and rec[k] when rec is not NULL) from the instance's records
+ * of candidate k (of kernel source hash, when not NULL). */
+typedef struct { const kiln_tunable *t; const int *cands; int nc; double *ns; kiln_record *rec; const char *hash; } lookup_ctx;
 static void lookup_rec(const kiln_record *r, void *ctx) {
   lookup_ctx *l = ctx;
-  if (strcmp(r->origin, "measured") || r->alt) return;
+  if (strcmp(r->origin, "measured") || r->alt || (l->hash && strcmp(r->source_hash, l->hash))) return;
   int p[KILN_MAX_KPARAMS];
   if (kiln_tunable_parse(l->t, r->params, p)) return;
   for (int k = 0; k < l->nc; k++)
@@ -1178,13 +1188,13 @@ static void compare_replay(tune_run *R, trial_ctx *tc, cand_set *cs, int nc, dou
   kiln_cm_samples warm = {0};
   for (int q = 0; q < smp->n; q++)
     if (strcmp(smp->key[q], key)) kiln_cm_samples_add(&warm, &smp->f[q], smp->par[q], smp->key[q], smp->ns[q]);
-  int cnt = model_search(&R->dm, t->family, key, &warm, NULL, cs->feat, cs->ps, nc, lim, meas_replay, &rp, cs->order, cs->pred, -1);
+  int cnt = model_search(&R->dm, t->family, key, &warm, NULL, cs->feat, cs->ps, nc, lim, meas_replay, &rp, cs->order, cs->pred, -1, NULL);
   kiln_cm_samples_free(&warm);
   int pick = -1;
   for (int q = 0; q < cnt; q++) if (ns[cs->order[q]] > 0 && (pick < 0 || ns[cs->order[q]] < ns[pick])) pick = cs->order[q];
   r->cmp_warm_ns = pick >= 0 ? ns[pick] : -1;
   /* cold: only what the model strategy itself measured earlier in this run */
-  cnt = model_search(&R->dm, t->family, key, &R->cold, NULL, cs->feat, cs->ps, nc, lim, meas_replay, &rp, cs->order, cs->pred, -1);
+  cnt = model_search(&R->dm, t->family, key, &R->cold, NULL, cs->feat, cs->ps, nc, lim, meas_replay, &rp, cs->order, cs->pred, -1, NULL);
   pick = -1;
   for (int q = 0; q < cnt; q++) if (ns[cs->order[q]] > 0 && (pick < 0 || ns[cs->order[q]] < ns[pick])) pick = cs->order[q];
   r->cmp_measured = cnt;
@@ -1210,7 +1220,7 @@ static int compare_instance(tune_run *R, trial_ctx *tc, cand_set *cs, int limit,
   double *ns = malloc(sizeof(double) * (size_t)(nc + 1));
   if (!ns) return kiln__err(R->err, KILN_ENOMEM, "out of memory");
   for (int k = 0; k < nc; k++) ns[k] = 0;
-  lookup_ctx lc = {t, cs->cands, nc, ns, NULL};
+  lookup_ctx lc = {t, cs->cands, nc, ns, NULL, NULL};
   kiln_db_each(R->db, R->s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, NULL);
   if (limit < nc) nc = limit; /* --max-trials: the evenly spread subset stands for the space */
   r->cmp_space = nc;
@@ -1235,8 +1245,10 @@ static int compare_instance(tune_run *R, trial_ctx *tc, cand_set *cs, int limit,
 }
 
 /* Searches instance ii (unless a usable record marks it tuned) and records
- * its result in R->res[ii]; *over when the budget ran out before it began. */
-static int tune_instance(tune_run *R, int ii, int *over) {
+ * its result in R->res[ii]; *over when the budget ran out before it began.
+ * extra: a second search of an instance this run searched already (the
+ * model strategy's next candidates, none measured before; see extra_pass). */
+static int tune_instance(tune_run *R, int ii, int *over, int extra) {
   instance *in = &R->inst[ii];
   kiln_tunable *t = &in->t;
   kiln_node *n = &R->g->nodes[in->node];
@@ -1249,7 +1261,7 @@ static int tune_instance(tune_run *R, int ii, int *over) {
   kiln_lookup usable; /* a marker counts while a record of this kernel source and kiln version backs it */
   char mkey[sizeof t->shape_key + 32];
   marker_key(R->d, t, mkey, sizeof mkey);
-  if (!opt->compare && kiln_db_is_tuned(db, R->s->db_device, t->family, t->dtype, mkey, t->epilogue) &&
+  if (!extra && !opt->compare && kiln_db_is_tuned(db, R->s->db_device, t->family, t->dtype, mkey, t->epilogue) &&
       kiln_db_best_layered(db, R->s->db_device, &R->d->info, t->family, t->dtype, t->shape_key, t->epilogue, hash, &usable, NULL) == 0 && usable.exact) {
     r->skipped = r->tuned = 1;
     /* what run and plan will use (kiln_db_pick_best's choice) */
@@ -1298,20 +1310,36 @@ static int tune_instance(tune_run *R, int ii, int *over) {
   int limit = nc;
   if (opt->max_trials > 0 && limit > opt->max_trials) limit = opt->max_trials;
   if (!opt->compare && R->model && use_model && opt->max_trials <= 0) limit = model_limit(nc);
+  double *pre = NULL; /* extra: the candidates measured before, left out */
+  if (extra) {
+    int npre = 0;
+    pre = calloc((size_t)nc + 1, sizeof(double));
+    lookup_ctx lc = {t, cs.cands, nc, pre, NULL, hash};
+    if (!pre || !use_model || kiln_db_each(db, R->s->db_device, t->family, t->dtype, t->shape_key, t->epilogue, lookup_rec, &lc, NULL)) nc = 0;
+    for (int k = 0; k < nc; k++) npre += pre[k] != 0;
+    if (limit > nc - npre) limit = nc - npre;
+    if (limit <= 0) { /* nothing left to measure */
+      free(pre);
+      kiln_cm_samples_free(&smp);
+      cand_set_free(&cs);
+      return 0;
+    }
+  }
   if ((opt->compare || !(R->model && use_model)) && !R->random && opt->max_trials > 0 && nc > opt->max_trials && hash_subset(&cs, limit)) {
+    free(pre);
     kiln_cm_samples_free(&smp);
     cand_set_free(&cs);
     return kiln__err(err, KILN_ENOMEM, "out of memory");
   }
   trial_ctx tc = {.s = R->s, .db = db, .x = &R->x, .n = n, .node = in->node, .t = t, .host = R->host, .hash = hash, .opt = opt, .r = r,
                   .ii = ii, .ninst = R->ninst, .limit = limit, .t0 = R->t0, .cands = cs.cands, .feat = t->features ? cs.feat : NULL,
-                  .pred = use_model ? cs.pred : NULL, .best = INFINITY, .best_k = -1, .err = err, .share = R->share[ii]};
+                  .pred = use_model ? cs.pred : NULL, .best = INFINITY, .best_k = -1, .err = err, .share = R->share[ii], .extra = extra};
   for (int q = 0; q < ii; q++) tc.share_before += R->share[q];
   int stopped = 0;
   if (opt->compare) {
     rc = compare_instance(R, &tc, &cs, limit, &smp, key, &stopped);
   } else if (R->model && use_model) {
-    model_search(&R->dm, t->family, key, &smp, NULL, cs.feat, cs.ps, nc, limit, meas_real, &tc, cs.order, cs.pred, incumbent);
+    model_search(&R->dm, t->family, key, &smp, NULL, cs.feat, cs.ps, nc, limit, meas_real, &tc, cs.order, cs.pred, incumbent, pre);
     stopped = tc.measured < limit;
   } else {
     int k;
@@ -1322,13 +1350,21 @@ static int tune_instance(tune_run *R, int ii, int *over) {
     stopped = k < limit;
   }
   kiln_cm_samples_free(&smp);
+  free(pre);
   if (tc.rc) rc = tc.rc;
+  /* extra: the first search's result stands unless this one ran to its end */
+  char params0[sizeof r->params];
+  double best0 = r->best_ns;
+  snprintf(params0, sizeof params0, "%s", r->params);
   if (!opt->compare && tc.best_k >= 0) {
     r->best_ns = tc.best;
     kiln_tunable_str(t, cs.cands + (size_t)tc.best_k * (size_t)np, r->params, sizeof r->params);
     int noisy = 0;
     if (!rc && !stopped) {
-      rc = retime_contenders(db, R->s->db_device, &R->x, n, in->node, t, hash, &r->best_ns, &r->default_ns, r->params, sizeof r->params, 0, &noisy, err);
+      /* extra: the first search's contenders were re-timed and one chosen;
+       * timed again with the new ones, the duels choose anew */
+      rc = retime_contenders(db, R->s->db_device, &R->x, n, in->node, t, hash, &r->best_ns, &r->default_ns, r->params, sizeof r->params, extra, &noisy,
+                             err);
       /* the budget ran out before a contender's compile (the default's, when
        * the search never measured it): the search's best stands, the
        * instance stays unmarked (a resume searches it again), and the run
@@ -1340,7 +1376,12 @@ static int tune_instance(tune_run *R, int ii, int *over) {
       }
     }
     r->noisy = noisy;
-    if (!rc && noisy && R->deferred) R->deferred[R->ndeferred++] = ii;
+    /* timed again at the end (retime_deferred); not after an extra search: that pass comes after it */
+    if (!rc && noisy && R->deferred && !extra && R->ndeferred < R->ninst) R->deferred[R->ndeferred++] = ii;
+  }
+  if (extra && (stopped || rc)) {
+    r->best_ns = best0;
+    snprintf(r->params, sizeof r->params, "%s", params0);
   }
   if (!rc && !stopped && tc.best_k >= 0) {
     /* the search ran to its end (or its per-instance cap): resume may skip it */
@@ -1451,6 +1492,36 @@ static int tune_prepare(tune_run *R) {
   return rc;
 }
 
+/* Budget left over. The model strategy measures a tenth of an instance's
+ * candidates (MODEL_MIN_TRIALS..MODEL_MAX_TRIALS): a CNN's instances are
+ * done long before a budget of minutes is (resnet50 with --budget 300: 25
+ * instances searched in 2.7 min). What is left goes to the instances this
+ * run searched, largest predicted share of the model's time first, each
+ * above EXTRA_MIN_SHARE searched again for as many candidates as the first
+ * search measured, none of them measured before, with the correction refitted
+ * on everything measured so far; its contenders, old and new, are timed
+ * again together and the duels choose anew. Until the budget is spent; not
+ * without a budget (a run without one ends when its searches do). */
+#define EXTRA_MIN_SHARE 0.01
+#define EXTRA_MIN_S 5.0
+static int extra_pass(tune_run *R) {
+  const kiln_tune_options *opt = &R->opt;
+  if (opt->compare || !R->model || !R->have_dm || !(opt->budget_s > 0) || opt->max_trials > 0) return 0;
+  int rc = 0, over = 0;
+  for (int ii = 0; ii < R->ninst && !rc && !over; ii++) {
+    if (opt->budget_s - (now_s() - R->t0) < EXTRA_MIN_S || (opt->stop && *opt->stop)) break;
+    kiln_tune_result *r = &R->res[ii];
+    if (R->share[ii] < EXTRA_MIN_SHARE || r->skipped || !r->tuned || !R->inst[ii].t.features) continue;
+    int before = r->trials;
+    rc = tune_instance(R, ii, &over, 1);
+    if (!rc && r->trials > before) {
+      r->extra = r->trials - before;
+      save_winner(R, ii);
+    }
+  }
+  return rc;
+}
+
 static int tune_body(kiln_session *s, kiln_db *db, const kiln_tune_options *o, kiln_tune_result **results, int *nresults, kiln_error *err) {
   tune_run R = {.s = s, .db = db, .err = err};
   R.t0 = now_s(); /* the budget covers everything from here: verification and the device probe too */
@@ -1479,10 +1550,11 @@ static int tune_body(kiln_session *s, kiln_db *db, const kiln_tune_options *o, k
   R.deferred = calloc((size_t)R.ninst + 1, sizeof(int));
   kiln__device_defer_binaries(R.d, true, false);
   for (int ii = 0; ii < R.ninst && !over && !rc; ii++) {
-    rc = tune_instance(&R, ii, &over);
+    rc = tune_instance(&R, ii, &over, 0);
     if (!rc && !R.opt.compare && !R.res[ii].skipped) save_winner(&R, ii);
   }
   if (!rc && !R.opt.compare) rc = retime_deferred(&R);
+  if (!rc && !over) rc = extra_pass(&R);
   kiln__device_defer_binaries(R.d, false, false);
   free(R.deferred);
   kiln_cm_samples_free(&R.cold);

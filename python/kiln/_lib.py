@@ -68,7 +68,8 @@ class PlanKernel(ctypes.Structure):
 class TuneProgress(ctypes.Structure):
     _fields_ = [("instance", ctypes.c_int), ("ninstances", ctypes.c_int), ("family", ctypes.c_char_p), ("shape_key", ctypes.c_char_p),
                 ("trial", ctypes.c_int), ("ntrials", ctypes.c_int), ("best_ns", ctypes.c_double), ("default_ns", ctypes.c_double),
-                ("elapsed_s", ctypes.c_double), ("eta_s", ctypes.c_double), ("share", ctypes.c_double), ("covered", ctypes.c_double)]
+                ("elapsed_s", ctypes.c_double), ("eta_s", ctypes.c_double), ("share", ctypes.c_double), ("covered", ctypes.c_double),
+                ("extra", ctypes.c_int)]
 
 
 class TuneResult(ctypes.Structure):
@@ -78,7 +79,7 @@ class TuneResult(ctypes.Structure):
                 ("best_ns", ctypes.c_double), ("cmp_space", ctypes.c_int), ("cmp_measured", ctypes.c_int),
                 ("cmp_cold_ns", ctypes.c_double), ("cmp_warm_ns", ctypes.c_double), ("cmp_pick_ns", ctypes.c_double),
                 ("cmp_best_ns", ctypes.c_double), ("cmp_params", ctypes.c_char * 256), ("share", ctypes.c_double),
-                ("noisy", ctypes.c_int)]
+                ("noisy", ctypes.c_int), ("extra", ctypes.c_int)]
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(TuneProgress), ctypes.c_void_p)
