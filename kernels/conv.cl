@@ -608,32 +608,79 @@ __kernel void wino4_in_p(__global const ST *x, __global WST *V, __global const i
   const int t0 = get_global_id(0) * 8, c = get_global_id(1), n = get_global_id(2);
   if (t0 >= NP * GEMM_TN || c >= C || n >= m[M_N]) return;
   __global const ST *xc = x + ((long)n * C + c) * ((long)IH * IW);
-  T dd[6][6][8];
-  for (int l = 0; l < 8; l++) {
-    const int t = t0 + l;
-    const int ih0 = (t / TW) * 4 - m[M_P + 1], iw0 = (t % TW) * 4 - m[M_P + 2];
-    if (t < T_ && ih0 >= 0 && ih0 + 6 <= IH && iw0 >= 0 && iw0 + 6 <= IW) {
-      __global const ST *xp = xc + (long)ih0 * IW + iw0;
-      for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) dd[i][j][l] = LD(xp, i * IW + j);
-    } else {
-      for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) {
-          const int ih = ih0 + i, iw = iw0 + j;
-          dd[i][j][l] = (t < T_ && ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? LD(xc, (long)ih * IW + iw) : (T)0;
-        }
-    }
-  }
   T8 u[6][6], r[6];
-  for (int j = 0; j < 6; j++) { /* columns: B^T d */
-    WINO4_IN(vload8(0, dd[0][j]), vload8(0, dd[1][j]), vload8(0, dd[2][j]), vload8(0, dd[3][j]), vload8(0, dd[4][j]), vload8(0, dd[5][j]), r);
-    for (int i = 0; i < 6; i++) u[i][j] = r[i];
+  const int tr = t0 / TW, tc = t0 % TW, ih0 = tr * 4 - m[M_P + 1], iw0 = tc * 4 - m[M_P + 2];
+  if (tc + 8 <= TW && t0 + 8 <= T_) {
+    /* the 8 tiles side by side in one tile row: each of the 6 input rows is
+     * 34 consecutive values (loaded as two 16-wide vectors and 2 elements
+     * inside the image; at its edges, and in fp16 storage, element by
+     * element into private memory first), and column j of tile l is value
+     * 4l + j: two-source picks out of the 16-wide vectors, one permute each
+     * where the ISA has it (single-lane swizzles: see WINO_TR8) */
+    const bool inw = iw0 >= 0 && iw0 + 34 <= IW;
+    T8 d[6][6];
+    _Pragma("unroll") for (int i = 0; i < 6; i++) {
+      const int ih = ih0 + i;
+      CAT(T, 16) a = (CAT(T, 16))0, b = (CAT(T, 16))0;
+      T c0 = 0, c1 = 0;
+      if (ih >= 0 && ih < IH) {
+        __global const ST *xr = xc + (long)ih * IW;
+#if !(defined(T_DTYPE) && T_DTYPE == 10)
+        if (inw) {
+          a = vload16(0, xr + iw0);
+          b = vload16(1, xr + iw0);
+          c0 = xr[iw0 + 32];
+          c1 = xr[iw0 + 33];
+        } else
+#endif
+        {
+          T row[34];
+          for (int q = 0; q < 34; q++) row[q] = iw0 + q >= 0 && iw0 + q < IW ? LD(xr, iw0 + q) : (T)0;
+          a = vload16(0, row);
+          b = vload16(0, row + 16);
+          c0 = row[32];
+          c1 = row[33];
+        }
+      }
+      d[i][0] = (T8)(a.s0, a.s4, a.s8, a.sc, b.s0, b.s4, b.s8, b.sc);
+      d[i][1] = (T8)(a.s1, a.s5, a.s9, a.sd, b.s1, b.s5, b.s9, b.sd);
+      d[i][2] = (T8)(a.s2, a.s6, a.sa, a.se, b.s2, b.s6, b.sa, b.se);
+      d[i][3] = (T8)(a.s3, a.s7, a.sb, a.sf, b.s3, b.s7, b.sb, b.sf);
+      d[i][4] = (T8)(a.s4, a.s8, a.sc, b.s0, b.s4, b.s8, b.sc, c0);
+      d[i][5] = (T8)(a.s5, a.s9, a.sd, b.s1, b.s5, b.s9, b.sd, c1);
+    }
+    _Pragma("unroll") for (int j = 0; j < 6; j++) { /* columns: B^T d */
+      WINO4_IN(d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j], r);
+      _Pragma("unroll") for (int i = 0; i < 6; i++) u[i][j] = r[i];
+    }
+  } else {
+    /* tiles across a row's end, or past T_: element by element */
+    T dd[6][6][8];
+    for (int l = 0; l < 8; l++) {
+      const int t = t0 + l;
+      const int ih0 = (t / TW) * 4 - m[M_P + 1], iw0 = (t % TW) * 4 - m[M_P + 2];
+      if (t < T_ && ih0 >= 0 && ih0 + 6 <= IH && iw0 >= 0 && iw0 + 6 <= IW) {
+        __global const ST *xp = xc + (long)ih0 * IW + iw0;
+        for (int i = 0; i < 6; i++)
+          for (int j = 0; j < 6; j++) dd[i][j][l] = LD(xp, i * IW + j);
+      } else {
+        for (int i = 0; i < 6; i++)
+          for (int j = 0; j < 6; j++) {
+            const int ih = ih0 + i, iw = iw0 + j;
+            dd[i][j][l] = (t < T_ && ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? LD(xc, (long)ih * IW + iw) : (T)0;
+          }
+      }
+    }
+    for (int j = 0; j < 6; j++) { /* columns: B^T d */
+      WINO4_IN(vload8(0, dd[0][j]), vload8(0, dd[1][j]), vload8(0, dd[2][j]), vload8(0, dd[3][j]), vload8(0, dd[4][j]), vload8(0, dd[5][j]), r);
+      for (int i = 0; i < 6; i++) u[i][j] = r[i];
+    }
   }
   __global WST *v = V + (((long)n * 36 * NP + t0 / GEMM_TN) * C + c) * GEMM_TN + t0 % GEMM_TN;
   const long xs = (long)NP * C * GEMM_TN;
-  for (int i = 0; i < 6; i++) { /* rows: (B^T d) B */
+  _Pragma("unroll") for (int i = 0; i < 6; i++) { /* rows: (B^T d) B */
     WINO4_IN(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], r);
-    for (int j = 0; j < 6; j++) vstore8(r[j], 0, v + (6 * i + j) * xs);
+    _Pragma("unroll") for (int j = 0; j < 6; j++) vstore8(r[j], 0, v + (6 * i + j) * xs);
   }
 }
 
@@ -664,6 +711,32 @@ __kernel void wino4_out(__global const WST *Mw, __global const ST *bias, __globa
   }
   const T bs = has_bias ? LD(bias, oc) : (T)0;
   const long yc = ((long)n * OC + oc) * ((long)OH * OW);
+#if !defined(KILN_EPI) || defined(KILN_EPIV)
+  const int tc = t0 % TW, oh0 = (t0 / TW) * 4, ow0 = tc * 4;
+  if (tc + 8 <= TW && t0 + 8 <= T_ && oh0 + 4 <= OH && ow0 + 32 <= OW) {
+    /* the 8 tiles side by side in one tile row, inside the image: each of
+     * the 4 output rows is 32 consecutive values, stored as 4 vectors
+     * (through the vector epilogue) where the tiles' lanes were stored one
+     * element at a time */
+    _Pragma("unroll") for (int i = 0; i < 4; i++) {
+      WINO4_OUT(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], o);
+      _Pragma("unroll") for (int j = 0; j < 4; j++) o[j] += (T8)(bs);
+      const T8 w[4] = {(T8)(o[0].s0, o[1].s0, o[2].s0, o[3].s0, o[0].s1, o[1].s1, o[2].s1, o[3].s1),
+                       (T8)(o[0].s2, o[1].s2, o[2].s2, o[3].s2, o[0].s3, o[1].s3, o[2].s3, o[3].s3),
+                       (T8)(o[0].s4, o[1].s4, o[2].s4, o[3].s4, o[0].s5, o[1].s5, o[2].s5, o[3].s5),
+                       (T8)(o[0].s6, o[1].s6, o[2].s6, o[3].s6, o[0].s7, o[1].s7, o[2].s7, o[3].s7)};
+      const long yo = yc + (long)(oh0 + i) * OW + ow0;
+      _Pragma("unroll") for (int q = 0; q < 4; q++) {
+#ifdef KILN_EPI
+        VSTORE8G(EPIV(8, w[q], yo + 8 * q, oc), 0, y + yo + 8 * q);
+#else
+        VSTORE8G(w[q], 0, y + yo + 8 * q);
+#endif
+      }
+    }
+    return;
+  }
+#endif
   T ov[4][4][8];
   for (int i = 0; i < 4; i++) {
     WINO4_OUT(u[i][0], u[i][1], u[i][2], u[i][3], u[i][4], u[i][5], o);

@@ -176,6 +176,11 @@ int main(int argc, char **argv) {
     {"stem 5x5 s1 p2.1 C=4 M=16 N=2", F, 2, 2, 4, 16, {6, 35}, {5, 5}, {0}, {0}, {2, 1, 1, 2}, 1, 1, 1},
     {"5x5 s1 p2 C=3 M=6 (oclgrind)", F, 2, 1, 3, 6, {5, 41}, {5, 5}, {0}, {0}, {2, 2, 2, 2}, 1, 1, 1},
     {"3x3 s1 p1 C=16 M=40 wide (dirv's widest)", F, 2, 1, 16, 40, {7, 55}, {3, 3}, {0}, {0}, {1, 1, 1, 1}, 1, 1, 1},
+    /* winop4's input transform loading 8 tiles' rows whole (rows of 17
+     * tiles, two tile rows inside the image: the first 16 tiles of each),
+     * the rest element by element; N=2; and in double */
+    {"3x3 s1 p0 wide rows N=2 (winop4's row loads)", F, 2, 2, 3, 5, {10, 70}, {3, 3}, {0}, {0}, {0}, 1, 1, 1},
+    {"double 3x3 s1 p0 wide rows", D, 2, 1, 2, 3, {6, 38}, {3, 3}, {0}, {0}, {0}, 1, 0, 1},
     /* what dwr leaves to dw and dwv: more taps than it holds, and 3-D */
     {"depthwise 9x9 s1 p4", F, 2, 1, 3, 3, {12, 21}, {9, 9}, {0}, {0}, {4, 4, 4, 4}, 3, 1, 1},
     {"3-D depthwise 3x3x3 p1", F, 3, 1, 4, 4, {5, 6, 7}, {3, 3, 3}, {0}, {0}, {1, 1, 1, 1, 1, 1}, 4, 1, 1},

@@ -326,6 +326,8 @@ int main(int argc, char **argv) {
      * Winograd wino/winop/winop4, depthwise dw/dwv, dirv) and the gemm family's
      * packed constant B */
     {"Conv 1x8x10x9 k3 const w+b (Winograd)", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 8, 10, 9}, {12, 8, 3, 3}, {12}}, "pads=is:1,1,1,1", -1, 6},
+    /* rows of 17 tiles: winop4's input transform loads 8 tiles' rows whole (wino4_in_p) */
+    {"Conv 1x3x10x70 k3 const w+b (Winograd rows)", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 3, 10, 70}, {5, 3, 3, 3}, {5}}, NULL, -1, 6},
     {"Conv stem 1x3x15x37 k7 s2 const w+b (dirv)", "Conv", 11, 3, 1, {0}, {4, 4, 1}, {{1, 3, 15, 37}, {20, 3, 7, 7}, {20}},
      "strides=is:2,2;pads=is:3,3,3,3", -1, 6},
     {"Conv 1x16x7x9 1x1 const w", "Conv", 11, 2, 1, {0}, {4, 4}, {{1, 16, 7, 9}, {10, 16, 1, 1}}, NULL, -1, 2},
