@@ -50,9 +50,10 @@
  *            larger rounding error (tests/conv_params.c holds it to the same
  *            1e-4 of max |ref|); reads and writes NCHW16c/NCHW8c values too
  *            (-DWINO_INB / -DWINO_OUTB, a block's channels in dimension 0):
- *            on POCL 7-16% slower than in NCHW, 1.5-1.8x faster than blocked
- *            dirc on resnet50's 128x28x28 and 256x14x14 3x3s (700 vs 1176,
- *            578 vs 1106 us, bench_conv_layer --blk 3);
+ *            8 tiles x 8 channels a work-item, turned around in registers
+ *            (conv.cl wino4_in_b / wino4_out_b): resnet's blocked 3x3s at
+ *            56x56, 28x28 and 14x14 take 550, 510 and 515 us (blocked dirc:
+ *            ~1100-1300; bench_conv_layer --blk 3);
  *   dwr      depthwise 2-D (conv_dwr): CONVDW_R output rows of a channel per
  *            work-item, CONVDW_VW outputs of each at a time, the weights in
  *            registers, the rows' interior read as whole vectors with no
