@@ -608,7 +608,7 @@ __kernel void wino4_in_p(__global const ST *x, __global WST *V, __global const i
   const int t0 = get_global_id(0) * 8, c = get_global_id(1), n = get_global_id(2);
   if (t0 >= NP * GEMM_TN || c >= C || n >= m[M_N]) return;
   __global const ST *xc = x + ((long)n * C + c) * ((long)IH * IW);
-  T8 u[6][6], r[6];
+  T8 d[6][6], u[6][6], r[6]; /* the patches (lanes: the 8 tiles), after B^T, scratch */
   const int tr = t0 / TW, tc = t0 % TW, ih0 = tr * 4 - m[M_P + 1], iw0 = tc * 4 - m[M_P + 2];
   if (tc + 8 <= TW && t0 + 8 <= T_) {
     /* the 8 tiles side by side in one tile row: each of the 6 input rows is
@@ -618,7 +618,6 @@ __kernel void wino4_in_p(__global const ST *x, __global WST *V, __global const i
      * 4l + j: two-source picks out of the 16-wide vectors, one permute each
      * where the ISA has it (single-lane swizzles: see WINO_TR8) */
     const bool inw = iw0 >= 0 && iw0 + 34 <= IW;
-    T8 d[6][6];
     _Pragma("unroll") for (int i = 0; i < 6; i++) {
       const int ih = ih0 + i;
       CAT(T, 16) a = (CAT(T, 16))0, b = (CAT(T, 16))0;
@@ -649,10 +648,6 @@ __kernel void wino4_in_p(__global const ST *x, __global WST *V, __global const i
       d[i][4] = (T8)(a.s4, a.s8, a.sc, b.s0, b.s4, b.s8, b.sc, c0);
       d[i][5] = (T8)(a.s5, a.s9, a.sd, b.s1, b.s5, b.s9, b.sd, c1);
     }
-    _Pragma("unroll") for (int j = 0; j < 6; j++) { /* columns: B^T d */
-      WINO4_IN(d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j], r);
-      _Pragma("unroll") for (int i = 0; i < 6; i++) u[i][j] = r[i];
-    }
   } else {
     /* tiles across a row's end, or past T_: element by element */
     T dd[6][6][8];
@@ -671,10 +666,12 @@ __kernel void wino4_in_p(__global const ST *x, __global WST *V, __global const i
           }
       }
     }
-    for (int j = 0; j < 6; j++) { /* columns: B^T d */
-      WINO4_IN(vload8(0, dd[0][j]), vload8(0, dd[1][j]), vload8(0, dd[2][j]), vload8(0, dd[3][j]), vload8(0, dd[4][j]), vload8(0, dd[5][j]), r);
-      for (int i = 0; i < 6; i++) u[i][j] = r[i];
-    }
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) d[i][j] = vload8(0, dd[i][j]);
+  }
+  _Pragma("unroll") for (int j = 0; j < 6; j++) { /* columns: B^T d */
+    WINO4_IN(d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j], r);
+    _Pragma("unroll") for (int i = 0; i < 6; i++) u[i][j] = r[i];
   }
   __global WST *v = V + (((long)n * 36 * NP + t0 / GEMM_TN) * C + c) * GEMM_TN + t0 % GEMM_TN;
   const long xs = (long)NP * C * GEMM_TN;
