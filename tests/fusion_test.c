@@ -177,6 +177,7 @@ static int head_vectors(kiln_tunable *t, int (*p)[KILN_MAX_KPARAMS], int cap) {
         kiln_tunable tb = *t;
         tb.dims[1] = tb.dims[3] = tb.dims[6] = 4096;
         if (t->valid(&tb, q, &info)) continue;
+        if (t->valid(t, q, &dev->info)) continue; /* and on this instance (dirc's 4-wide vectors need whole blocks of its channels) */
         if (!memcmp(q, p[0], sizeof(int) * (size_t)t->nparams)) continue;
         memcpy(p[cnt++], q, sizeof q);
       }
