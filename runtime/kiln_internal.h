@@ -638,6 +638,10 @@ typedef struct kiln_fusion_decision {
   char sig[96];              /* subgraph signature (kind, ops, shapes, attributes); "" when not measurable */
   int first_node, last_node; /* node index range the grouping's members span */
   double meas_fused_ns, meas_unfused_ns; /* recorded by `kiln tune` for this device; <= 0 when none */
+  /* attention (a rewrite of the graph, passes.c): the members' node names,
+   * each followed by '\n' (the fused kernel keeps the Softmax's name); what
+   * fusion_tune times in either plan */
+  char members[512];
 } kiln_fusion_decision;
 
 typedef struct kiln_fusion_costs {
@@ -874,6 +878,11 @@ int kiln__model_fresh_graph(kiln_model *m, kiln_graph **out, kiln_error *err);
 int kiln__tune_fusion(kiln_session *s, struct kiln_db *db, double close, kiln_tune_result **res, int *nres, kiln_error *err);
 /* Plans again at the next run (after changing force_sig). */
 void kiln__session_replan(kiln_session *s);
+/* Plans again at the next run on a new copy of the model's graph (the
+ * attention rewrite changes the graph itself, so a replan in place cannot
+ * undo it); the current plan and its graph are released. KILN_EUNSUPPORTED
+ * for a model from memory or a file changed since it was loaded. */
+int kiln__session_replan_fresh(kiln_session *s, kiln_error *err);
 /* Plans the session for its bound inputs if needed (tuner use). */
 int kiln__session_ensure_plan(kiln_session *s, kiln_error *err);
 

@@ -886,7 +886,8 @@ static double node_pred(kiln_graph *g, kiln_node *n, const kiln_predictor *pred,
 }
 
 /* Records an attention candidate for kiln plan. */
-static int note_attention(kiln_graph *g, const char *root, const char *ops, int nnodes, bool fused, bool measured, double fns, double uns, const char *reason) {
+static int note_attention(kiln_graph *g, const char *root, const char *ops, int nnodes, bool fused, bool measured, double fns, double uns, const char *reason,
+                          const kiln_fusion_decision *m) {
   kiln_fusion_decision *d = NULL;
   for (int i = 0; i < g->npdec && !d; i++) /* a rejected candidate looked at again (a later plan): one entry */
     if (!strcmp(g->pdec[i].kind, "attention") && !strcmp(g->pdec[i].root, root)) d = &g->pdec[i];
@@ -903,6 +904,11 @@ static int note_attention(kiln_graph *g, const char *root, const char *ops, int 
   d->measured = measured;
   d->pred_fused_ns = fns;
   d->pred_unfused_ns = uns;
+  /* what kiln tune measures the grouping by (fusion_tune.c) */
+  snprintf(d->sig, sizeof d->sig, "%s", m->sig);
+  snprintf(d->members, sizeof d->members, "%s", m->members);
+  d->meas_fused_ns = m->meas_fused_ns;
+  d->meas_unfused_ns = m->meas_unfused_ns;
   return 0;
 }
 
@@ -1041,8 +1047,27 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
     memset(how_u, 0, sizeof how_u);
     how_u[3] = nrm + 1;
   }
+  /* the grouping as kiln tune measures it: its signature over the members
+   * (in graph order) and their names, the kernels it times in either plan */
+  kiln_fusion_decision md;
+  memset(&md, 0, sizeof md);
+  int mem[8], nmem = 0;
+  mem[nmem++] = si;
+  for (int k = 0; k < nrm; k++) mem[nmem++] = rm[k];
+  for (int a = 1; a < nmem; a++)
+    for (int b = a; b > 0 && mem[b] < mem[b - 1]; b--) { int t2 = mem[b]; mem[b] = mem[b - 1]; mem[b - 1] = t2; }
+  kiln__fusion_sig(g, "attention", mem, nmem, md.sig, sizeof md.sig);
+  for (int k = 0, o = 0; k < nmem; k++) {
+    int w = snprintf(md.members + o, sizeof md.members - (size_t)o, "%s\n", g->nodes[mem[k]].name);
+    if (w < 0 || (size_t)(o + w) >= sizeof md.members) { md.sig[0] = 0; break; } /* names too long to list: not measured */
+    o += w;
+  }
+  md.pred_fused_ns = fused;
+  md.pred_unfused_ns = unfused;
+  /* the user's KILN_ATTENTION_FUSE, else the tuner's force, else kiln tune's
+   * measurements of this grouping on this device, else the prediction */
   int force = costs ? costs->force_attention : KILN_FUSE_AUTO;
-  bool take = force != KILN_FUSE_AUTO ? force == KILN_FUSE_ALWAYS : fused < unfused;
+  bool take = force != KILN_FUSE_AUTO ? force == KILN_FUSE_ALWAYS : kiln__fusion_choose(costs, &md, fused < unfused);
   char ops[256], why[192];
   rm[nrm] = si;
   ops_list(g, si, rm, nrm, ops, sizeof ops);
@@ -1051,9 +1076,12 @@ static int fuse_attention(kiln_graph *g, int si, const kiln_predictor *pred, kil
   static const int order[4] = {2, 1, 0, 3};
   for (int k = 0, o = 0; k < 4; k++)
     if (how_u[order[k]] && o < (int)sizeof uw) o += snprintf(uw + o, sizeof uw - (size_t)o, "%s%d %s", o ? ", " : "", how_u[order[k]], hows[order[k]]);
-  snprintf(why, sizeof why, "%s: attention kernel %.1f us (%s) vs %d kernels %.1f us (%s)%s", take ? "fused" : "rejected", fused / 1e3, hows[how_f], nrm + 1,
-           unfused / 1e3, uw, force ? " [KILN_ATTENTION_FUSE]" : "");
-  if (note_attention(g, g->nodes[yv == ov ? m2 : tn[3]].name, ops, nrm + 1, take, costs && costs->probed, fused, unfused, why)) {
+  if (!force && md.meas_fused_ns > 0) /* measured: kiln__fusion_choose's reason */
+    snprintf(why, sizeof why, "%s", md.reason);
+  else
+    snprintf(why, sizeof why, "%s: attention kernel %.1f us (%s) vs %d kernels %.1f us (%s)%s", take ? "fused" : "rejected", fused / 1e3, hows[how_f], nrm + 1,
+             unfused / 1e3, uw, force ? " [KILN_ATTENTION_FUSE]" : "");
+  if (note_attention(g, g->nodes[yv == ov ? m2 : tn[3]].name, ops, nrm + 1, take, costs && costs->probed, fused, unfused, why, &md)) {
     kiln__node_free_attrs(&cand);
     return kiln__err(err, KILN_ENOMEM, "out of memory");
   }

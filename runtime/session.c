@@ -700,6 +700,22 @@ void kiln__session_replan(kiln_session *s) {
   s->planned = false;
 }
 
+int kiln__session_replan_fresh(kiln_session *s, kiln_error *err) {
+  kiln_graph *fresh = NULL;
+  int rc = kiln__model_fresh_graph(s->m, &fresh, err);
+  if (rc) return rc;
+  kiln__plan_cache_clear(s);
+  kiln__session_release_plan(s);
+  fresh->dev_opt = s->m->g->dev_opt; /* the same device options (gemm kernels) */
+  kiln_graph_free(s->m->g);
+  s->m->g = fresh;
+  free(s->ev_lo); /* the per-node profile of the old graph */
+  free(s->ev_hi);
+  s->ev_lo = s->ev_hi = NULL;
+  s->planned = false;
+  return 0;
+}
+
 static int plan(kiln_session *s, kiln_error *err);
 static bool layout_wino(void *ctx, kiln_node *n) { return kiln__conv_nchw_wino(ctx, n); }
 static int plan(kiln_session *s, kiln_error *err) {
@@ -744,6 +760,9 @@ static int plan(kiln_session *s, kiln_error *err) {
     kiln_fusion_costs fc = {0};
     if (s->cm && s->pred->fusion_costs(s->cm, &fc.launch_us, &fc.bw_gbps) == 0) fc.probed = true;
     fc.force_attention = s->d->opt.attention_fuse;
+    if (s->db) { fc.lookup = fusion_lookup; fc.lookup_ctx = s; } /* attention groupings `kiln tune` measured */
+    fc.force_sig = s->force_sig;
+    fc.force_fused = s->force_fused;
     if ((rc = kiln_graph_fuse_attention(g, s->pred, s->cm, &fc, NULL, err)) != 0) return rc;
   }
   /* fp16 storage (precision.c): conversions inserted or removed are
@@ -1082,6 +1101,16 @@ int kiln__session_set_db(kiln_session *s, kiln_db *db, const kiln_record_source 
   s->cm = NULL; /* made again at the next plan, on this database's figures */
   kiln_device_set_binary_db(s->d, s->db, s->recs);
   kiln__plan_cache_clear(s); /* cached plans chose parameters without it */
+  /* an attention grouping decided without this database's measurements is
+   * a rewrite of the graph a replan cannot undo: plan on a new copy (a
+   * model from memory keeps its graph and that decision) */
+  bool rewritten = false;
+  for (int i = 0; i < s->m->g->npdec && !rewritten; i++)
+    rewritten = s->m->g->pdec[i].kind && !strcmp(s->m->g->pdec[i].kind, "attention") && s->m->g->pdec[i].fused;
+  if (rewritten) {
+    kiln_error fe = {0};
+    (void)kiln__session_replan_fresh(s, &fe);
+  }
   s->planned = false; /* parameters are chosen again on the next run */
   return 0;
 }

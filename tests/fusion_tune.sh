@@ -49,4 +49,27 @@ again=$(comm -12 "$T/g1.txt" "$T/g2.txt" | wc -l)
 [ "$(grep -c '^fusion ' "$T/tune3.txt")" -eq 0 ] || fail "--fusion-close 0 measured groupings"
 "$KILN" tune "$M" --fusion-close 0.5 > "$T/bad.txt" 2>&1; rc=$?
 [ "$rc" -eq 2 ] || fail "--fusion-close 0.5: exit $rc, expected 2"
-echo "fusion_tune: passed ($n1 groupings measured, $nm decided by measurement)"
+
+# attention: a rewrite of the graph, measured both ways on new copies of it
+# (each variant planned on the model read again), whatever the prediction
+A=$T/transformer.onnx
+"$KILN" tune "$A" --db "$T/a.db" --families fusion > "$T/atune1.txt" 2>&1 || { cat "$T/atune1.txt"; fail "kiln tune (attention)"; }
+grep -q '^fusion *attention ' "$T/atune1.txt" || { cat "$T/atune1.txt"; fail "the attention grouping was not measured"; }
+# (python3's sqlite3 module: kiln's own commands do not forge records)
+sql() { python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); r = c.execute(sys.argv[2]).fetchall(); c.commit(); print(r[0][0] if r else "")' "$@"; }
+[ "$(sql "$T/a.db" "select count(*) from records where family='fusion' and shape_key like 'attention:%' and median_ns > 0")" -eq 2 ] ||
+  fail "expected the attention grouping's two times in the database"
+"$KILN" plan "$A" --db "$T/a.db" --no-measure > "$T/aplan.txt" 2>&1 || { cat "$T/aplan.txt"; fail "kiln plan (attention)"; }
+grep -E '^ *(FUSED|REJECTED) +Transpose\+.*Softmax|^ *(FUSED|REJECTED) +Transpose\+' "$T/aplan.txt" | grep -q 'measured .* us fused vs .* us separate' ||
+  { cat "$T/aplan.txt"; fail "the attention grouping was not decided by its measurement"; }
+"$KILN" run "$A" --db "$T/a.db" --random --check > "$T/arun.txt" 2>&1 || { cat "$T/arun.txt"; fail "kiln run --check with the measured attention"; }
+"$KILN" tune "$A" --db "$T/a.db" --families fusion > "$T/atune2.txt" 2>&1 || { cat "$T/atune2.txt"; fail "second kiln tune (attention)"; }
+grep -q '^fusion *attention ' "$T/atune2.txt" && { cat "$T/atune2.txt"; fail "second tune measured the recorded attention grouping again"; }
+# the plan follows the records both ways: fused made slow on record, the
+# separate kernels run (and compute the same outputs)
+sql "$T/a.db" "update records set median_ns = 1e9 where family='fusion' and shape_key like 'attention:%' and params='FUSE=1'" > /dev/null || fail "forging a record"
+"$KILN" plan "$A" --db "$T/a.db" --no-measure > "$T/aplan2.txt" 2>&1 || { cat "$T/aplan2.txt"; fail "kiln plan (attention rejected)"; }
+grep -q '^ *REJECTED .*rejected: measured .* us fused vs' "$T/aplan2.txt" || { cat "$T/aplan2.txt"; fail "a recorded slow attention kernel was not rejected"; }
+grep -q ' KilnAttention ' "$T/aplan2.txt" && { cat "$T/aplan2.txt"; fail "the attention kernel is still planned"; }
+"$KILN" run "$A" --db "$T/a.db" --random --check > "$T/arun2.txt" 2>&1 || { cat "$T/arun2.txt"; fail "kiln run --check with the attention separate"; }
+echo "fusion_tune: passed ($n1 groupings measured, $nm decided by measurement; attention measured both ways)"

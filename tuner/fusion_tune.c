@@ -37,6 +37,40 @@ static int timed_run(kiln_session *s, int lo, int hi, double *ns, kiln_error *er
   return 0;
 }
 
+/* An attention grouping's time in one run: the kernels of its members
+ * (d->members: node names), each once, summed; in the fused plan that is the
+ * attention kernel (the Softmax's name), in the separate one the products,
+ * the softmax and the transposes. Gaps between their launches are not
+ * counted: the members need not be neighbours in the plan (a projection may
+ * run between the transposes), so a span would count other kernels. */
+static int members_run(kiln_session *s, const kiln_fusion_decision *d, double *ns, kiln_error *err) {
+  int rc = kiln_session_run(s, err);
+  if (rc) return rc;
+  kiln_graph *g = s->m->g;
+  bool *seen = calloc((size_t)g->nnodes + 1, sizeof *seen);
+  if (!seen) return kiln__err(err, KILN_ENOMEM, "out of memory");
+  double sum = 0;
+  int found = 0;
+  for (int j = 0; j < g->nnodes; j++) {
+    const char *nm = g->nodes[j].name, *p = d->members;
+    size_t l = nm ? strlen(nm) : 0;
+    bool member = false;
+    while (l && !member && (p = strstr(p, nm)) != NULL) { /* a whole line of the list */
+      member = (p == d->members || p[-1] == '\n') && p[l] == '\n';
+      p += l;
+    }
+    if (!member) continue;
+    found++;
+    int i = g->nodes[j].fuse_root >= 0 ? g->nodes[j].fuse_root : j; /* a fused member launches through its group's root */
+    if (seen[i] || !s->ev_lo || !s->ev_lo[i] || s->ev_hi[i] <= s->ev_lo[i]) continue;
+    seen[i] = true;
+    sum += (double)(s->ev_hi[i] - s->ev_lo[i]);
+  }
+  free(seen);
+  *ns = found && sum > 0 ? sum : -1;
+  return 0;
+}
+
 static int put(kiln_session *s, kiln_db *db, const kiln_fusion_decision *d, int fused, double med, double spread, int cnt, kiln_error *err) {
   kiln_record r;
   memset(&r, 0, sizeof r);
@@ -62,34 +96,51 @@ int kiln__tune_fusion(kiln_session *s, kiln_db *db, double close, kiln_tune_resu
   kiln_fusion_decision *dec = malloc(sizeof *dec * (size_t)(nd ? nd : 1));
   if (!dec) return kiln__err(err, KILN_ENOMEM, "out of memory");
   memcpy(dec, s->fdec, sizeof *dec * (size_t)nd);
-  bool was_profile = s->profile;
+  bool was_profile = s->profile, fresh = false, can_fresh = true;
   s->profile = true;
-  for (int i = 0; i < nd && !rc; i++) {
+  /* attention groupings last: their variants leave a new graph behind, where
+   * the other groupings' node ranges (dec) no longer hold */
+  for (int k = 0; k < 2 * nd && !rc; k++) {
+    int i = k % nd;
     kiln_fusion_decision *d = &dec[i];
+    if ((d->kind && !strcmp(d->kind, "attention")) != (k >= nd)) continue;
     if (!d->sig[0] || d->meas_fused_ns > 0) continue;  /* not measurable, or recorded already */
     double pf = d->pred_fused_ns, pu = d->pred_unfused_ns;
     if (!(pf >= 0) || !(pu > 0)) continue;
+    /* attention rewrites the graph: each variant is planned on a new copy of
+     * it. Measured whatever the prediction says: the attention kernel's and
+     * the separate products' predictions came from different models and
+     * were 2-3x apart on the same device (passes.c, at_gemm_rate) */
+    bool att = d->kind && !strcmp(d->kind, "attention");
     /* an epilogue's predicted extra cost is often 0: an infinite ratio, measured only with close = inf */
     double ratio = pf <= 0 ? INFINITY : pf > pu ? pf / pu : pu / pf;
-    if (ratio > close) continue;                       /* a clear call: the prediction stands */
+    if (ratio > close && !att) continue;               /* a clear call: the prediction stands */
+    if (att && !can_fresh) continue;
     /* a duplicate signature (the same grouping elsewhere in the model) is measured once */
     bool dup = false;
     for (int j = 0; j < i && !dup; j++) dup = !strcmp(dec[j].sig, d->sig);
     if (dup) continue;
     double t[2][ROUNDS * REPS];
     int cnt[2] = {0, 0};
-    for (int round = 0; round < ROUNDS && !rc; round++)
-      for (int f = 1; f >= 0 && !rc; f--) {
+    bool nofresh = false;
+    for (int round = 0; round < ROUNDS && !rc && !nofresh; round++)
+      for (int f = 1; f >= 0 && !rc && !nofresh; f--) {
         s->force_sig = d->sig;
         s->force_fused = f;
-        kiln__session_replan(s);
+        if (att) {
+          kiln_error fe = {0};
+          if (kiln__session_replan_fresh(s, &fe) != 0) { nofresh = true; break; } /* a model from memory, or its file changed */
+          fresh = true;
+        } else
+          kiln__session_replan(s);
         double v;
-        if ((rc = timed_run(s, d->first_node, d->last_node, &v, err)) != 0) break; /* warm-up: plan, compile */
+        if ((rc = att ? members_run(s, d, &v, err) : timed_run(s, d->first_node, d->last_node, &v, err)) != 0) break; /* warm-up: plan, compile */
         for (int k = 0; k < REPS && !rc; k++)
-          if ((rc = timed_run(s, d->first_node, d->last_node, &v, err)) == 0 && v > 0) t[f][cnt[f]++] = v;
+          if ((rc = att ? members_run(s, d, &v, err) : timed_run(s, d->first_node, d->last_node, &v, err)) == 0 && v > 0) t[f][cnt[f]++] = v;
       }
     s->force_sig = NULL;
     if (rc) break;
+    if (nofresh) { can_fresh = false; continue; } /* no new graph: no attention grouping can be measured */
     double med[2], spread[2];
     for (int f = 0; f < 2; f++) {
       if (!cnt[f]) { med[f] = -1; spread[f] = 0; continue; }
@@ -115,7 +166,11 @@ int kiln__tune_fusion(kiln_session *s, kiln_db *db, double close, kiln_tune_resu
   }
   s->profile = was_profile;
   s->force_sig = NULL;
-  kiln__session_replan(s);
+  /* the plan of the recorded decisions; after an attention variant, on a new
+   * graph (the last one was rewritten as that variant forced) */
+  int rc2 = fresh ? kiln__session_replan_fresh(s, rc ? NULL : err) : 0;
+  if (!fresh || rc2) kiln__session_replan(s);
+  if (!rc) rc = rc2;
   free(dec);
   return rc;
 }
