@@ -64,8 +64,9 @@ static const kiln_cli_opt OPTS[] = {
   {.name = "--fusion-close", .kind = KILN_OPT_DOUBLE, .off = offsetof(A, fusion_close), .value = "X", .parse = parse_fusion_close,
    .err = "--fusion-close needs a factor above 1, or 0 for none",
    .help = "after the kernels, time every fusion grouping whose predicted fused and\n"
-           "separate times are within a factor X (default 1.5; 0: none) both ways in\n"
-           "the whole model and record both per device and subgraph signature;\n"
+           "separate times are within a factor X (default 1.5; 0: none; attention\n"
+           "groupings at any factor above 1) both ways in the whole model and record\n"
+           "both per device and subgraph signature;\n"
            "`kiln run` and `kiln plan` then follow the measurement"},
   KILN_OPT_INPUTS(A, inputs, "as for `kiln run`; unbound inputs are random"),
   KILN_OPT_SHAPES(A, shapes, "bind an input's shape, or a symbolic dimension"),
