@@ -876,6 +876,9 @@ int kiln__model_fresh_graph(kiln_model *m, kiln_graph **out, kiln_error *err);
 /* kiln tune's measurement of close fusion calls (tuner/fusion_tune.c):
  * appends one result per grouping measured. */
 int kiln__tune_fusion(kiln_session *s, struct kiln_db *db, double close, kiln_tune_result **res, int *nres, kiln_error *err);
+/* How many groupings of the current plan kiln__tune_fusion would measure
+ * (*attention: how many of them attention groupings). */
+int kiln__fusion_pending(const kiln_session *s, double close, int *attention);
 /* Plans again at the next run (after changing force_sig). */
 void kiln__session_replan(kiln_session *s);
 /* Plans again at the next run on a new copy of the model's graph (the

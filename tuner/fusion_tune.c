@@ -86,6 +86,38 @@ static int put(kiln_session *s, kiln_db *db, const kiln_fusion_decision *d, int 
   return kiln_db_put(db, s->db_device, &r, err);
 }
 
+static bool is_attention(const kiln_fusion_decision *d) { return d->kind && !strcmp(d->kind, "attention"); }
+
+/* Whether decision i of dec is one kiln__tune_fusion measures: a signature,
+ * no record yet, both predictions, a close call (attention: any), not a
+ * duplicate of an earlier one. */
+static bool to_measure(const kiln_fusion_decision *dec, int i, double close) {
+  const kiln_fusion_decision *d = &dec[i];
+  if (!d->sig[0] || d->meas_fused_ns > 0) return false; /* not measurable, or recorded already */
+  double pf = d->pred_fused_ns, pu = d->pred_unfused_ns;
+  if (!(pf >= 0) || !(pu > 0)) return false;
+  /* attention rewrites the graph: each variant is planned on a new copy of
+   * it. Measured whatever the prediction says: the attention kernel's and
+   * the separate products' predictions came from different models and
+   * were 2-3x apart on the same device (passes.c, at_gemm_rate) */
+  /* an epilogue's predicted extra cost is often 0: an infinite ratio, measured only with close = inf */
+  double ratio = pf <= 0 ? INFINITY : pf > pu ? pf / pu : pu / pf;
+  if (ratio > close && !is_attention(d)) return false; /* a clear call: the prediction stands */
+  /* a duplicate signature (the same grouping elsewhere in the model) is measured once */
+  for (int j = 0; j < i; j++)
+    if (!strcmp(dec[j].sig, d->sig)) return false;
+  return true;
+}
+
+int kiln__fusion_pending(const kiln_session *s, double close, int *attention) {
+  int n = 0;
+  *attention = 0;
+  if (close <= 1) return 0;
+  for (int i = 0; i < s->nfdec; i++)
+    if (to_measure(s->fdec, i, close)) { n++; *attention += is_attention(&s->fdec[i]); }
+  return n;
+}
+
 int kiln__tune_fusion(kiln_session *s, kiln_db *db, double close, kiln_tune_result **res, int *nres, kiln_error *err) {
   if (close <= 1) return 0;
   int rc = 0;
@@ -103,23 +135,9 @@ int kiln__tune_fusion(kiln_session *s, kiln_db *db, double close, kiln_tune_resu
   for (int k = 0; k < 2 * nd && !rc; k++) {
     int i = k % nd;
     kiln_fusion_decision *d = &dec[i];
-    if ((d->kind && !strcmp(d->kind, "attention")) != (k >= nd)) continue;
-    if (!d->sig[0] || d->meas_fused_ns > 0) continue;  /* not measurable, or recorded already */
-    double pf = d->pred_fused_ns, pu = d->pred_unfused_ns;
-    if (!(pf >= 0) || !(pu > 0)) continue;
-    /* attention rewrites the graph: each variant is planned on a new copy of
-     * it. Measured whatever the prediction says: the attention kernel's and
-     * the separate products' predictions came from different models and
-     * were 2-3x apart on the same device (passes.c, at_gemm_rate) */
-    bool att = d->kind && !strcmp(d->kind, "attention");
-    /* an epilogue's predicted extra cost is often 0: an infinite ratio, measured only with close = inf */
-    double ratio = pf <= 0 ? INFINITY : pf > pu ? pf / pu : pu / pf;
-    if (ratio > close && !att) continue;               /* a clear call: the prediction stands */
+    bool att = is_attention(d);
+    if (att != (k >= nd) || !to_measure(dec, i, close)) continue;
     if (att && !can_fresh) continue;
-    /* a duplicate signature (the same grouping elsewhere in the model) is measured once */
-    bool dup = false;
-    for (int j = 0; j < i && !dup; j++) dup = !strcmp(dec[j].sig, d->sig);
-    if (dup) continue;
     double t[2][ROUNDS * REPS];
     int cnt[2] = {0, 0};
     bool nofresh = false;

@@ -946,6 +946,7 @@ typedef struct tune_run {
   kiln_exec x;
   kiln_cm_samples cold; /* compare: what the model strategy alone would have measured so far in this run */
   int *deferred, ndeferred; /* instances whose contenders met noise-dominated rounds: timed again at the end */
+  double reserve_s;   /* budget kept for the fusion step after the kernels (extra_pass leaves it) */
   kiln_error *err;
 } tune_run;
 
@@ -1506,12 +1507,17 @@ static int tune_prepare(tune_run *R) {
  * ends when its searches do). */
 #define EXTRA_MIN_SHARE 0.01
 #define EXTRA_MIN_S 5.0
+/* The share of a budget the extra pass leaves to the fusion step when the
+ * plan holds groupings it will measure: an attention grouping (planned on
+ * the model read again, both ways, twice) took 48 s of bert_encoder's 300. */
+#define FUSION_RESERVE_ATT 0.25
+#define FUSION_RESERVE 0.10
 static int extra_pass(tune_run *R) {
   const kiln_tune_options *opt = &R->opt;
   if (opt->compare || !R->model || !R->have_dm || !(opt->budget_s > 0) || opt->max_trials > 0) return 0;
   int rc = 0, over = 0;
   for (int ii = 0; ii < R->ninst && !rc && !over; ii++) {
-    if (opt->budget_s - (now_s() - R->t0) < EXTRA_MIN_S || (opt->stop && *opt->stop)) break;
+    if (opt->budget_s - (now_s() - R->t0) < EXTRA_MIN_S + R->reserve_s || (opt->stop && *opt->stop)) break;
     kiln_tune_result *r = &R->res[ii];
     if (R->share[ii] < EXTRA_MIN_SHARE || r->skipped || !r->tuned || !R->inst[ii].t.features) continue;
     int before = r->trials;
@@ -1556,6 +1562,14 @@ static int tune_body(kiln_session *s, kiln_db *db, const kiln_tune_options *o, k
     if (!rc && !R.opt.compare && !R.res[ii].skipped) save_winner(&R, ii);
   }
   if (!rc && !R.opt.compare) rc = retime_deferred(&R);
+  /* the fusion step after the kernels keeps its share of the budget: the
+   * extra pass would spend all of it (bert_encoder with --budget 300 never
+   * reached its attention grouping, which took 48 s to measure) */
+  bool fam_fusion = !R.opt.families || !*R.opt.families || strstr(R.opt.families, "fusion");
+  bool fusion_step = !R.opt.compare && R.opt.fusion_close >= 0 && g->fusion && fam_fusion;
+  double close = R.opt.fusion_close > 0 ? R.opt.fusion_close : 1.5;
+  int natt = 0, npend = fusion_step && R.opt.budget_s > 0 ? kiln__fusion_pending(s, close, &natt) : 0;
+  if (npend) R.reserve_s = R.opt.budget_s * (natt ? FUSION_RESERVE_ATT : FUSION_RESERVE);
   if (!rc && !over) rc = extra_pass(&R);
   kiln__device_defer_binaries(R.d, false, false);
   free(R.deferred);
@@ -1573,9 +1587,8 @@ static int tune_body(kiln_session *s, kiln_db *db, const kiln_tune_options *o, k
   if (rc) { free(res); return rc; }
   /* fusion groupings whose predictions are close calls: measured and recorded
    * (tuner/fusion_tune.c), unless the budget is spent or --families leaves "fusion" out */
-  bool fam_fusion = !R.opt.families || !*R.opt.families || strstr(R.opt.families, "fusion");
-  if (!R.opt.compare && R.opt.fusion_close >= 0 && g->fusion && fam_fusion && !out_of_time(&R.opt, R.t0)) {
-    rc = kiln__tune_fusion(s, db, R.opt.fusion_close > 0 ? R.opt.fusion_close : 1.5, &res, &ninst, err);
+  if (fusion_step && !out_of_time(&R.opt, R.t0)) {
+    rc = kiln__tune_fusion(s, db, close, &res, &ninst, err);
     /* KILN_ELIMIT: the budget refused a compile; the groupings measured so far are stored */
     if (rc && rc != KILN_ELIMIT) { free(res); return rc; }
   }
