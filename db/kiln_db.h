@@ -196,6 +196,11 @@ int kiln_db_pick_best(const kiln_record *const *v, const int *layer, int n);
  * "": embedded). 0, or KILN_ENOTFOUND (buf "") when this kiln has no tunable
  * family of that name. */
 int kiln_db_family_source_hash(const char *family, const char *kernel_dir, char *buf, size_t len);
+/* The kernel sources a fusion grouping's variants run, whatever its kind
+ * (Conv or GEMM heads and their element-wise tails, im2col, attention with
+ * the products, softmax and transposes it replaces): the source hash of
+ * every "fusion" record (kiln tune writes it, lookups and `kiln db` read it). */
+#define KILN_FUSION_SOURCES "conv.cl,gemm.cl,elementwise.cl,attention.cl,reduce.cl,movement.cl"
 /* 1 when r was measured on other kernel sources than hash (from
  * kiln_db_family_source_hash; "" or NULL: no current source, so any record
  * is stale): no lookup uses it, and `kiln db show` marks it stale, never best. */

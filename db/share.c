@@ -180,6 +180,10 @@ static int pickable(const kiln_record *r) {
 }
 
 int kiln_db_family_source_hash(const char *family, const char *kernel_dir, char *buf, size_t len) {
+  if (family && !strcmp(family, "fusion")) { /* no family of kernels: the sources its groupings run */
+    kiln_source_hash_in(kernel_dir, KILN_FUSION_SOURCES, buf, len);
+    return 0;
+  }
   const kiln_family *f = kiln_family_find(family);
   if (!f || !f->file) { if (len) buf[0] = 0; return KILN_ENOTFOUND; }
   kiln_source_hash_in(kernel_dir, f->file, buf, len);

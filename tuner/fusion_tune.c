@@ -71,13 +71,15 @@ static int members_run(kiln_session *s, const kiln_fusion_decision *d, double *n
   return 0;
 }
 
-static int put(kiln_session *s, kiln_db *db, const kiln_fusion_decision *d, int fused, double med, double spread, int cnt, kiln_error *err) {
+static int put(kiln_session *s, kiln_db *db, const kiln_fusion_decision *d, int fused, double med, double mn, double spread, int cnt, kiln_error *err) {
   kiln_record r;
   memset(&r, 0, sizeof r);
   snprintf(r.family, sizeof r.family, "fusion");
   snprintf(r.shape_key, sizeof r.shape_key, "%s", d->sig);
+  kiln_source_hash(s->d, KILN_FUSION_SOURCES, r.source_hash, sizeof r.source_hash); /* a shared database's records all carry one (kiln db verify) */
   snprintf(r.params, sizeof r.params, "FUSE=%d", fused);
   r.median_ns = med;
+  r.min_ns = mn; /* the fastest repeat, as the kernels' records carry */
   r.spread = spread;
   r.samples = cnt;
   snprintf(r.status, sizeof r.status, "%s", med > 0 ? "ok" : "launch_error");
@@ -159,14 +161,15 @@ int kiln__tune_fusion(kiln_session *s, kiln_db *db, double close, kiln_tune_resu
     s->force_sig = NULL;
     if (rc) break;
     if (nofresh) { can_fresh = false; continue; } /* no new graph: no attention grouping can be measured */
-    double med[2], spread[2];
+    double med[2], mn[2], spread[2];
     for (int f = 0; f < 2; f++) {
-      if (!cnt[f]) { med[f] = -1; spread[f] = 0; continue; }
+      if (!cnt[f]) { med[f] = mn[f] = -1; spread[f] = 0; continue; }
       qsort(t[f], (size_t)cnt[f], sizeof(double), kiln__cmp_double);
       med[f] = t[f][cnt[f] / 2];
+      mn[f] = t[f][0];
       spread[f] = med[f] > 0 ? (t[f][(cnt[f] * 9) / 10 < cnt[f] ? (cnt[f] * 9) / 10 : cnt[f] - 1] - t[f][cnt[f] / 10]) / med[f] : 0;
     }
-    if ((rc = put(s, db, d, 1, med[1], spread[1], cnt[1], err)) != 0 || (rc = put(s, db, d, 0, med[0], spread[0], cnt[0], err)) != 0) break;
+    if ((rc = put(s, db, d, 1, med[1], mn[1], spread[1], cnt[1], err)) != 0 || (rc = put(s, db, d, 0, med[0], mn[0], spread[0], cnt[0], err)) != 0) break;
     kiln_tune_result *nr = realloc(*res, sizeof *nr * (size_t)(*nres + 1));
     if (!nr) { rc = kiln__err(err, KILN_ENOMEM, "out of memory"); break; }
     *res = nr;
