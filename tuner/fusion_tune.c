@@ -98,11 +98,10 @@ static bool to_measure(const kiln_fusion_decision *dec, int i, double close) {
   if (!d->sig[0] || d->meas_fused_ns > 0) return false; /* not measurable, or recorded already */
   double pf = d->pred_fused_ns, pu = d->pred_unfused_ns;
   if (!(pf >= 0) || !(pu > 0)) return false;
-  /* attention rewrites the graph: each variant is planned on a new copy of
-   * it. Measured whatever the prediction says: the attention kernel's and
-   * the separate products' predictions came from different models and
-   * were 2-3x apart on the same device (passes.c, at_gemm_rate) */
-  /* an epilogue's predicted extra cost is often 0: an infinite ratio, measured only with close = inf */
+  /* an epilogue's predicted extra cost is often 0: an infinite ratio, measured
+   * only with close = inf. Attention is measured whatever the prediction says:
+   * the attention kernel's and the separate products' predictions come from
+   * different models and were 2-3x apart on the same device (passes.c, at_gemm_rate) */
   double ratio = pf <= 0 ? INFINITY : pf > pu ? pf / pu : pu / pf;
   if (ratio > close && !is_attention(d)) return false; /* a clear call: the prediction stands */
   /* a duplicate signature (the same grouping elsewhere in the model) is measured once */
@@ -134,11 +133,11 @@ int kiln__tune_fusion(kiln_session *s, kiln_db *db, double close, kiln_tune_resu
   s->profile = true;
   /* attention groupings last: their variants leave a new graph behind, where
    * the other groupings' node ranges (dec) no longer hold */
-  for (int k = 0; k < 2 * nd && !rc; k++) {
-    int i = k % nd;
+  for (int pass_i = 0; pass_i < 2 * nd && !rc; pass_i++) {
+    int i = pass_i % nd;
     kiln_fusion_decision *d = &dec[i];
     bool att = is_attention(d);
-    if (att != (k >= nd) || !to_measure(dec, i, close)) continue;
+    if (att != (pass_i >= nd) || !to_measure(dec, i, close)) continue;
     if (att && !can_fresh) continue;
     double t[2][ROUNDS * REPS];
     int cnt[2] = {0, 0};
